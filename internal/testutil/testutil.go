@@ -1,0 +1,110 @@
+// Package testutil holds what bpfkit's tests share: the root requirement,
+// checks that a test leaves no BPF or perf fd open, and a private BPF file
+// system for pinning.
+package testutil
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// RequireRoot skips t unless the process may load BPF programs.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN) to talk to the kernel")
+	}
+}
+
+// KernelFDs lists the fds of this process that refer to BPF objects or perf
+// events, as "fd -> target".
+func KernelFDs() []string {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	var out []string
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(target, "bpf") || strings.Contains(target, "perf_event") {
+			out = append(out, e.Name()+" -> "+target)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CheckNoLeaks fails t, at its end, if it left a BPF or perf fd open that
+// was not open when CheckNoLeaks was called.
+func CheckNoLeaks(t testing.TB) {
+	t.Helper()
+	before := map[string]bool{}
+	for _, f := range KernelFDs() {
+		before[f] = true
+	}
+	t.Cleanup(func() {
+		for _, f := range KernelFDs() {
+			if !before[f] {
+				t.Errorf("leaked fd %s", f)
+			}
+		}
+	})
+}
+
+// LeakMain wraps a package's tests: it fails the run if any BPF or perf fd is
+// open at the end that was not open at the start.
+func LeakMain(m *testing.M) int {
+	before := strings.Join(KernelFDs(), "\n")
+	code := m.Run()
+	if after := strings.Join(KernelFDs(), "\n"); code == 0 && after != before {
+		os.Stderr.WriteString("FAIL: BPF or perf fds left open by the tests:\n" + after + "\n")
+		return 1
+	}
+	return code
+}
+
+// BPFFS mounts a private BPF file system for t and unmounts it at the end.
+func BPFFS(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("bpf", dir, "bpf", 0, ""); err != nil {
+		t.Fatalf("mount bpffs at %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if !strings.HasSuffix(e.Name(), ".debug") { // the kernel's own iterators (5.10+)
+				t.Errorf("left pinned in bpffs: %s", e.Name())
+			}
+		}
+		unix.Unmount(dir, unix.MNT_DETACH)
+	})
+	return dir
+}
+
+// Cgroup2 mounts a private view of the cgroup2 hierarchy, makes a child
+// cgroup for t, and removes both at the end. It returns the child's path.
+func Cgroup2(t testing.TB) string {
+	t.Helper()
+	root := t.TempDir()
+	if err := unix.Mount("none", root, "cgroup2", 0, ""); err != nil {
+		t.Skipf("cannot mount cgroup2: %v", err)
+	}
+	dir, err := os.MkdirTemp(root, "bpfkit-test-")
+	if err != nil {
+		unix.Unmount(root, unix.MNT_DETACH)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("remove test cgroup: %v", err)
+		}
+		unix.Unmount(root, unix.MNT_DETACH)
+	})
+	return dir
+}

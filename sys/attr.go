@@ -1,0 +1,229 @@
+package sys
+
+import "unsafe"
+
+// AttrSize is the size of every attr struct passed to bpf(2). It covers union
+// bpf_attr of every kernel we know (144 bytes in 6.1, 168 in 6.18) with room to
+// grow. The kernel copies min(AttrSize, its own size) and returns E2BIG if a
+// byte past its own size is not zero, so a zeroed tail is always accepted.
+//
+// Passing less is unsafe as well as fragile: kernels 6.17 to 7.2 write
+// query.revision (offset 56) back into a BPF_PROG_QUERY attr of any size.
+const AttrSize = 256
+
+// Pointer is a user-space address inside an attr (__aligned_u64 in the uapi).
+// It holds an unsafe.Pointer rather than a uint64 so that the garbage collector
+// sees it: the memory stays alive and, if it lives on a goroutine stack that
+// moves before the syscall, the address moves with it.
+type Pointer struct{ ptr unsafe.Pointer }
+
+// NewPointer wraps p.
+func NewPointer(p unsafe.Pointer) Pointer { return Pointer{p} }
+
+// SlicePointer points at the first byte of b, or is nil for an empty b.
+func SlicePointer(b []byte) Pointer {
+	if len(b) == 0 {
+		return Pointer{}
+	}
+	return Pointer{unsafe.Pointer(&b[0])}
+}
+
+// StringPointer points at a NUL-terminated copy of s.
+func StringPointer(s string) Pointer {
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return Pointer{unsafe.Pointer(&b[0])}
+}
+
+// ObjName is char[BPF_OBJ_NAME_LEN], the name of a map or program.
+type ObjName [16]byte
+
+// NewObjName truncates name to 15 bytes and NUL-terminates it.
+func NewObjName(name string) ObjName {
+	var n ObjName
+	copy(n[:len(n)-1], name)
+	return n
+}
+
+func (n ObjName) String() string {
+	for i, c := range n {
+		if c == 0 {
+			return string(n[:i])
+		}
+	}
+	return string(n[:])
+}
+
+// MapCreateAttr is the BPF_MAP_CREATE member of union bpf_attr.
+type MapCreateAttr struct {
+	MapType               uint32
+	KeySize               uint32
+	ValueSize             uint32
+	MaxEntries            uint32
+	MapFlags              uint32
+	InnerMapFD            uint32
+	NumaNode              uint32
+	MapName               ObjName
+	MapIfindex            uint32
+	BTFFD                 uint32
+	BTFKeyTypeID          uint32
+	BTFValueTypeID        uint32
+	BTFVmlinuxValueTypeID uint32
+	MapExtra              uint64 // 5.16
+	ValueTypeBTFObjFD     int32  // 6.9
+	MapTokenFD            int32  // 6.9
+	_                     [AttrSize - 80]byte
+}
+
+// MapElemAttr is the member used by BPF_MAP_{LOOKUP,UPDATE,DELETE}_ELEM,
+// BPF_MAP_GET_NEXT_KEY, BPF_MAP_LOOKUP_AND_DELETE_ELEM and BPF_MAP_FREEZE.
+// Value doubles as next_key.
+type MapElemAttr struct {
+	MapFD uint32
+	_     uint32
+	Key   Pointer
+	Value Pointer
+	Flags uint64
+	_     [AttrSize - 32]byte
+}
+
+// MapBatchAttr is the batch member, for BPF_MAP_LOOKUP_BATCH (5.6).
+type MapBatchAttr struct {
+	InBatch   Pointer
+	OutBatch  Pointer
+	Keys      Pointer
+	Values    Pointer
+	Count     uint32
+	MapFD     uint32
+	ElemFlags uint64
+	Flags     uint64
+	_         [AttrSize - 56]byte
+}
+
+// ProgLoadAttr is the BPF_PROG_LOAD member.
+type ProgLoadAttr struct {
+	ProgType           uint32
+	InsnCnt            uint32
+	Insns              Pointer
+	License            Pointer
+	LogLevel           uint32
+	LogSize            uint32
+	LogBuf             Pointer
+	KernVersion        uint32
+	ProgFlags          uint32
+	ProgName           ObjName
+	ProgIfindex        uint32
+	ExpectedAttachType uint32
+	ProgBTFFD          uint32
+	FuncInfoRecSize    uint32
+	FuncInfo           Pointer
+	FuncInfoCnt        uint32
+	LineInfoRecSize    uint32
+	LineInfo           Pointer
+	LineInfoCnt        uint32
+	AttachBTFID        uint32
+	AttachProgFD       uint32 // or attach_btf_obj_fd
+	CoreReloCnt        uint32
+	FDArray            Pointer
+	CoreRelos          Pointer
+	CoreReloRecSize    uint32
+	LogTrueSize        uint32 // 6.4
+	ProgTokenFD        int32  // 6.9
+	FDArrayCnt         uint32 // 6.13
+	_                  [AttrSize - 152]byte
+}
+
+// ObjAttr is the member used by BPF_OBJ_PIN and BPF_OBJ_GET.
+type ObjAttr struct {
+	Pathname  Pointer
+	BPFFD     uint32
+	FileFlags uint32
+	PathFD    int32 // 6.5, with BPF_F_PATH_FD
+	_         [AttrSize - 20]byte
+}
+
+// ProgQueryAttr is the query member, for BPF_PROG_QUERY.
+type ProgQueryAttr struct {
+	TargetFD        uint32
+	AttachType      uint32
+	QueryFlags      uint32
+	AttachFlags     uint32
+	ProgIDs         Pointer
+	ProgCnt         uint32
+	_               uint32
+	ProgAttachFlags Pointer // 5.19
+	LinkIDs         Pointer // 6.6
+	LinkAttachFlags Pointer // 6.6
+	Revision        uint64  // 6.6
+	_               [AttrSize - 64]byte
+}
+
+// TestRunAttr is the test member, for BPF_PROG_TEST_RUN.
+type TestRunAttr struct {
+	ProgFD      uint32
+	Retval      uint32
+	DataSizeIn  uint32
+	DataSizeOut uint32
+	DataIn      Pointer
+	DataOut     Pointer
+	Repeat      uint32
+	Duration    uint32
+	CtxSizeIn   uint32
+	CtxSizeOut  uint32
+	CtxIn       Pointer
+	CtxOut      Pointer
+	Flags       uint32
+	CPU         uint32
+	BatchSize   uint32
+	_           [AttrSize - 76]byte
+}
+
+// GetIDAttr is the member used by BPF_*_GET_NEXT_ID and BPF_*_GET_FD_BY_ID.
+// ID is start_id, prog_id, map_id or link_id.
+type GetIDAttr struct {
+	ID        uint32
+	NextID    uint32
+	OpenFlags uint32
+	_         [AttrSize - 12]byte
+}
+
+// InfoAttr is the info member, for BPF_OBJ_GET_INFO_BY_FD.
+type InfoAttr struct {
+	BPFFD   uint32
+	InfoLen uint32
+	Info    Pointer
+	_       [AttrSize - 16]byte
+}
+
+// RawTracepointAttr is the raw_tracepoint member, for BPF_RAW_TRACEPOINT_OPEN.
+type RawTracepointAttr struct {
+	Name   Pointer
+	ProgFD uint32
+	_      uint32
+	Cookie uint64 // 6.10
+	_      [AttrSize - 24]byte
+}
+
+// LinkCreateAttr is the link_create member, for BPF_LINK_CREATE (5.7). A
+// union starts at offset 16; of it, only perf_event.bpf_cookie (5.15), used
+// with attach type BPF_PERF_EVENT, is spelled out here.
+type LinkCreateAttr struct {
+	ProgFD     uint32
+	TargetFD   uint32
+	AttachType uint32
+	Flags      uint32
+	Cookie     uint64 // perf_event.bpf_cookie
+	_          [AttrSize - 24]byte
+}
+
+// LinkDetachAttr is the link_detach member, for BPF_LINK_DETACH (5.9).
+type LinkDetachAttr struct {
+	LinkFD uint32
+	_      [AttrSize - 4]byte
+}
+
+// EnableStatsAttr is the enable_stats member, for BPF_ENABLE_STATS (5.8).
+type EnableStatsAttr struct {
+	Type uint32
+	_    [AttrSize - 4]byte
+}

@@ -1,0 +1,261 @@
+package sys
+
+import (
+	"runtime"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// call makes the bpf(2) system call with the full attr. It is the only place
+// that does; perf.go holds the only perf_event_open and ioctl calls.
+func call(cmd int, attr unsafe.Pointer) (int, error) {
+	j := journal.Load()
+	var start time.Time
+	if j != nil {
+		start = time.Now()
+	}
+	r, _, errno := unix.Syscall(unix.SYS_BPF, uintptr(cmd), uintptr(attr), AttrSize)
+	if j != nil {
+		j.record("bpf", describe(cmd, attr), int(r), errno, time.Since(start))
+	}
+	if errno != 0 {
+		return -1, bpfError(cmd, attr, errno)
+	}
+	return int(r), nil
+}
+
+// callFD is call for the commands that return a new file descriptor.
+func callFD(cmd int, attr unsafe.Pointer) (int, error) {
+	fd, err := call(cmd, attr)
+	if err != nil {
+		return -1, err
+	}
+	return safeFD(fd, cmdNames[cmd])
+}
+
+// safeFD moves fd above 2: a BPF object on fd 0, 1 or 2 is one careless
+// write(2) or close from being corrupted or lost, as when a daemon started
+// with its standard streams closed. The kernel creates every BPF fd with
+// O_CLOEXEC; F_DUPFD_CLOEXEC keeps it that way.
+func safeFD(fd int, op string) (int, error) {
+	if fd > 2 {
+		return fd, nil
+	}
+	nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+	unix.Close(fd)
+	if err != nil {
+		return -1, &Error{Op: op + " (moving fd above 2)", Errno: err.(unix.Errno)}
+	}
+	return nfd, nil
+}
+
+func bpfError(cmd int, attr unsafe.Pointer, errno unix.Errno) error {
+	e := &Error{Op: cmdNames[cmd], Errno: errno}
+	switch errno {
+	case unix.EPERM:
+		switch cmd {
+		case unix.BPF_PROG_LOAD:
+			e.Hint = permHint(progCaps((*ProgLoadAttr)(attr).ProgType)...)
+		case unix.BPF_LINK_CREATE, unix.BPF_RAW_TRACEPOINT_OPEN:
+			e.Hint = permHint(CAP_BPF, CAP_PERFMON)
+		case unix.BPF_PROG_GET_FD_BY_ID, unix.BPF_MAP_GET_FD_BY_ID, unix.BPF_LINK_GET_FD_BY_ID,
+			unix.BPF_PROG_GET_NEXT_ID, unix.BPF_MAP_GET_NEXT_ID, unix.BPF_LINK_GET_NEXT_ID,
+			unix.BPF_ENABLE_STATS, unix.BPF_PROG_QUERY:
+			e.Hint = permHint(CAP_SYS_ADMIN)
+		case unix.BPF_OBJ_PIN, unix.BPF_OBJ_GET:
+			e.Hint = "check the permissions of the path in the BPF file system"
+		default:
+			e.Hint = permHint(CAP_BPF)
+		}
+	case unix.E2BIG:
+		e.Hint = "the attr sets a field this kernel does not know"
+	}
+	return e
+}
+
+// MapCreate is BPF_MAP_CREATE; it returns the new map's fd.
+func MapCreate(attr *MapCreateAttr) (int, error) {
+	return callFD(unix.BPF_MAP_CREATE, unsafe.Pointer(attr))
+}
+
+// MapLookupElem is BPF_MAP_LOOKUP_ELEM: it copies the value of Key into Value.
+func MapLookupElem(attr *MapElemAttr) error {
+	_, err := call(unix.BPF_MAP_LOOKUP_ELEM, unsafe.Pointer(attr))
+	return err
+}
+
+// MapUpdateElem is BPF_MAP_UPDATE_ELEM; Flags is BPF_ANY, BPF_NOEXIST or BPF_EXIST.
+func MapUpdateElem(attr *MapElemAttr) error {
+	_, err := call(unix.BPF_MAP_UPDATE_ELEM, unsafe.Pointer(attr))
+	return err
+}
+
+// MapDeleteElem is BPF_MAP_DELETE_ELEM.
+func MapDeleteElem(attr *MapElemAttr) error {
+	_, err := call(unix.BPF_MAP_DELETE_ELEM, unsafe.Pointer(attr))
+	return err
+}
+
+// MapGetNextKey is BPF_MAP_GET_NEXT_KEY: it writes the key after Key (the
+// first key if Key is nil) to Value, the next_key member.
+func MapGetNextKey(attr *MapElemAttr) error {
+	_, err := call(unix.BPF_MAP_GET_NEXT_KEY, unsafe.Pointer(attr))
+	return err
+}
+
+// MapLookupAndDeleteElem is BPF_MAP_LOOKUP_AND_DELETE_ELEM (queues and
+// stacks since 4.20, hash maps since 5.14).
+func MapLookupAndDeleteElem(attr *MapElemAttr) error {
+	_, err := call(unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM, unsafe.Pointer(attr))
+	return err
+}
+
+// MapFreeze is BPF_MAP_FREEZE (5.2): the map becomes read-only to user space.
+func MapFreeze(attr *MapElemAttr) error {
+	_, err := call(unix.BPF_MAP_FREEZE, unsafe.Pointer(attr))
+	return err
+}
+
+// MapLookupBatch is BPF_MAP_LOOKUP_BATCH (5.6). On return Count holds the
+// number of elements copied; ENOENT means the walk reached the end.
+func MapLookupBatch(attr *MapBatchAttr) error {
+	_, err := call(unix.BPF_MAP_LOOKUP_BATCH, unsafe.Pointer(attr))
+	return err
+}
+
+// ProgLoad is BPF_PROG_LOAD; it returns the program's fd.
+//
+// The verifier abandons a program with EAGAIN when a signal is pending, and
+// the Go runtime signals its threads: SIGURG to preempt goroutines, SIGPROF
+// when profiling. Such a signal can be meant for the goroutine that ran on
+// this thread a moment ago, and under load we measured ten EAGAINs in a row.
+// So the load runs on a locked thread with those two signals blocked (they
+// are delivered when unblocked, and the runtime copes with a late one), and
+// any EAGAIN that still comes, from another signal, is retried.
+func ProgLoad(attr *ProgLoadAttr) (int, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old unix.Sigset_t
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &runtimeSignals, &old); err == nil {
+		defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+	}
+	for range progLoadAttempts - 1 {
+		fd, err := callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
+		if err == nil || err.(*Error).Errno != unix.EAGAIN {
+			return fd, err
+		}
+	}
+	return callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
+}
+
+const progLoadAttempts = 10
+
+// runtimeSignals is {SIGURG, SIGPROF}: bit n-1 stands for signal n.
+var runtimeSignals = unix.Sigset_t{Val: [16]uint64{1<<(unix.SIGURG-1) | 1<<(unix.SIGPROF-1)}}
+
+// ObjPin is BPF_OBJ_PIN: it pins BPFFD at Pathname in a BPF file system.
+func ObjPin(attr *ObjAttr) error {
+	_, err := call(unix.BPF_OBJ_PIN, unsafe.Pointer(attr))
+	return err
+}
+
+// ObjGet is BPF_OBJ_GET: it opens the object pinned at Pathname.
+func ObjGet(attr *ObjAttr) (int, error) {
+	return callFD(unix.BPF_OBJ_GET, unsafe.Pointer(attr))
+}
+
+// ProgQuery is BPF_PROG_QUERY: the programs attached to a cgroup or device.
+func ProgQuery(attr *ProgQueryAttr) error {
+	_, err := call(unix.BPF_PROG_QUERY, unsafe.Pointer(attr))
+	return err
+}
+
+// ProgTestRun is BPF_PROG_TEST_RUN (4.12).
+func ProgTestRun(attr *TestRunAttr) error {
+	_, err := call(unix.BPF_PROG_TEST_RUN, unsafe.Pointer(attr))
+	return err
+}
+
+// ProgGetNextID is BPF_PROG_GET_NEXT_ID: the smallest program id above ID,
+// in NextID; ENOENT after the last.
+func ProgGetNextID(attr *GetIDAttr) error {
+	_, err := call(unix.BPF_PROG_GET_NEXT_ID, unsafe.Pointer(attr))
+	return err
+}
+
+// MapGetNextID is BPF_MAP_GET_NEXT_ID.
+func MapGetNextID(attr *GetIDAttr) error {
+	_, err := call(unix.BPF_MAP_GET_NEXT_ID, unsafe.Pointer(attr))
+	return err
+}
+
+// LinkGetNextID is BPF_LINK_GET_NEXT_ID (5.8).
+func LinkGetNextID(attr *GetIDAttr) error {
+	_, err := call(unix.BPF_LINK_GET_NEXT_ID, unsafe.Pointer(attr))
+	return err
+}
+
+// ProgGetFDByID is BPF_PROG_GET_FD_BY_ID.
+func ProgGetFDByID(attr *GetIDAttr) (int, error) {
+	return callFD(unix.BPF_PROG_GET_FD_BY_ID, unsafe.Pointer(attr))
+}
+
+// MapGetFDByID is BPF_MAP_GET_FD_BY_ID.
+func MapGetFDByID(attr *GetIDAttr) (int, error) {
+	return callFD(unix.BPF_MAP_GET_FD_BY_ID, unsafe.Pointer(attr))
+}
+
+// LinkGetFDByID is BPF_LINK_GET_FD_BY_ID (5.8).
+func LinkGetFDByID(attr *GetIDAttr) (int, error) {
+	return callFD(unix.BPF_LINK_GET_FD_BY_ID, unsafe.Pointer(attr))
+}
+
+// ObjGetInfoByFD is BPF_OBJ_GET_INFO_BY_FD. ProgInfoByFD, MapInfoByFD and
+// LinkInfoByFD fill the typed structs.
+func ObjGetInfoByFD(attr *InfoAttr) error {
+	_, err := call(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(attr))
+	return err
+}
+
+// ProgInfoByFD fills info for the program fd.
+func ProgInfoByFD(fd int, info *ProgInfo) error {
+	attr := InfoAttr{BPFFD: uint32(fd), InfoLen: uint32(unsafe.Sizeof(*info)), Info: NewPointer(unsafe.Pointer(info))}
+	return ObjGetInfoByFD(&attr)
+}
+
+// MapInfoByFD fills info for the map fd.
+func MapInfoByFD(fd int, info *MapInfo) error {
+	attr := InfoAttr{BPFFD: uint32(fd), InfoLen: uint32(unsafe.Sizeof(*info)), Info: NewPointer(unsafe.Pointer(info))}
+	return ObjGetInfoByFD(&attr)
+}
+
+// LinkInfoByFD fills info for the link fd.
+func LinkInfoByFD(fd int, info *LinkInfo) error {
+	attr := InfoAttr{BPFFD: uint32(fd), InfoLen: uint32(unsafe.Sizeof(*info)), Info: NewPointer(unsafe.Pointer(info))}
+	return ObjGetInfoByFD(&attr)
+}
+
+// RawTracepointOpen is BPF_RAW_TRACEPOINT_OPEN (4.17); it returns a link fd.
+func RawTracepointOpen(attr *RawTracepointAttr) (int, error) {
+	return callFD(unix.BPF_RAW_TRACEPOINT_OPEN, unsafe.Pointer(attr))
+}
+
+// LinkCreate is BPF_LINK_CREATE (5.7); it returns the link's fd.
+func LinkCreate(attr *LinkCreateAttr) (int, error) {
+	return callFD(unix.BPF_LINK_CREATE, unsafe.Pointer(attr))
+}
+
+// LinkDetach is BPF_LINK_DETACH (5.9): the link stays open but its program
+// no longer runs.
+func LinkDetach(attr *LinkDetachAttr) error {
+	_, err := call(unix.BPF_LINK_DETACH, unsafe.Pointer(attr))
+	return err
+}
+
+// EnableStats is BPF_ENABLE_STATS (5.8): run time and count statistics stay
+// on while the returned fd is open.
+func EnableStats(attr *EnableStatsAttr) (int, error) {
+	return callFD(unix.BPF_ENABLE_STATS, unsafe.Pointer(attr))
+}

@@ -1,0 +1,88 @@
+package sys
+
+import (
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Error is a failed system call: which command, the errno, and for EPERM a
+// hint naming the missing capability. errors.Is(err, unix.EPERM) works.
+type Error struct {
+	Op    string // "BPF_MAP_CREATE", "perf_event_open", "PERF_EVENT_IOC_SET_BPF"
+	Errno unix.Errno
+	Hint  string
+}
+
+func (e *Error) Error() string {
+	if e.Hint == "" {
+		return fmt.Sprintf("%s: %v", e.Op, e.Errno)
+	}
+	return fmt.Sprintf("%s: %v (%s)", e.Op, e.Errno, e.Hint)
+}
+
+func (e *Error) Unwrap() error { return e.Errno }
+
+// Capability numbers from linux/capability.h.
+const (
+	CAP_NET_ADMIN = 12
+	CAP_SYS_ADMIN = 21
+	CAP_PERFMON   = 38 // 5.8
+	CAP_BPF       = 39 // 5.8
+)
+
+var capNames = map[int]string{CAP_NET_ADMIN: "CAP_NET_ADMIN", CAP_SYS_ADMIN: "CAP_SYS_ADMIN", CAP_PERFMON: "CAP_PERFMON", CAP_BPF: "CAP_BPF"}
+
+// effectiveCaps returns the calling thread's effective capability set.
+func effectiveCaps() (uint64, error) {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return 0, err
+	}
+	return uint64(data[0].Effective) | uint64(data[1].Effective)<<32, nil
+}
+
+// permHint explains an EPERM: the capabilities in need that the process lacks
+// (CAP_SYS_ADMIN stands in for all of them, and alone before 5.8), or, if it
+// has them all, what else refuses root.
+func permHint(need ...int) string {
+	caps, err := effectiveCaps()
+	if err != nil {
+		return ""
+	}
+	var missing []string
+	for _, c := range need {
+		if caps&(1<<c) == 0 && caps&(1<<CAP_SYS_ADMIN) == 0 {
+			missing = append(missing, capNames[c])
+		}
+	}
+	var rl unix.Rlimit
+	memlock := ""
+	if unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl) == nil && rl.Cur != unix.RLIM_INFINITY {
+		memlock = fmt.Sprintf("; kernels before 5.11 also charge BPF memory to RLIMIT_MEMLOCK, here %d KiB", rl.Cur/1024)
+	}
+	switch {
+	case len(missing) == 1 && missing[0] == "CAP_SYS_ADMIN":
+		return "missing CAP_SYS_ADMIN" + memlock
+	case len(missing) > 0:
+		return "missing " + strings.Join(missing, " and ") + "; CAP_SYS_ADMIN grants all, and kernels before 5.8 require it" + memlock
+	}
+	return "capabilities are present: kernel lockdown, an LSM or kernel.unprivileged_bpf_disabled may refuse it" + memlock
+}
+
+// progCaps is what loading or attaching a program of a type needs: tracing
+// types need CAP_PERFMON and networking types CAP_NET_ADMIN besides CAP_BPF.
+func progCaps(progType uint32) []int {
+	switch progType {
+	case unix.BPF_PROG_TYPE_KPROBE, unix.BPF_PROG_TYPE_TRACEPOINT, unix.BPF_PROG_TYPE_PERF_EVENT,
+		unix.BPF_PROG_TYPE_RAW_TRACEPOINT, unix.BPF_PROG_TYPE_RAW_TRACEPOINT_WRITABLE, unix.BPF_PROG_TYPE_TRACING:
+		return []int{CAP_BPF, CAP_PERFMON}
+	case unix.BPF_PROG_TYPE_SOCKET_FILTER, unix.BPF_PROG_TYPE_CGROUP_SKB:
+		return []int{CAP_BPF}
+	case unix.BPF_PROG_TYPE_SCHED_CLS, unix.BPF_PROG_TYPE_SCHED_ACT, unix.BPF_PROG_TYPE_XDP:
+		return []int{CAP_BPF, CAP_NET_ADMIN}
+	}
+	return []int{CAP_BPF, CAP_SYS_ADMIN}
+}

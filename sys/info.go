@@ -1,0 +1,82 @@
+package sys
+
+// ProgInfo is struct bpf_prog_info, filled by BPF_OBJ_GET_INFO_BY_FD. The
+// kernel copies back at most the size we pass and tells the size it knows in
+// info_len. To receive an array (map ids, xlated instructions), point the
+// field at a buffer and set its count or length; the kernel fills up to that
+// and always writes the full count.
+type ProgInfo struct {
+	Type                 uint32
+	ID                   uint32
+	Tag                  [8]byte
+	JitedProgLen         uint32
+	XlatedProgLen        uint32
+	JitedProgInsns       Pointer
+	XlatedProgInsns      Pointer
+	LoadTime             uint64 // ns since boot
+	CreatedByUID         uint32
+	NrMapIDs             uint32
+	MapIDs               Pointer
+	Name                 ObjName
+	Ifindex              uint32
+	GPLCompatible        uint32 // bit 0
+	NetnsDev             uint64
+	NetnsIno             uint64
+	NrJitedKsyms         uint32
+	NrJitedFuncLens      uint32
+	JitedKsyms           Pointer
+	JitedFuncLens        Pointer
+	BTFID                uint32
+	FuncInfoRecSize      uint32
+	FuncInfo             Pointer
+	NrFuncInfo           uint32
+	NrLineInfo           uint32
+	LineInfo             Pointer
+	JitedLineInfo        Pointer
+	NrJitedLineInfo      uint32
+	LineInfoRecSize      uint32
+	JitedLineInfoRecSize uint32
+	NrProgTags           uint32
+	ProgTags             Pointer
+	RunTimeNs            uint64 // with BPF_ENABLE_STATS (5.8)
+	RunCnt               uint64
+	RecursionMisses      uint64 // 5.12
+	VerifiedInsns        uint32 // 5.16
+	AttachBTFObjID       uint32 // 6.0
+	AttachBTFID          uint32
+	_                    uint32
+}
+
+// MapInfo is struct bpf_map_info.
+type MapInfo struct {
+	Type                  uint32
+	ID                    uint32
+	KeySize               uint32
+	ValueSize             uint32
+	MaxEntries            uint32
+	MapFlags              uint32
+	Name                  ObjName
+	Ifindex               uint32
+	BTFVmlinuxValueTypeID uint32
+	NetnsDev              uint64
+	NetnsIno              uint64
+	BTFID                 uint32
+	BTFKeyTypeID          uint32
+	BTFValueTypeID        uint32
+	BTFVmlinuxID          uint32
+	MapExtra              uint64
+	Hash                  Pointer // 6.17
+	HashSize              uint32
+	_                     uint32
+}
+
+// LinkInfo is struct bpf_link_info: a common head and a union by link type.
+// For BPF_LINK_TYPE_PERF_EVENT (6.6+ fills it) Union[0] (the low 32 bits)
+// is the perf event type and, for a tracepoint, Union[1] points at the name.
+type LinkInfo struct {
+	Type   uint32
+	ID     uint32
+	ProgID uint32
+	_      uint32
+	Union  [6]uint64
+}

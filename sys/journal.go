@@ -1,0 +1,179 @@
+package sys
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Journal writes one line per system call made by this package, in strace's
+// shape: the command, its meaningful attr fields, the result, the duration.
+//
+//	bpf(BPF_MAP_CREATE, map_type=hash key_size=8 value_size=8 max_entries=4096 map_flags=0x0 name="drops") = 5 <14µs>
+//	bpf(BPF_PROG_LOAD, prog_type=tracepoint insn_cnt=12 license="GPL" name="count" ...) = -1 EACCES <80µs>
+type Journal struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+var journal atomic.Pointer[Journal]
+
+// SetJournal starts recording every call to w, or stops recording if w is
+// nil. Writes to w are serialized.
+func SetJournal(w io.Writer) {
+	if w == nil {
+		journal.Store(nil)
+		return
+	}
+	journal.Store(&Journal{w: w})
+}
+
+// BPFKIT_JOURNAL=1 records to stderr, any other non-empty value names a file
+// to append to.
+func init() {
+	switch v := os.Getenv("BPFKIT_JOURNAL"); v {
+	case "", "0":
+	case "1":
+		SetJournal(os.Stderr)
+	default:
+		f, err := os.OpenFile(v, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bpfkit: BPFKIT_JOURNAL: %v\n", err)
+			return
+		}
+		SetJournal(f)
+	}
+}
+
+func (j *Journal) record(op, args string, r int, errno unix.Errno, d time.Duration) {
+	res := fmt.Sprint(r)
+	if errno != 0 {
+		res = fmt.Sprintf("-1 %s (%v)", unix.ErrnoName(errno), errno)
+	}
+	j.mu.Lock()
+	fmt.Fprintf(j.w, "%s(%s) = %s <%v>\n", op, args, res, d.Round(time.Microsecond/10))
+	j.mu.Unlock()
+}
+
+// describe renders the attr fields a reviewer cares about for cmd.
+func describe(cmd int, p unsafe.Pointer) string {
+	name := cmdNames[cmd]
+	switch cmd {
+	case unix.BPF_MAP_CREATE:
+		a := (*MapCreateAttr)(p)
+		return fmt.Sprintf("%s, map_type=%s key_size=%d value_size=%d max_entries=%d map_flags=%#x name=%q",
+			name, lookupName(mapTypeNames, a.MapType), a.KeySize, a.ValueSize, a.MaxEntries, a.MapFlags, a.MapName)
+	case unix.BPF_MAP_LOOKUP_ELEM, unix.BPF_MAP_UPDATE_ELEM, unix.BPF_MAP_DELETE_ELEM, unix.BPF_MAP_GET_NEXT_KEY,
+		unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM, unix.BPF_MAP_FREEZE:
+		a := (*MapElemAttr)(p)
+		return fmt.Sprintf("%s, map_fd=%d flags=%#x", name, a.MapFD, a.Flags)
+	case unix.BPF_MAP_LOOKUP_BATCH:
+		a := (*MapBatchAttr)(p)
+		return fmt.Sprintf("%s, map_fd=%d count=%d", name, a.MapFD, a.Count)
+	case unix.BPF_PROG_LOAD:
+		a := (*ProgLoadAttr)(p)
+		s := fmt.Sprintf("%s, prog_type=%s insn_cnt=%d license=%q name=%q kern_version=%#x prog_flags=%#x log_level=%d",
+			name, lookupName(progTypeNames, a.ProgType), a.InsnCnt, cString(a.License), a.ProgName,
+			a.KernVersion, a.ProgFlags, a.LogLevel)
+		if a.ExpectedAttachType != 0 {
+			s += " expected_attach_type=" + lookupName(attachTypeNames, a.ExpectedAttachType)
+		}
+		return s
+	case unix.BPF_OBJ_PIN, unix.BPF_OBJ_GET:
+		a := (*ObjAttr)(p)
+		return fmt.Sprintf("%s, pathname=%q bpf_fd=%d file_flags=%#x", name, cString(a.Pathname), a.BPFFD, a.FileFlags)
+	case unix.BPF_PROG_QUERY:
+		a := (*ProgQueryAttr)(p)
+		return fmt.Sprintf("%s, target_fd=%d attach_type=%s", name, a.TargetFD, lookupName(attachTypeNames, a.AttachType))
+	case unix.BPF_PROG_TEST_RUN:
+		a := (*TestRunAttr)(p)
+		return fmt.Sprintf("%s, prog_fd=%d data_size_in=%d ctx_size_in=%d repeat=%d", name, a.ProgFD, a.DataSizeIn, a.CtxSizeIn, a.Repeat)
+	case unix.BPF_PROG_GET_NEXT_ID, unix.BPF_MAP_GET_NEXT_ID, unix.BPF_LINK_GET_NEXT_ID,
+		unix.BPF_PROG_GET_FD_BY_ID, unix.BPF_MAP_GET_FD_BY_ID, unix.BPF_LINK_GET_FD_BY_ID:
+		return fmt.Sprintf("%s, id=%d", name, (*GetIDAttr)(p).ID)
+	case unix.BPF_OBJ_GET_INFO_BY_FD:
+		a := (*InfoAttr)(p)
+		return fmt.Sprintf("%s, bpf_fd=%d info_len=%d", name, a.BPFFD, a.InfoLen)
+	case unix.BPF_RAW_TRACEPOINT_OPEN:
+		a := (*RawTracepointAttr)(p)
+		return fmt.Sprintf("%s, name=%q prog_fd=%d", name, cString(a.Name), a.ProgFD)
+	case unix.BPF_LINK_CREATE:
+		a := (*LinkCreateAttr)(p)
+		return fmt.Sprintf("%s, prog_fd=%d target_fd=%d attach_type=%s flags=%#x cookie=%#x",
+			name, a.ProgFD, int32(a.TargetFD), lookupName(attachTypeNames, a.AttachType), a.Flags, a.Cookie)
+	case unix.BPF_LINK_DETACH:
+		return fmt.Sprintf("%s, link_fd=%d", name, (*LinkDetachAttr)(p).LinkFD)
+	case unix.BPF_ENABLE_STATS:
+		return fmt.Sprintf("%s, type=%d", name, (*EnableStatsAttr)(p).Type)
+	}
+	return name
+}
+
+// cString reads the NUL-terminated string at p, at most 256 bytes of it.
+func cString(p Pointer) string {
+	if p.ptr == nil {
+		return ""
+	}
+	b := unsafe.Slice((*byte)(p.ptr), 256)
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b) + "..."
+}
+
+func lookupName(names []string, v uint32) string {
+	if int(v) < len(names) && names[v] != "" {
+		return names[v]
+	}
+	return fmt.Sprint(v)
+}
+
+// Names as in enum bpf_cmd, bpf_map_type, bpf_prog_type and bpf_attach_type,
+// without their prefixes where the field name says it.
+var cmdNames = [...]string{
+	"BPF_MAP_CREATE", "BPF_MAP_LOOKUP_ELEM", "BPF_MAP_UPDATE_ELEM", "BPF_MAP_DELETE_ELEM", "BPF_MAP_GET_NEXT_KEY",
+	"BPF_PROG_LOAD", "BPF_OBJ_PIN", "BPF_OBJ_GET", "BPF_PROG_ATTACH", "BPF_PROG_DETACH", "BPF_PROG_TEST_RUN",
+	"BPF_PROG_GET_NEXT_ID", "BPF_MAP_GET_NEXT_ID", "BPF_PROG_GET_FD_BY_ID", "BPF_MAP_GET_FD_BY_ID",
+	"BPF_OBJ_GET_INFO_BY_FD", "BPF_PROG_QUERY", "BPF_RAW_TRACEPOINT_OPEN", "BPF_BTF_LOAD", "BPF_BTF_GET_FD_BY_ID",
+	"BPF_TASK_FD_QUERY", "BPF_MAP_LOOKUP_AND_DELETE_ELEM", "BPF_MAP_FREEZE", "BPF_BTF_GET_NEXT_ID",
+	"BPF_MAP_LOOKUP_BATCH", "BPF_MAP_LOOKUP_AND_DELETE_BATCH", "BPF_MAP_UPDATE_BATCH", "BPF_MAP_DELETE_BATCH",
+	"BPF_LINK_CREATE", "BPF_LINK_UPDATE", "BPF_LINK_GET_FD_BY_ID", "BPF_LINK_GET_NEXT_ID", "BPF_ENABLE_STATS",
+	"BPF_ITER_CREATE", "BPF_LINK_DETACH", "BPF_PROG_BIND_MAP",
+}
+
+var mapTypeNames = []string{
+	"unspec", "hash", "array", "prog_array", "perf_event_array", "percpu_hash", "percpu_array", "stack_trace",
+	"cgroup_array", "lru_hash", "lru_percpu_hash", "lpm_trie", "array_of_maps", "hash_of_maps", "devmap",
+	"sockmap", "cpumap", "xskmap", "sockhash", "cgroup_storage", "reuseport_sockarray", "percpu_cgroup_storage",
+	"queue", "stack", "sk_storage", "devmap_hash", "struct_ops", "ringbuf", "inode_storage", "task_storage",
+	"bloom_filter", "user_ringbuf", "cgrp_storage", "arena",
+}
+
+var progTypeNames = []string{
+	"unspec", "socket_filter", "kprobe", "sched_cls", "sched_act", "tracepoint", "xdp", "perf_event",
+	"cgroup_skb", "cgroup_sock", "lwt_in", "lwt_out", "lwt_xmit", "sock_ops", "sk_skb", "cgroup_device",
+	"sk_msg", "raw_tracepoint", "cgroup_sock_addr", "lwt_seg6local", "lirc_mode2", "sk_reuseport",
+	"flow_dissector", "cgroup_sysctl", "raw_tracepoint_writable", "cgroup_sockopt", "tracing", "struct_ops",
+	"ext", "lsm", "sk_lookup", "syscall", "netfilter",
+}
+
+var attachTypeNames = []string{
+	"cgroup_inet_ingress", "cgroup_inet_egress", "cgroup_inet_sock_create", "cgroup_sock_ops", "sk_skb_stream_parser",
+	"sk_skb_stream_verdict", "cgroup_device", "sk_msg_verdict", "cgroup_inet4_bind", "cgroup_inet6_bind",
+	"cgroup_inet4_connect", "cgroup_inet6_connect", "cgroup_inet4_post_bind", "cgroup_inet6_post_bind",
+	"cgroup_udp4_sendmsg", "cgroup_udp6_sendmsg", "lirc_mode2", "flow_dissector", "cgroup_sysctl",
+	"cgroup_udp4_recvmsg", "cgroup_udp6_recvmsg", "cgroup_getsockopt", "cgroup_setsockopt", "trace_raw_tp",
+	"trace_fentry", "trace_fexit", "modify_return", "lsm_mac", "trace_iter", "cgroup_inet4_getpeername",
+	"cgroup_inet6_getpeername", "cgroup_inet4_getsockname", "cgroup_inet6_getsockname", "xdp_devmap",
+	"cgroup_inet_sock_release", "xdp_cpumap", "sk_lookup", "xdp", "sk_skb_verdict", "sk_reuseport_select",
+	"sk_reuseport_select_or_migrate", "perf_event", "trace_kprobe_multi", "lsm_cgroup", "struct_ops",
+	"netfilter", "tcx_ingress", "tcx_egress", "trace_uprobe_multi",
+}

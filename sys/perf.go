@@ -1,0 +1,86 @@
+package sys
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// PerfEventOpen is perf_event_open(2); PERF_FLAG_FD_CLOEXEC is always added
+// to flags. attr.Size is set to the size of unix.PerfEventAttr if zero.
+func PerfEventOpen(attr *unix.PerfEventAttr, pid, cpu, groupFD, flags int) (int, error) {
+	if attr.Size == 0 {
+		attr.Size = uint32(unsafe.Sizeof(*attr))
+	}
+	flags |= unix.PERF_FLAG_FD_CLOEXEC
+	j := journal.Load()
+	var start time.Time
+	if j != nil {
+		start = time.Now()
+	}
+	fd, err := unix.PerfEventOpen(attr, pid, cpu, groupFD, flags)
+	if j != nil {
+		j.record("perf_event_open", fmt.Sprintf("type=%d config=%#x sample_type=%#x wakeup=%d bits=%#x, pid=%d, cpu=%d, group_fd=%d, flags=%#x",
+			attr.Type, attr.Config, attr.Sample_type, attr.Wakeup, attr.Bits, pid, cpu, groupFD, flags), fd, errnoOf(err), time.Since(start))
+	}
+	if err != nil {
+		e := &Error{Op: "perf_event_open", Errno: errnoOf(err)}
+		switch e.Errno {
+		case unix.EPERM, unix.EACCES:
+			e.Hint = permHint(CAP_PERFMON) + "; see also kernel.perf_event_paranoid"
+		case unix.ENOENT, unix.ENODEV, unix.EOPNOTSUPP:
+			e.Hint = "this kernel has no such event or PMU"
+		}
+		return -1, e
+	}
+	return safeFD(fd, "perf_event_open")
+}
+
+// PerfEventSetBPF is the PERF_EVENT_IOC_SET_BPF ioctl (4.1): it attaches the
+// program to the perf event. The program stays attached until the event's
+// fd is closed.
+func PerfEventSetBPF(perfFD, progFD int) error {
+	return perfIoctl(perfFD, unix.PERF_EVENT_IOC_SET_BPF, progFD, "PERF_EVENT_IOC_SET_BPF")
+}
+
+// PerfEventEnable is the PERF_EVENT_IOC_ENABLE ioctl.
+func PerfEventEnable(perfFD int) error {
+	return perfIoctl(perfFD, unix.PERF_EVENT_IOC_ENABLE, 0, "PERF_EVENT_IOC_ENABLE")
+}
+
+// PerfEventDisable is the PERF_EVENT_IOC_DISABLE ioctl.
+func PerfEventDisable(perfFD int) error {
+	return perfIoctl(perfFD, unix.PERF_EVENT_IOC_DISABLE, 0, "PERF_EVENT_IOC_DISABLE")
+}
+
+func perfIoctl(fd int, req uint, arg int, op string) error {
+	j := journal.Load()
+	var start time.Time
+	if j != nil {
+		start = time.Now()
+	}
+	err := unix.IoctlSetInt(fd, req, arg)
+	if j != nil {
+		j.record("ioctl", fmt.Sprintf("%d, %s, %d", fd, op, arg), 0, errnoOf(err), time.Since(start))
+	}
+	if err != nil {
+		e := &Error{Op: op, Errno: errnoOf(err)}
+		if e.Errno == unix.EPERM {
+			e.Hint = permHint(CAP_PERFMON)
+		}
+		return e
+	}
+	return nil
+}
+
+func errnoOf(err error) unix.Errno {
+	if e, ok := err.(unix.Errno); ok {
+		return e
+	}
+	if err != nil {
+		return unix.EINVAL
+	}
+	return 0
+}
