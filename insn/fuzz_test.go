@@ -1,0 +1,65 @@
+package insn
+
+import (
+	"strings"
+	"testing"
+)
+
+// seedPrograms are the golden programs of the other tests, encoded.
+func seedPrograms(f *testing.F) {
+	for _, c := range builderCases {
+		if insns, err := Assemble(c.items); err == nil && len(insns) <= 256 {
+			f.Add(Encode(insns))
+		}
+	}
+	var all []Instruction
+	for _, c := range formatCases {
+		all = append(all, c.in)
+	}
+	f.Add(Encode(all))
+	f.Add([]byte{0x18, 0x01, 0, 0, 1, 0, 0, 0}) // ld_imm64 without second slot
+	f.Add([]byte{1, 2, 3})
+}
+
+func FuzzDisassemble(f *testing.F) {
+	seedPrograms(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		b = b[:len(b)/InstructionSize*InstructionSize]
+		insns, err := Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := Disassemble(insns)
+		lines := 0
+		for i := 0; i < len(insns); {
+			text, n := Format(insns, i)
+			if n < 1 || n > 2 || text == "" || strings.Contains(text, "\n") {
+				t.Fatalf("Format(%+v, %d) = %q, %d", insns, i, text, n)
+			}
+			i += n
+			lines++
+		}
+		if strings.Count(out, "\n") != lines {
+			t.Fatalf("Disassemble: %d lines, want %d", strings.Count(out, "\n"), lines)
+		}
+		for _, in := range insns {
+			_ = in.String()
+		}
+	})
+}
+
+func FuzzDecode(f *testing.F) {
+	seedPrograms(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		insns, err := Decode(b)
+		if (err != nil) != (len(b)%InstructionSize != 0) {
+			t.Fatalf("Decode(%d bytes): err = %v", len(b), err)
+		}
+		if err != nil {
+			return
+		}
+		if got := Encode(insns); string(got) != string(b) {
+			t.Fatalf("Encode(Decode(%x)) = %x", b, got)
+		}
+	})
+}

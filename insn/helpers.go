@@ -1,0 +1,311 @@
+package insn
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Helper is a BPF helper function id (enum bpf_func_id), the imm of a
+// BPF_CALL instruction whose src_reg is 0.
+type Helper int32
+
+// Helper ids, positional as in the kernel's ___BPF_FUNC_MAPPER (6.1 uapi
+// header, plus the two cgroup storage helpers added in 6.2).
+const (
+	BPF_FUNC_unspec Helper = iota
+	BPF_FUNC_map_lookup_elem
+	BPF_FUNC_map_update_elem
+	BPF_FUNC_map_delete_elem
+	BPF_FUNC_probe_read
+	BPF_FUNC_ktime_get_ns
+	BPF_FUNC_trace_printk
+	BPF_FUNC_get_prandom_u32
+	BPF_FUNC_get_smp_processor_id
+	BPF_FUNC_skb_store_bytes
+	BPF_FUNC_l3_csum_replace
+	BPF_FUNC_l4_csum_replace
+	BPF_FUNC_tail_call
+	BPF_FUNC_clone_redirect
+	BPF_FUNC_get_current_pid_tgid
+	BPF_FUNC_get_current_uid_gid
+	BPF_FUNC_get_current_comm
+	BPF_FUNC_get_cgroup_classid
+	BPF_FUNC_skb_vlan_push
+	BPF_FUNC_skb_vlan_pop
+	BPF_FUNC_skb_get_tunnel_key
+	BPF_FUNC_skb_set_tunnel_key
+	BPF_FUNC_perf_event_read
+	BPF_FUNC_redirect
+	BPF_FUNC_get_route_realm
+	BPF_FUNC_perf_event_output
+	BPF_FUNC_skb_load_bytes
+	BPF_FUNC_get_stackid
+	BPF_FUNC_csum_diff
+	BPF_FUNC_skb_get_tunnel_opt
+	BPF_FUNC_skb_set_tunnel_opt
+	BPF_FUNC_skb_change_proto
+	BPF_FUNC_skb_change_type
+	BPF_FUNC_skb_under_cgroup
+	BPF_FUNC_get_hash_recalc
+	BPF_FUNC_get_current_task
+	BPF_FUNC_probe_write_user
+	BPF_FUNC_current_task_under_cgroup
+	BPF_FUNC_skb_change_tail
+	BPF_FUNC_skb_pull_data
+	BPF_FUNC_csum_update
+	BPF_FUNC_set_hash_invalid
+	BPF_FUNC_get_numa_node_id
+	BPF_FUNC_skb_change_head
+	BPF_FUNC_xdp_adjust_head
+	BPF_FUNC_probe_read_str
+	BPF_FUNC_get_socket_cookie
+	BPF_FUNC_get_socket_uid
+	BPF_FUNC_set_hash
+	BPF_FUNC_setsockopt
+	BPF_FUNC_skb_adjust_room
+	BPF_FUNC_redirect_map
+	BPF_FUNC_sk_redirect_map
+	BPF_FUNC_sock_map_update
+	BPF_FUNC_xdp_adjust_meta
+	BPF_FUNC_perf_event_read_value
+	BPF_FUNC_perf_prog_read_value
+	BPF_FUNC_getsockopt
+	BPF_FUNC_override_return
+	BPF_FUNC_sock_ops_cb_flags_set
+	BPF_FUNC_msg_redirect_map
+	BPF_FUNC_msg_apply_bytes
+	BPF_FUNC_msg_cork_bytes
+	BPF_FUNC_msg_pull_data
+	BPF_FUNC_bind
+	BPF_FUNC_xdp_adjust_tail
+	BPF_FUNC_skb_get_xfrm_state
+	BPF_FUNC_get_stack
+	BPF_FUNC_skb_load_bytes_relative
+	BPF_FUNC_fib_lookup
+	BPF_FUNC_sock_hash_update
+	BPF_FUNC_msg_redirect_hash
+	BPF_FUNC_sk_redirect_hash
+	BPF_FUNC_lwt_push_encap
+	BPF_FUNC_lwt_seg6_store_bytes
+	BPF_FUNC_lwt_seg6_adjust_srh
+	BPF_FUNC_lwt_seg6_action
+	BPF_FUNC_rc_repeat
+	BPF_FUNC_rc_keydown
+	BPF_FUNC_skb_cgroup_id
+	BPF_FUNC_get_current_cgroup_id
+	BPF_FUNC_get_local_storage
+	BPF_FUNC_sk_select_reuseport
+	BPF_FUNC_skb_ancestor_cgroup_id
+	BPF_FUNC_sk_lookup_tcp
+	BPF_FUNC_sk_lookup_udp
+	BPF_FUNC_sk_release
+	BPF_FUNC_map_push_elem
+	BPF_FUNC_map_pop_elem
+	BPF_FUNC_map_peek_elem
+	BPF_FUNC_msg_push_data
+	BPF_FUNC_msg_pop_data
+	BPF_FUNC_rc_pointer_rel
+	BPF_FUNC_spin_lock
+	BPF_FUNC_spin_unlock
+	BPF_FUNC_sk_fullsock
+	BPF_FUNC_tcp_sock
+	BPF_FUNC_skb_ecn_set_ce
+	BPF_FUNC_get_listener_sock
+	BPF_FUNC_skc_lookup_tcp
+	BPF_FUNC_tcp_check_syncookie
+	BPF_FUNC_sysctl_get_name
+	BPF_FUNC_sysctl_get_current_value
+	BPF_FUNC_sysctl_get_new_value
+	BPF_FUNC_sysctl_set_new_value
+	BPF_FUNC_strtol
+	BPF_FUNC_strtoul
+	BPF_FUNC_sk_storage_get
+	BPF_FUNC_sk_storage_delete
+	BPF_FUNC_send_signal
+	BPF_FUNC_tcp_gen_syncookie
+	BPF_FUNC_skb_output
+	BPF_FUNC_probe_read_user
+	BPF_FUNC_probe_read_kernel
+	BPF_FUNC_probe_read_user_str
+	BPF_FUNC_probe_read_kernel_str
+	BPF_FUNC_tcp_send_ack
+	BPF_FUNC_send_signal_thread
+	BPF_FUNC_jiffies64
+	BPF_FUNC_read_branch_records
+	BPF_FUNC_get_ns_current_pid_tgid
+	BPF_FUNC_xdp_output
+	BPF_FUNC_get_netns_cookie
+	BPF_FUNC_get_current_ancestor_cgroup_id
+	BPF_FUNC_sk_assign
+	BPF_FUNC_ktime_get_boot_ns
+	BPF_FUNC_seq_printf
+	BPF_FUNC_seq_write
+	BPF_FUNC_sk_cgroup_id
+	BPF_FUNC_sk_ancestor_cgroup_id
+	BPF_FUNC_ringbuf_output
+	BPF_FUNC_ringbuf_reserve
+	BPF_FUNC_ringbuf_submit
+	BPF_FUNC_ringbuf_discard
+	BPF_FUNC_ringbuf_query
+	BPF_FUNC_csum_level
+	BPF_FUNC_skc_to_tcp6_sock
+	BPF_FUNC_skc_to_tcp_sock
+	BPF_FUNC_skc_to_tcp_timewait_sock
+	BPF_FUNC_skc_to_tcp_request_sock
+	BPF_FUNC_skc_to_udp6_sock
+	BPF_FUNC_get_task_stack
+	BPF_FUNC_load_hdr_opt
+	BPF_FUNC_store_hdr_opt
+	BPF_FUNC_reserve_hdr_opt
+	BPF_FUNC_inode_storage_get
+	BPF_FUNC_inode_storage_delete
+	BPF_FUNC_d_path
+	BPF_FUNC_copy_from_user
+	BPF_FUNC_snprintf_btf
+	BPF_FUNC_seq_printf_btf
+	BPF_FUNC_skb_cgroup_classid
+	BPF_FUNC_redirect_neigh
+	BPF_FUNC_per_cpu_ptr
+	BPF_FUNC_this_cpu_ptr
+	BPF_FUNC_redirect_peer
+	BPF_FUNC_task_storage_get
+	BPF_FUNC_task_storage_delete
+	BPF_FUNC_get_current_task_btf
+	BPF_FUNC_bprm_opts_set
+	BPF_FUNC_ktime_get_coarse_ns
+	BPF_FUNC_ima_inode_hash
+	BPF_FUNC_sock_from_file
+	BPF_FUNC_check_mtu
+	BPF_FUNC_for_each_map_elem
+	BPF_FUNC_snprintf
+	BPF_FUNC_sys_bpf
+	BPF_FUNC_btf_find_by_name_kind
+	BPF_FUNC_sys_close
+	BPF_FUNC_timer_init
+	BPF_FUNC_timer_set_callback
+	BPF_FUNC_timer_start
+	BPF_FUNC_timer_cancel
+	BPF_FUNC_get_func_ip
+	BPF_FUNC_get_attach_cookie
+	BPF_FUNC_task_pt_regs
+	BPF_FUNC_get_branch_snapshot
+	BPF_FUNC_trace_vprintk
+	BPF_FUNC_skc_to_unix_sock
+	BPF_FUNC_kallsyms_lookup_name
+	BPF_FUNC_find_vma
+	BPF_FUNC_loop
+	BPF_FUNC_strncmp
+	BPF_FUNC_get_func_arg
+	BPF_FUNC_get_func_ret
+	BPF_FUNC_get_func_arg_cnt
+	BPF_FUNC_get_retval
+	BPF_FUNC_set_retval
+	BPF_FUNC_xdp_get_buff_len
+	BPF_FUNC_xdp_load_bytes
+	BPF_FUNC_xdp_store_bytes
+	BPF_FUNC_copy_from_user_task
+	BPF_FUNC_skb_set_tstamp
+	BPF_FUNC_ima_file_hash
+	BPF_FUNC_kptr_xchg
+	BPF_FUNC_map_lookup_percpu_elem
+	BPF_FUNC_skc_to_mptcp_sock
+	BPF_FUNC_dynptr_from_mem
+	BPF_FUNC_ringbuf_reserve_dynptr
+	BPF_FUNC_ringbuf_submit_dynptr
+	BPF_FUNC_ringbuf_discard_dynptr
+	BPF_FUNC_dynptr_read
+	BPF_FUNC_dynptr_write
+	BPF_FUNC_dynptr_data
+	BPF_FUNC_tcp_raw_gen_syncookie_ipv4
+	BPF_FUNC_tcp_raw_gen_syncookie_ipv6
+	BPF_FUNC_tcp_raw_check_syncookie_ipv4
+	BPF_FUNC_tcp_raw_check_syncookie_ipv6
+	BPF_FUNC_ktime_get_tai_ns
+	BPF_FUNC_user_ringbuf_drain
+	BPF_FUNC_cgrp_storage_get
+	BPF_FUNC_cgrp_storage_delete
+)
+
+// helperNames lists the helpers in id order, without the "bpf_" prefix.
+var helperNames = strings.Fields(`
+unspec map_lookup_elem map_update_elem map_delete_elem probe_read
+ktime_get_ns trace_printk get_prandom_u32 get_smp_processor_id
+skb_store_bytes l3_csum_replace l4_csum_replace tail_call clone_redirect
+get_current_pid_tgid get_current_uid_gid get_current_comm
+get_cgroup_classid skb_vlan_push skb_vlan_pop skb_get_tunnel_key
+skb_set_tunnel_key perf_event_read redirect get_route_realm
+perf_event_output skb_load_bytes get_stackid csum_diff skb_get_tunnel_opt
+skb_set_tunnel_opt skb_change_proto skb_change_type skb_under_cgroup
+get_hash_recalc get_current_task probe_write_user current_task_under_cgroup
+skb_change_tail skb_pull_data csum_update set_hash_invalid get_numa_node_id
+skb_change_head xdp_adjust_head probe_read_str get_socket_cookie
+get_socket_uid set_hash setsockopt skb_adjust_room redirect_map
+sk_redirect_map sock_map_update xdp_adjust_meta perf_event_read_value
+perf_prog_read_value getsockopt override_return sock_ops_cb_flags_set
+msg_redirect_map msg_apply_bytes msg_cork_bytes msg_pull_data bind
+xdp_adjust_tail skb_get_xfrm_state get_stack skb_load_bytes_relative
+fib_lookup sock_hash_update msg_redirect_hash sk_redirect_hash
+lwt_push_encap lwt_seg6_store_bytes lwt_seg6_adjust_srh lwt_seg6_action
+rc_repeat rc_keydown skb_cgroup_id get_current_cgroup_id get_local_storage
+sk_select_reuseport skb_ancestor_cgroup_id sk_lookup_tcp sk_lookup_udp
+sk_release map_push_elem map_pop_elem map_peek_elem msg_push_data
+msg_pop_data rc_pointer_rel spin_lock spin_unlock sk_fullsock tcp_sock
+skb_ecn_set_ce get_listener_sock skc_lookup_tcp tcp_check_syncookie
+sysctl_get_name sysctl_get_current_value sysctl_get_new_value
+sysctl_set_new_value strtol strtoul sk_storage_get sk_storage_delete
+send_signal tcp_gen_syncookie skb_output probe_read_user probe_read_kernel
+probe_read_user_str probe_read_kernel_str tcp_send_ack send_signal_thread
+jiffies64 read_branch_records get_ns_current_pid_tgid xdp_output
+get_netns_cookie get_current_ancestor_cgroup_id sk_assign ktime_get_boot_ns
+seq_printf seq_write sk_cgroup_id sk_ancestor_cgroup_id ringbuf_output
+ringbuf_reserve ringbuf_submit ringbuf_discard ringbuf_query csum_level
+skc_to_tcp6_sock skc_to_tcp_sock skc_to_tcp_timewait_sock
+skc_to_tcp_request_sock skc_to_udp6_sock get_task_stack load_hdr_opt
+store_hdr_opt reserve_hdr_opt inode_storage_get inode_storage_delete d_path
+copy_from_user snprintf_btf seq_printf_btf skb_cgroup_classid
+redirect_neigh per_cpu_ptr this_cpu_ptr redirect_peer task_storage_get
+task_storage_delete get_current_task_btf bprm_opts_set ktime_get_coarse_ns
+ima_inode_hash sock_from_file check_mtu for_each_map_elem snprintf sys_bpf
+btf_find_by_name_kind sys_close timer_init timer_set_callback timer_start
+timer_cancel get_func_ip get_attach_cookie task_pt_regs get_branch_snapshot
+trace_vprintk skc_to_unix_sock kallsyms_lookup_name find_vma loop strncmp
+get_func_arg get_func_ret get_func_arg_cnt get_retval set_retval
+xdp_get_buff_len xdp_load_bytes xdp_store_bytes copy_from_user_task
+skb_set_tstamp ima_file_hash kptr_xchg map_lookup_percpu_elem
+skc_to_mptcp_sock dynptr_from_mem ringbuf_reserve_dynptr
+ringbuf_submit_dynptr ringbuf_discard_dynptr dynptr_read dynptr_write
+dynptr_data tcp_raw_gen_syncookie_ipv4 tcp_raw_gen_syncookie_ipv6
+tcp_raw_check_syncookie_ipv4 tcp_raw_check_syncookie_ipv6 ktime_get_tai_ns
+user_ringbuf_drain cgrp_storage_get cgrp_storage_delete
+`)
+
+var helperByName = func() map[string]Helper {
+	m := make(map[string]Helper, len(helperNames))
+	for i, n := range helperNames {
+		m[n] = Helper(i)
+	}
+	return m
+}()
+
+// String returns the kernel's name for h, "bpf_map_lookup_elem" for
+// BPF_FUNC_map_lookup_elem, or "unknown#NNN" for an id outside the table.
+func (h Helper) String() string {
+	if name, ok := h.name(); ok {
+		return name
+	}
+	return "unknown#" + strconv.Itoa(int(h))
+}
+
+func (h Helper) name() (string, bool) {
+	if h < 0 || int(h) >= len(helperNames) {
+		return "", false
+	}
+	return "bpf_" + helperNames[h], true
+}
+
+// HelperByName looks a helper up by name, with or without the "bpf_" prefix
+// ("bpf_map_lookup_elem" or "map_lookup_elem").
+func HelperByName(name string) (Helper, bool) {
+	h, ok := helperByName[strings.TrimPrefix(name, "bpf_")]
+	return h, ok
+}

@@ -1,0 +1,74 @@
+package insn
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// InstructionSize is the size of one encoded instruction slot.
+const InstructionSize = 8
+
+// Instruction is one 8-byte slot, struct bpf_insn. A 64-bit immediate load
+// (BPF_LD|BPF_IMM|BPF_DW) occupies two consecutive slots.
+type Instruction struct {
+	Code uint8    // opcode byte
+	Dst  Register // destination register, 4 bits
+	Src  Register // source register, 4 bits
+	Off  int16    // signed offset
+	Imm  int32    // signed immediate
+}
+
+// Class returns BPF_CLASS(code).
+func (i Instruction) Class() Class { return Class(i.Code & 0x07) }
+
+// Size returns BPF_SIZE(code).
+func (i Instruction) Size() Size { return Size(i.Code & 0x18) }
+
+// Mode returns BPF_MODE(code).
+func (i Instruction) Mode() Mode { return Mode(i.Code & 0xe0) }
+
+// Op returns BPF_OP(code), an ALU or jump operation.
+func (i Instruction) Op() uint8 { return i.Code & 0xf0 }
+
+// Source returns BPF_SRC(code).
+func (i Instruction) Source() Source { return Source(i.Code & 0x08) }
+
+// IsLoadImm64 reports whether i is the first slot of a 64-bit immediate
+// load, which takes two slots.
+func (i Instruction) IsLoadImm64() bool { return i.Code == BPF_LD|BPF_IMM|BPF_DW }
+
+// Encode returns the little-endian encoding of insns, 8 bytes each.
+func Encode(insns []Instruction) []byte {
+	return AppendEncode(make([]byte, 0, len(insns)*InstructionSize), insns)
+}
+
+// AppendEncode appends the encoding of insns to b. It does not allocate
+// when b has enough spare capacity.
+func AppendEncode(b []byte, insns []Instruction) []byte {
+	for _, in := range insns {
+		b = append(b, in.Code, byte(in.Dst&0x0f)|byte(in.Src&0x0f)<<4)
+		b = binary.LittleEndian.AppendUint16(b, uint16(in.Off))
+		b = binary.LittleEndian.AppendUint32(b, uint32(in.Imm))
+	}
+	return b
+}
+
+// Decode parses little-endian instruction slots. len(b) must be a multiple
+// of InstructionSize.
+func Decode(b []byte) ([]Instruction, error) {
+	if len(b)%InstructionSize != 0 {
+		return nil, fmt.Errorf("insn: decode: %d bytes is not a multiple of %d", len(b), InstructionSize)
+	}
+	insns := make([]Instruction, len(b)/InstructionSize)
+	for n := range insns {
+		s := b[n*InstructionSize:]
+		insns[n] = Instruction{
+			Code: s[0],
+			Dst:  Register(s[1] & 0x0f),
+			Src:  Register(s[1] >> 4),
+			Off:  int16(binary.LittleEndian.Uint16(s[2:])),
+			Imm:  int32(binary.LittleEndian.Uint32(s[4:])),
+		}
+	}
+	return insns, nil
+}
