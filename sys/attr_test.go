@@ -127,3 +127,19 @@ func btfTypeSize(t *testing.T, raw []byte, kind uint32, name string) (uint32, bo
 	}
 	return 0, false
 }
+
+// TestKernelAttrSize checks the probed size against the union in the
+// kernel's BTF.
+func TestKernelAttrSize(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	raw, err := os.ReadFile("/sys/kernel/btf/vmlinux")
+	if err != nil {
+		t.Skipf("no kernel BTF: %v", err)
+	}
+	want, _ := btfTypeSize(t, raw, 5, "bpf_attr")
+	if got := KernelAttrSize(); uint32(got) != min(want, AttrSize) {
+		t.Fatalf("probed sizeof(union bpf_attr) = %d, BTF says %d", got, want)
+	}
+}

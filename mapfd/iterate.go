@@ -1,0 +1,100 @@
+package mapfd
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"unsafe"
+
+	"github.com/bpfkit/bpfkit/sys"
+)
+
+// All iterates over the map's keys and values with BPF_MAP_GET_NEXT_KEY and
+// a lookup per key. The slices it yields are reused at every step: copy what
+// you keep. A key deleted between the two calls is skipped. An error ends
+// the iteration and is stored in *errp when errp is not nil.
+//
+// A hash map that loses the current key while it is walked restarts from its
+// first key, so a walk racing with deletions may see a key twice; the walk
+// stops after 2 × MaxEntries steps rather than run for ever.
+func (m *Map) All(errp *error) iter.Seq2[[]byte, []byte] {
+	return func(yield func([]byte, []byte) bool) {
+		setErr := func(err error) {
+			if errp != nil {
+				*errp = err
+			}
+		}
+		setErr(nil)
+		if m.fd < 0 {
+			setErr(ErrClosed)
+			return
+		}
+		key, next, value := make([]byte, m.keySize), make([]byte, m.keySize), make([]byte, m.valueSize)
+		var prev unsafe.Pointer // nil: start at the first key
+		for range 2*uint64(m.maxEntries) + 1 {
+			err := m.nextKey(prev, ptr(next))
+			if errors.Is(err, ErrKeyNotExist) {
+				return
+			}
+			if err != nil {
+				setErr(err)
+				return
+			}
+			key, next = next, key
+			prev = ptr(key)
+			switch err := m.lookup(prev, ptr(value)); {
+			case errors.Is(err, ErrKeyNotExist):
+				continue
+			case err != nil:
+				setErr(err)
+				return
+			}
+			if !yield(key, value) {
+				return
+			}
+		}
+		setErr(fmt.Errorf("map %q: iteration did not end after %d steps", m.name, 2*uint64(m.maxEntries)+1))
+	}
+}
+
+// ErrBatchEnd ends a batch walk: LookupBatch returns it with the last
+// elements.
+var ErrBatchEnd = errors.New("mapfd: end of batch walk")
+
+// BatchCursor is the position of a batch walk; the zero value starts at the
+// beginning. The kernel's token is opaque: a bucket index for hash maps, a
+// key for arrays; 8 bytes hold either.
+type BatchCursor struct {
+	token   uint64
+	started bool
+}
+
+// LookupBatch copies up to len(keys)/KeySize elements into keys and values
+// (each ValueSize bytes) with BPF_MAP_LOOKUP_BATCH (5.6) and returns how
+// many it copied. After the last element it returns ErrBatchEnd, with the
+// final count. Hash maps may return fewer than asked in the middle of a walk,
+// or ENOSPC if a bucket holds more elements than fit.
+func (m *Map) LookupBatch(c *BatchCursor, keys, values []byte) (int, error) {
+	if m.fd < 0 {
+		return 0, ErrClosed
+	}
+	n := uint32(len(keys)) / m.keySize
+	if n == 0 || uint32(len(values)) < n*m.valueSize {
+		return 0, fmt.Errorf("map %q: batch buffers of %d and %d bytes hold no whole element", m.name, len(keys), len(values))
+	}
+	var out uint64
+	attr := sys.MapBatchAttr{MapFD: uint32(m.fd), Keys: sys.SlicePointer(keys), Values: sys.SlicePointer(values),
+		Count: n, OutBatch: sys.NewPointer(unsafe.Pointer(&out))}
+	if c.started {
+		attr.InBatch = sys.NewPointer(unsafe.Pointer(&c.token))
+	}
+	err := sys.MapLookupBatch(&attr)
+	c.token, c.started = out, true
+	if notExist(err) {
+		return int(attr.Count), ErrBatchEnd
+	}
+	if err != nil {
+		return int(attr.Count), m.wrap("lookup batch", err)
+	}
+	return int(attr.Count), nil
+}

@@ -1,0 +1,386 @@
+package mapfd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/bpfkit/bpfkit/sys"
+	"golang.org/x/sys/unix"
+)
+
+// Type is a map type, enum bpf_map_type.
+type Type uint32
+
+// The map types bpfkit knows; any other bpf_map_type value works as well.
+const (
+	Hash           Type = unix.BPF_MAP_TYPE_HASH
+	Array          Type = unix.BPF_MAP_TYPE_ARRAY
+	ProgArray      Type = unix.BPF_MAP_TYPE_PROG_ARRAY       // values are program fds; for bpf_tail_call
+	PerfEventArray Type = unix.BPF_MAP_TYPE_PERF_EVENT_ARRAY // values are perf event fds; for bpf_perf_event_output
+	PerCPUHash     Type = unix.BPF_MAP_TYPE_PERCPU_HASH
+	PerCPUArray    Type = unix.BPF_MAP_TYPE_PERCPU_ARRAY
+	StackTrace     Type = unix.BPF_MAP_TYPE_STACK_TRACE
+	LRUHash        Type = unix.BPF_MAP_TYPE_LRU_HASH
+	LRUPerCPUHash  Type = unix.BPF_MAP_TYPE_LRU_PERCPU_HASH
+	Queue          Type = unix.BPF_MAP_TYPE_QUEUE
+	Stack          Type = unix.BPF_MAP_TYPE_STACK
+	RingBuf        Type = unix.BPF_MAP_TYPE_RINGBUF // 5.8; MaxEntries is the size in bytes, a power of 2 and of the page size
+)
+
+// PerCPU reports whether the map holds one value per possible CPU.
+func (t Type) PerCPU() bool {
+	return t == PerCPUHash || t == PerCPUArray || t == LRUPerCPUHash || t == unix.BPF_MAP_TYPE_PERCPU_CGROUP_STORAGE
+}
+
+// Flags for Update, as in the uapi header.
+const (
+	BPF_ANY     = unix.BPF_ANY     // create or replace
+	BPF_NOEXIST = unix.BPF_NOEXIST // create only
+	BPF_EXIST   = unix.BPF_EXIST   // replace only
+	BPF_F_LOCK  = unix.BPF_F_LOCK  // take the value's bpf_spin_lock (5.1)
+)
+
+// ErrKeyNotExist is returned for a key that is not in the map. It matches
+// unix.ENOENT too.
+var ErrKeyNotExist error = keyNotExist{}
+
+type keyNotExist struct{}
+
+func (keyNotExist) Error() string        { return "mapfd: key does not exist" }
+func (keyNotExist) Is(target error) bool { return target == unix.ENOENT }
+func (keyNotExist) Unwrap() error        { return nil }
+func notExist(err error) bool            { return errors.Is(err, unix.ENOENT) }
+func (m *Map) wrap(op string, err error) error {
+	return fmt.Errorf("map %q %s: %w", m.name, op, err)
+}
+
+// ErrClosed is returned by every operation on a closed Map.
+var ErrClosed = errors.New("mapfd: map is closed")
+
+// Spec describes a map to create.
+type Spec struct {
+	Type       Type
+	KeySize    uint32
+	ValueSize  uint32 // per CPU, for per-CPU maps
+	MaxEntries uint32
+	Flags      uint32 // map_flags: BPF_F_NO_PREALLOC, BPF_F_RDONLY_PROG, ...
+	Name       string // at most 15 bytes are kept: [A-Za-z0-9_.]
+	InnerMap   *Map   // template for array and hash of maps
+}
+
+// Map is an open BPF map. Its methods may be called from several goroutines,
+// but not concurrently with Close.
+type Map struct {
+	fd         int
+	typ        Type
+	keySize    uint32
+	valueSize  uint32 // of the buffer a lookup fills: stride × CPUs for per-CPU maps
+	maxEntries uint32
+	flags      uint32
+	name       string
+}
+
+// Create makes a new map.
+func Create(spec Spec) (*Map, error) {
+	attr := sys.MapCreateAttr{
+		MapType:    uint32(spec.Type),
+		KeySize:    spec.KeySize,
+		ValueSize:  spec.ValueSize,
+		MaxEntries: spec.MaxEntries,
+		MapFlags:   spec.Flags,
+		MapName:    sys.NewObjName(spec.Name),
+	}
+	if spec.InnerMap != nil {
+		attr.InnerMapFD = uint32(spec.InnerMap.fd)
+	}
+	fd, err := sys.MapCreate(&attr)
+	if err != nil {
+		return nil, fmt.Errorf("map create %q (type %d, key %d, value %d, entries %d): %w",
+			spec.Name, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, err)
+	}
+	return newMap(fd, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, spec.Flags, attr.MapName.String())
+}
+
+func newMap(fd int, typ Type, key, value, max, flags uint32, name string) (*Map, error) {
+	m := &Map{fd: fd, typ: typ, keySize: key, valueSize: value, maxEntries: max, flags: flags, name: name}
+	if typ.PerCPU() {
+		n, err := PossibleCPUs()
+		if err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+		m.valueSize = uint32(n) * ((value + 7) &^ 7)
+	}
+	return m, nil
+}
+
+// Open opens the map pinned at path in a BPF file system.
+func Open(path string) (*Map, error) {
+	fd, err := sys.ObjGet(&sys.ObjAttr{Pathname: sys.StringPointer(path)})
+	if err != nil {
+		return nil, fmt.Errorf("open pinned map %s: %w", path, err)
+	}
+	return fromFD(fd)
+}
+
+// OpenID opens the map with the kernel-wide id (needs CAP_SYS_ADMIN).
+func OpenID(id uint32) (*Map, error) {
+	fd, err := sys.MapGetFDByID(&sys.GetIDAttr{ID: id})
+	if err != nil {
+		return nil, fmt.Errorf("open map id %d: %w", id, err)
+	}
+	return fromFD(fd)
+}
+
+func fromFD(fd int) (*Map, error) {
+	var info sys.MapInfo
+	if err := sys.MapInfoByFD(fd, &info); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("map info: %w", err)
+	}
+	return newMap(fd, Type(info.Type), info.KeySize, info.ValueSize, info.MaxEntries, info.MapFlags, info.Name.String())
+}
+
+// FD is the map's file descriptor, for programs that reference it
+// (insn.LoadMapFD) and for prog and perf event arrays. -1 once closed.
+func (m *Map) FD() int { return m.fd }
+
+// Type, KeySize, MaxEntries and Name describe the map.
+func (m *Map) Type() Type         { return m.typ }
+func (m *Map) KeySize() uint32    { return m.keySize }
+func (m *Map) MaxEntries() uint32 { return m.maxEntries }
+func (m *Map) Name() string       { return m.name }
+
+// ValueSize is the size of the buffer Lookup fills and Update reads: for a
+// per-CPU map, the value rounded up to 8 bytes times PossibleCPUs.
+func (m *Map) ValueSize() uint32 { return m.valueSize }
+
+// Close releases the map's fd; the kernel frees the map when nothing else
+// (a program, a pin, another fd) holds it. Closing twice is harmless.
+func (m *Map) Close() error {
+	if m.fd < 0 {
+		return nil
+	}
+	err := unix.Close(m.fd)
+	m.fd = -1
+	return err
+}
+
+func (m *Map) elem(key, value unsafe.Pointer, flags uint64) sys.MapElemAttr {
+	return sys.MapElemAttr{MapFD: uint32(m.fd), Key: sys.NewPointer(key), Value: sys.NewPointer(value), Flags: flags}
+}
+
+func (m *Map) check(key, value []byte) error {
+	if m.fd < 0 {
+		return ErrClosed
+	}
+	if uint32(len(key)) != m.keySize || (value != nil && uint32(len(value)) != m.valueSize) {
+		return fmt.Errorf("map %q: key of %d bytes and value of %d, want %d and %d", m.name, len(key), len(value), m.keySize, m.valueSize)
+	}
+	return nil
+}
+
+// ptr is the address of b's first byte, or nil for an empty b (a map with
+// zero-sized keys, such as a queue).
+func ptr(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&b[0])
+}
+
+// Lookup copies the value of key into value, which must be ValueSize bytes.
+func (m *Map) Lookup(key, value []byte) error {
+	if err := m.check(key, value); err != nil {
+		return err
+	}
+	return m.lookup(ptr(key), ptr(value))
+}
+
+func (m *Map) lookup(key, value unsafe.Pointer) error {
+	attr := m.elem(key, value, 0)
+	if err := sys.MapLookupElem(&attr); err != nil {
+		if notExist(err) {
+			return ErrKeyNotExist
+		}
+		return m.wrap("lookup", err)
+	}
+	return nil
+}
+
+// Update sets key to value with flags BPF_ANY, BPF_NOEXIST or BPF_EXIST,
+// optionally with BPF_F_LOCK.
+func (m *Map) Update(key, value []byte, flags uint64) error {
+	if err := m.check(key, value); err != nil {
+		return err
+	}
+	return m.update(ptr(key), ptr(value), flags)
+}
+
+func (m *Map) update(key, value unsafe.Pointer, flags uint64) error {
+	attr := m.elem(key, value, flags)
+	if err := sys.MapUpdateElem(&attr); err != nil {
+		return m.wrap("update", err)
+	}
+	return nil
+}
+
+// Delete removes key.
+func (m *Map) Delete(key []byte) error {
+	if err := m.check(key, nil); err != nil {
+		return err
+	}
+	return m.delete(ptr(key))
+}
+
+func (m *Map) delete(key unsafe.Pointer) error {
+	attr := m.elem(key, nil, 0)
+	if err := sys.MapDeleteElem(&attr); err != nil {
+		if notExist(err) {
+			return ErrKeyNotExist
+		}
+		return m.wrap("delete", err)
+	}
+	return nil
+}
+
+// NextKey writes the key after key into next; a nil key asks for the first.
+// At the end it returns ErrKeyNotExist. (A hash map whose key was deleted
+// meanwhile restarts from its first key.)
+func (m *Map) NextKey(key, next []byte) error {
+	if err := m.check(next, nil); err != nil {
+		return err
+	}
+	if key != nil && uint32(len(key)) != m.keySize {
+		return fmt.Errorf("map %q: key of %d bytes, want %d", m.name, len(key), m.keySize)
+	}
+	return m.nextKey(ptr(key), ptr(next))
+}
+
+func (m *Map) nextKey(key, next unsafe.Pointer) error {
+	attr := m.elem(key, next, 0)
+	if err := sys.MapGetNextKey(&attr); err != nil {
+		if notExist(err) {
+			return ErrKeyNotExist
+		}
+		return m.wrap("next key", err)
+	}
+	return nil
+}
+
+// LookupAndDelete copies the value of key into value and removes it, in one
+// step (hash maps since 5.14; for queues and stacks key is empty and the
+// element popped is the next one).
+func (m *Map) LookupAndDelete(key, value []byte) error {
+	if err := m.check(key, value); err != nil {
+		return err
+	}
+	attr := m.elem(ptr(key), ptr(value), 0)
+	if err := sys.MapLookupAndDeleteElem(&attr); err != nil {
+		if notExist(err) {
+			return ErrKeyNotExist
+		}
+		return m.wrap("lookup and delete", err)
+	}
+	return nil
+}
+
+// Freeze makes the map read-only to user space (5.2); programs may still write
+// unless it was created with BPF_F_RDONLY_PROG.
+func (m *Map) Freeze() error {
+	if m.fd < 0 {
+		return ErrClosed
+	}
+	attr := m.elem(nil, nil, 0)
+	if err := sys.MapFreeze(&attr); err != nil {
+		return m.wrap("freeze", err)
+	}
+	return nil
+}
+
+// Pin makes the map outlive the process at path, in a BPF file system.
+func (m *Map) Pin(path string) error {
+	if m.fd < 0 {
+		return ErrClosed
+	}
+	if err := sys.ObjPin(&sys.ObjAttr{Pathname: sys.StringPointer(path), BPFFD: uint32(m.fd)}); err != nil {
+		return m.wrap("pin at "+path, err)
+	}
+	return nil
+}
+
+// Unpin removes a pinned object, map or program, from a BPF file system.
+func Unpin(path string) error {
+	return os.Remove(path)
+}
+
+// Info is what the kernel reports about an open map.
+type Info struct {
+	ID                             uint32
+	Type                           Type
+	KeySize, ValueSize, MaxEntries uint32
+	Flags                          uint32
+	Name                           string
+}
+
+// Info asks the kernel about the map (BPF_OBJ_GET_INFO_BY_FD).
+func (m *Map) Info() (Info, error) {
+	var i sys.MapInfo
+	if m.fd < 0 {
+		return Info{}, ErrClosed
+	}
+	if err := sys.MapInfoByFD(m.fd, &i); err != nil {
+		return Info{}, m.wrap("info", err)
+	}
+	return Info{ID: i.ID, Type: Type(i.Type), KeySize: i.KeySize, ValueSize: i.ValueSize, MaxEntries: i.MaxEntries,
+		Flags: i.MapFlags, Name: i.Name.String()}, nil
+}
+
+var possible struct {
+	once sync.Once
+	n    int
+	err  error
+}
+
+// PossibleCPUs is the number of CPUs the kernel could ever bring online, read
+// once from /sys/devices/system/cpu/possible ("0-3", "0,2-5"). Per-CPU maps
+// hold that many values; the highest CPU number plus one counts, not the
+// number of ranges.
+func PossibleCPUs() (int, error) {
+	possible.once.Do(func() {
+		b, err := os.ReadFile("/sys/devices/system/cpu/possible")
+		if err != nil {
+			possible.err = fmt.Errorf("possible CPUs: %w", err)
+			return
+		}
+		possible.n, possible.err = ParseCPUList(string(b))
+	})
+	return possible.n, possible.err
+}
+
+// ParseCPUList returns one more than the highest CPU in a kernel CPU list
+// such as "0-3,5".
+func ParseCPUList(s string) (int, error) {
+	hi := -1
+	for part := range strings.SplitSeq(strings.TrimSpace(s), ",") {
+		lo, top, isRange := strings.Cut(part, "-")
+		if !isRange {
+			top = lo
+		}
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := strconv.Atoi(top)
+		if err1 != nil || err2 != nil || a < 0 || b < a {
+			return 0, fmt.Errorf("bad CPU list %q", s)
+		}
+		hi = max(hi, b)
+	}
+	if hi < 0 {
+		return 0, fmt.Errorf("empty CPU list %q", s)
+	}
+	return hi + 1, nil
+}
