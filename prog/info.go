@@ -1,0 +1,58 @@
+package prog
+
+import (
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/sys"
+)
+
+// Info is what the kernel reports about a loaded program.
+type Info struct {
+	ID     uint32
+	Type   Type
+	Name   string
+	Tag    string // the hex SHA1 prefix bpftool shows
+	MapIDs []uint32
+	// Xlated is the program as the verifier rewrote it: map references are
+	// map ids, some helper calls are inlined. Empty without CAP_SYS_ADMIN
+	// or when kernel.bpf_jit_harden hides it.
+	Xlated        []insn.Instruction
+	LoadTime      time.Duration // since boot
+	RunCount      uint64        // with statistics on (BPF_ENABLE_STATS, 5.8)
+	RunTime       time.Duration
+	VerifiedInsns uint32 // 5.16
+}
+
+// Info asks the kernel about the program: once for the sizes, once for the
+// instructions and map ids.
+func (p *Program) Info() (*Info, error) {
+	if p.fd < 0 {
+		return nil, ErrClosed
+	}
+	var si sys.ProgInfo
+	if err := sys.ProgInfoByFD(p.fd, &si); err != nil {
+		return nil, fmt.Errorf("program %q info: %w", p.name, err)
+	}
+	xlated := make([]byte, si.XlatedProgLen)
+	mapIDs := make([]uint32, si.NrMapIDs)
+	si = sys.ProgInfo{XlatedProgLen: uint32(len(xlated)), XlatedProgInsns: sys.SlicePointer(xlated), NrMapIDs: uint32(len(mapIDs))}
+	if len(mapIDs) > 0 {
+		si.MapIDs = sys.NewPointer(unsafePointer(&mapIDs[0]))
+	}
+	if err := sys.ProgInfoByFD(p.fd, &si); err != nil {
+		return nil, fmt.Errorf("program %q info: %w", p.name, err)
+	}
+	insns, err := insn.Decode(xlated[:min(int(si.XlatedProgLen), len(xlated))])
+	if err != nil {
+		return nil, fmt.Errorf("program %q xlated instructions: %w", p.name, err)
+	}
+	return &Info{
+		ID: si.ID, Type: Type(si.Type), Name: si.Name.String(), Tag: hex.EncodeToString(si.Tag[:]),
+		MapIDs: mapIDs[:min(int(si.NrMapIDs), len(mapIDs))], Xlated: insns,
+		LoadTime: time.Duration(si.LoadTime), RunCount: si.RunCnt, RunTime: time.Duration(si.RunTimeNs),
+		VerifiedInsns: si.VerifiedInsns,
+	}, nil
+}

@@ -1,0 +1,177 @@
+package prog
+
+import (
+	"fmt"
+
+	"github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/sys"
+	"golang.org/x/sys/unix"
+)
+
+// Type is a program type, enum bpf_prog_type.
+type Type uint32
+
+// The program types bpfkit tests; any other bpf_prog_type value works too.
+const (
+	SocketFilter  Type = unix.BPF_PROG_TYPE_SOCKET_FILTER
+	Kprobe        Type = unix.BPF_PROG_TYPE_KPROBE // kprobes, kretprobes, uprobes, uretprobes
+	SchedCLS      Type = unix.BPF_PROG_TYPE_SCHED_CLS
+	SchedACT      Type = unix.BPF_PROG_TYPE_SCHED_ACT
+	Tracepoint    Type = unix.BPF_PROG_TYPE_TRACEPOINT
+	XDP           Type = unix.BPF_PROG_TYPE_XDP
+	PerfEvent     Type = unix.BPF_PROG_TYPE_PERF_EVENT
+	CgroupSKB     Type = unix.BPF_PROG_TYPE_CGROUP_SKB
+	RawTracepoint Type = unix.BPF_PROG_TYPE_RAW_TRACEPOINT
+)
+
+// Spec describes a program to load.
+type Spec struct {
+	Type    Type
+	Name    string // at most 15 bytes are kept
+	License string // "GPL" unlocks GPL-only helpers such as bpf_probe_read
+	Insns   []insn.Item
+
+	// KernVersion is LINUX_VERSION_CODE for kprobe programs, which kernels
+	// before 5.0 check. Zero means: the running kernel's, from the vDSO.
+	KernVersion        uint32
+	ExpectedAttachType uint32 // bpf_attach_type, for types that need it at load
+	Flags              uint32 // prog_flags: BPF_F_STRICT_ALIGNMENT, BPF_F_SLEEPABLE, ...
+
+	// LogLevel above zero asks for the verifier's log even when the load
+	// succeeds (Program.Log). A failed load always gets one at level 1.
+	LogLevel uint32
+	// LogSize is the first size of the log buffer; it grows on ENOSPC up to
+	// MaxLogSize. Zero means 64 KiB.
+	LogSize int
+}
+
+// MaxLogSize bounds the verifier log buffer.
+const MaxLogSize = 64 << 20
+
+// Program is a loaded program.
+type Program struct {
+	fd   int
+	name string
+	typ  Type
+	log  string
+}
+
+// Load assembles spec.Insns, resolving labels and map references, and loads
+// the program. A program the verifier rejects returns a *VerifierError.
+func Load(spec Spec) (*Program, error) {
+	insns, err := insn.Assemble(spec.Insns)
+	if err != nil {
+		return nil, fmt.Errorf("program %q: %w", spec.Name, err)
+	}
+	return LoadInstructions(spec, insns)
+}
+
+// LoadInstructions loads already assembled instructions; spec.Insns is
+// ignored.
+func LoadInstructions(spec Spec, insns []insn.Instruction) (*Program, error) {
+	if len(insns) == 0 {
+		return nil, fmt.Errorf("program %q: no instructions", spec.Name)
+	}
+	code := insn.Encode(insns)
+	attr := sys.ProgLoadAttr{
+		ProgType:           uint32(spec.Type),
+		InsnCnt:            uint32(len(insns)),
+		Insns:              sys.SlicePointer(code),
+		License:            sys.StringPointer(spec.License),
+		KernVersion:        spec.KernVersion,
+		ProgFlags:          spec.Flags,
+		ProgName:           sys.NewObjName(spec.Name),
+		ExpectedAttachType: spec.ExpectedAttachType,
+	}
+	if spec.Type == Kprobe && attr.KernVersion == 0 {
+		attr.KernVersion, _ = KernelVersion()
+	}
+	var log []byte
+	if spec.LogLevel > 0 {
+		log = make([]byte, logSize(spec.LogSize))
+		attr.LogLevel, attr.LogSize, attr.LogBuf = spec.LogLevel, uint32(len(log)), sys.SlicePointer(log)
+	}
+	fd, err := sys.ProgLoad(&attr)
+	if err != nil && spec.LogLevel == 0 {
+		// The fast path had no log: load again with one to say why.
+		log = make([]byte, logSize(spec.LogSize))
+		attr.LogLevel, attr.LogSize, attr.LogBuf = 1, uint32(len(log)), sys.SlicePointer(log)
+		fd, err = sys.ProgLoad(&attr)
+	}
+	for err != nil && isErrno(err, unix.ENOSPC) && len(log) < MaxLogSize {
+		log = make([]byte, min(len(log)*4, MaxLogSize))
+		attr.LogSize, attr.LogBuf = uint32(len(log)), sys.SlicePointer(log)
+		fd, err = sys.ProgLoad(&attr)
+	}
+	if err != nil {
+		return nil, newVerifierError(spec.Name, err, cString(log), insns)
+	}
+	return &Program{fd: fd, name: attr.ProgName.String(), typ: spec.Type, log: cString(log)}, nil
+}
+
+func logSize(n int) int {
+	if n <= 0 {
+		return 64 << 10
+	}
+	return min(max(n, 128), MaxLogSize)
+}
+
+// FD is the program's file descriptor; -1 once closed.
+func (p *Program) FD() int { return p.fd }
+
+// Name and Type describe the program.
+func (p *Program) Name() string { return p.name }
+func (p *Program) Type() Type   { return p.typ }
+
+// Log is the verifier's log of a load asked for with Spec.LogLevel.
+func (p *Program) Log() string { return p.log }
+
+// Close releases the program's fd; attachments and pins keep it alive in
+// the kernel. Closing twice is harmless.
+func (p *Program) Close() error {
+	if p.fd < 0 {
+		return nil
+	}
+	err := unix.Close(p.fd)
+	p.fd = -1
+	return err
+}
+
+// Pin makes the program outlive the process at path, in a BPF file system.
+// mapfd.Unpin removes it.
+func (p *Program) Pin(path string) error {
+	if p.fd < 0 {
+		return ErrClosed
+	}
+	if err := sys.ObjPin(&sys.ObjAttr{Pathname: sys.StringPointer(path), BPFFD: uint32(p.fd)}); err != nil {
+		return fmt.Errorf("program %q: pin at %s: %w", p.name, path, err)
+	}
+	return nil
+}
+
+// Open opens the program pinned at path.
+func Open(path string) (*Program, error) {
+	fd, err := sys.ObjGet(&sys.ObjAttr{Pathname: sys.StringPointer(path)})
+	if err != nil {
+		return nil, fmt.Errorf("open pinned program %s: %w", path, err)
+	}
+	return fromFD(fd)
+}
+
+// OpenID opens the program with the kernel-wide id (needs CAP_SYS_ADMIN).
+func OpenID(id uint32) (*Program, error) {
+	fd, err := sys.ProgGetFDByID(&sys.GetIDAttr{ID: id})
+	if err != nil {
+		return nil, fmt.Errorf("open program id %d: %w", id, err)
+	}
+	return fromFD(fd)
+}
+
+func fromFD(fd int) (*Program, error) {
+	var info sys.ProgInfo
+	if err := sys.ProgInfoByFD(fd, &info); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("program info: %w", err)
+	}
+	return &Program{fd: fd, name: info.Name.String(), typ: Type(info.Type)}, nil
+}

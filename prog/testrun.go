@@ -1,0 +1,66 @@
+package prog
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/bpfkit/bpfkit/sys"
+)
+
+func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
+
+// RunOptions are the inputs of a test run. Which of them a program type
+// accepts is the kernel's choice: socket filters, XDP and sched_cls take
+// Data (a packet of at least 14 bytes), raw tracepoints take Ctx, tracepoint
+// and kprobe programs cannot be test-run.
+type RunOptions struct {
+	Data    []byte // packet in
+	DataOut []byte // room for the packet out; the result's DataOut is a prefix of it
+	Ctx     []byte // context in (struct __sk_buff, xdp_md, raw tracepoint args...)
+	CtxOut  []byte
+	Repeat  uint32 // run this many times and report the mean duration
+	Flags   uint32 // BPF_F_TEST_RUN_ON_CPU, ...
+	CPU     uint32
+}
+
+// RunResult is what a test run returned.
+type RunResult struct {
+	Retval   uint32
+	Duration time.Duration // mean per run, as the kernel measured it
+	DataOut  []byte
+	CtxOut   []byte
+}
+
+// TestRun runs the program once (or Repeat times) in the kernel on the given
+// input with BPF_PROG_TEST_RUN.
+func (p *Program) TestRun(o RunOptions) (RunResult, error) {
+	if p.fd < 0 {
+		return RunResult{}, ErrClosed
+	}
+	attr := sys.TestRunAttr{
+		ProgFD:      uint32(p.fd),
+		DataIn:      sys.SlicePointer(o.Data),
+		DataSizeIn:  uint32(len(o.Data)),
+		DataOut:     sys.SlicePointer(o.DataOut),
+		DataSizeOut: uint32(len(o.DataOut)),
+		CtxIn:       sys.SlicePointer(o.Ctx),
+		CtxSizeIn:   uint32(len(o.Ctx)),
+		CtxOut:      sys.SlicePointer(o.CtxOut),
+		CtxSizeOut:  uint32(len(o.CtxOut)),
+		Repeat:      o.Repeat,
+		Flags:       o.Flags,
+		CPU:         o.CPU,
+	}
+	if err := sys.ProgTestRun(&attr); err != nil {
+		return RunResult{}, fmt.Errorf("program %q test run: %w", p.name, err)
+	}
+	r := RunResult{Retval: attr.Retval, Duration: time.Duration(attr.Duration)}
+	if o.DataOut != nil {
+		r.DataOut = o.DataOut[:min(int(attr.DataSizeOut), len(o.DataOut))]
+	}
+	if o.CtxOut != nil {
+		r.CtxOut = o.CtxOut[:min(int(attr.CtxSizeOut), len(o.CtxOut))]
+	}
+	return r, nil
+}

@@ -1,0 +1,76 @@
+package prog
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/bpfkit/bpfkit/insn"
+	"golang.org/x/sys/unix"
+)
+
+// ErrClosed is returned by operations on a closed Program or attachment.
+var ErrClosed = errors.New("prog: closed")
+
+// VerifierError is a load the kernel refused, with the verifier's log.
+// errors.Is(err, unix.EACCES) and the like see the errno.
+type VerifierError struct {
+	Name  string
+	Err   error              // the bpf(2) error, with its errno
+	Log   string             // the verifier's whole log (its end, if it outgrew MaxLogSize)
+	Insns []insn.Instruction // the program as loaded
+	// Insn is the index of the instruction the verifier was at when it
+	// stopped, or -1 if the log does not say.
+	Insn int
+}
+
+// logTail is how many of the log's last lines Error shows.
+const logTail = 8
+
+func (e *VerifierError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "program %q: %v: the verifier rejected it", e.Name, e.Err)
+	if e.Insn >= 0 && e.Insn < len(e.Insns) {
+		text, _ := insn.Format(e.Insns, e.Insn)
+		fmt.Fprintf(&b, " at instruction %d: %s", e.Insn, text)
+	}
+	lines := strings.Split(strings.TrimRight(e.Log, "\n"), "\n")
+	if len(lines) > logTail {
+		fmt.Fprintf(&b, "\n\t... (%d lines of log before)", len(lines)-logTail)
+		lines = lines[len(lines)-logTail:]
+	}
+	for _, l := range lines {
+		b.WriteString("\n\t" + l)
+	}
+	return b.String()
+}
+
+func (e *VerifierError) Unwrap() error { return e.Err }
+
+// insnLine matches the verifier's echo of an instruction, "12: (bf) r1 = r6".
+var insnLine = regexp.MustCompile(`(?m)^(\d+): \([0-9a-f]{2}\) `)
+
+func newVerifierError(name string, err error, log string, insns []insn.Instruction) error {
+	if log == "" {
+		return fmt.Errorf("program %q: %w", name, err)
+	}
+	e := &VerifierError{Name: name, Err: err, Log: log, Insns: insns, Insn: -1}
+	if m := insnLine.FindAllStringSubmatch(log, -1); len(m) > 0 {
+		e.Insn, _ = strconv.Atoi(m[len(m)-1][1])
+	}
+	return e
+}
+
+func isErrno(err error, errno unix.Errno) bool { return errors.Is(err, errno) }
+
+// cString is b up to its first NUL.
+func cString(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
