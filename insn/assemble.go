@@ -23,7 +23,8 @@ var (
 func Assemble(items []Item) ([]Instruction, error) {
 	labels := make(map[string]int)
 	pc := 0
-	for n, it := range items {
+	for n := range items {
+		it := &items[n] // an Item is ~56 bytes: do not copy it
 		switch it.kind {
 		case kindLabel:
 			if it.name == "" {
@@ -41,7 +42,8 @@ func Assemble(items []Item) ([]Instruction, error) {
 	}
 
 	out := make([]Instruction, 0, pc)
-	for n, it := range items {
+	for n := range items {
+		it := &items[n]
 		if it.kind == kindLabel {
 			continue
 		}

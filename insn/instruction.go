@@ -3,6 +3,7 @@ package insn
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // InstructionSize is the size of one encoded instruction slot.
@@ -39,16 +40,19 @@ func (i Instruction) IsLoadImm64() bool { return i.Code == BPF_LD|BPF_IMM|BPF_DW
 
 // Encode returns the little-endian encoding of insns, 8 bytes each.
 func Encode(insns []Instruction) []byte {
-	return AppendEncode(make([]byte, 0, len(insns)*InstructionSize), insns)
+	return AppendEncode(nil, insns)
 }
 
 // AppendEncode appends the encoding of insns to b. It does not allocate
 // when b has enough spare capacity.
 func AppendEncode(b []byte, insns []Instruction) []byte {
-	for _, in := range insns {
-		b = append(b, in.Code, byte(in.Dst&0x0f)|byte(in.Src&0x0f)<<4)
-		b = binary.LittleEndian.AppendUint16(b, uint16(in.Off))
-		b = binary.LittleEndian.AppendUint32(b, uint32(in.Imm))
+	at := len(b)
+	b = slices.Grow(b, len(insns)*InstructionSize)[:at+len(insns)*InstructionSize]
+	for n, in := range insns {
+		s := b[at+n*InstructionSize : at+n*InstructionSize+InstructionSize]
+		s[0], s[1] = in.Code, byte(in.Dst&0x0f)|byte(in.Src&0x0f)<<4
+		binary.LittleEndian.PutUint16(s[2:], uint16(in.Off))
+		binary.LittleEndian.PutUint32(s[4:], uint32(in.Imm))
 	}
 	return b
 }

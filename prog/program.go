@@ -2,6 +2,7 @@ package prog
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/sys"
@@ -72,7 +73,10 @@ func LoadInstructions(spec Spec, insns []insn.Instruction) (*Program, error) {
 	if len(insns) == 0 {
 		return nil, fmt.Errorf("program %q: no instructions", spec.Name)
 	}
-	code := insn.Encode(insns)
+	buf := codePool.Get().(*[]byte)
+	defer codePool.Put(buf)
+	code := insn.AppendEncode((*buf)[:0], insns)
+	*buf = code
 	attr := sys.ProgLoadAttr{
 		ProgType:           uint32(spec.Type),
 		InsnCnt:            uint32(len(insns)),
@@ -108,6 +112,11 @@ func LoadInstructions(spec Spec, insns []insn.Instruction) (*Program, error) {
 	}
 	return &Program{fd: fd, name: attr.ProgName.String(), typ: spec.Type, log: cString(log)}, nil
 }
+
+// codePool recycles the encoded instructions: the kernel copies them during
+// BPF_PROG_LOAD, and a 1000-instruction program is 8 KiB to allocate and
+// collect on every load otherwise.
+var codePool = sync.Pool{New: func() any { return new([]byte) }}
 
 func logSize(n int) int {
 	if n <= 0 {
