@@ -1,0 +1,46 @@
+# bpfkit: every target runs as root on a Debian machine with Go installed.
+# Go is looked for on PATH, then in /usr/local/go/bin.
+SHELL := /bin/bash
+export PATH := $(PATH):/usr/local/go/bin
+GO ?= go
+
+.PHONY: all build example test test-host bench fuzz lint
+
+all: build lint test
+
+build:
+	$(GO) build ./...
+
+# The example: build a program with the DSL, load it, test-run it, print
+# the results and the journal of bpf() calls.
+example:
+	$(GO) run ./cmd/example
+
+# Every test that can run on this machine, as root. Tests that need a kernel
+# feature this machine lacks say so and skip; the VM suite covers them.
+test: lint test-host
+
+test-host:
+	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the tests load BPF programs"; exit 1; }
+	$(GO) test -count=1 ./...
+
+# Benchmarks, each beside a bare system call in the same run ("x-bare" is
+# bpfkit's time over the bare call's).
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 300000x ./mapfd
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./prog
+
+# A short run of every fuzz target.
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+lint:
+	@out=$$(gofmt -l .); \
+	  [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
+	$(GO) vet ./...
