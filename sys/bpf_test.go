@@ -432,6 +432,11 @@ func TestFDHygiene(t *testing.T) {
 // one locked thread and checks the error says which capability is missing.
 func TestEPERMNamesCapability(t *testing.T) {
 	testutil.RequireRoot(t)
+	// A finite RLIMIT_MEMLOCK is named too: kernels before 5.11 charge it.
+	var rl unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl)
+	unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: 64 << 10, Max: rl.Max})
+	defer unix.Setrlimit(unix.RLIMIT_MEMLOCK, &rl)
 	var err error
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -456,7 +461,8 @@ func TestEPERMNamesCapability(t *testing.T) {
 	if !errors.Is(err, unix.EPERM) {
 		t.Fatalf("load without capabilities: %v, want EPERM", err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "BPF_PROG_LOAD") || !strings.Contains(msg, "missing CAP_BPF and CAP_PERFMON") {
+	if msg := err.Error(); !strings.Contains(msg, "BPF_PROG_LOAD") || !strings.Contains(msg, "missing CAP_BPF and CAP_PERFMON") ||
+		!strings.Contains(msg, "RLIMIT_MEMLOCK, here 64 KiB") {
 		t.Fatalf("error does not name the command and missing capabilities: %s", msg)
 	}
 	t.Log(err)
