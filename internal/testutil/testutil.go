@@ -6,7 +6,9 @@ package testutil
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -107,4 +109,33 @@ func Cgroup2(t testing.TB) string {
 		unix.Unmount(root, unix.MNT_DETACH)
 	})
 	return dir
+}
+
+// FuncOffset returns the executable holding the Go function fn and fn's
+// offset in that file, for a uprobe on it. It reads the mapping of fn's
+// address from /proc/self/maps, so it works for stripped and PIE binaries
+// alike (go test strips the binaries it runs).
+func FuncOffset(t testing.TB, fn any) (string, uint64) {
+	t.Helper()
+	addr := uint64(reflect.ValueOf(fn).Pointer())
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(maps), "\n") {
+		// start-end perms offset dev inode path
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		lo, hi, _ := strings.Cut(f[0], "-")
+		start, _ := strconv.ParseUint(lo, 16, 64)
+		end, _ := strconv.ParseUint(hi, 16, 64)
+		off, _ := strconv.ParseUint(f[2], 16, 64)
+		if addr >= start && addr < end {
+			return f[5], addr - start + off
+		}
+	}
+	t.Fatalf("address %#x of %v is in no file mapping", addr, fn)
+	return "", 0
 }

@@ -1,0 +1,111 @@
+package tracefs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultMount is where tracefs is mounted when no mount is found.
+const DefaultMount = "/sys/kernel/tracing"
+
+var root struct {
+	sync.Mutex
+	path string
+}
+
+// Path returns the directory of the tracing file system: a tracefs mount
+// from /proc/self/mountinfo, else the tracing/ directory of a debugfs mount
+// (kernels before 4.1 have no tracefs), else tracefs newly mounted at
+// DefaultMount. The answer is cached once found.
+func Path() (string, error) {
+	root.Lock()
+	defer root.Unlock()
+	if root.path != "" {
+		return root.path, nil
+	}
+	p, err := findMount()
+	if err != nil {
+		return "", err
+	}
+	if p == "" {
+		if err := unix.Mount("nodev", DefaultMount, "tracefs", 0, ""); err != nil {
+			return "", fmt.Errorf("tracefs is not mounted and mounting it at %s failed (%w): "+
+				"mount it with 'mount -t tracefs nodev %s' as root", DefaultMount, err, DefaultMount)
+		}
+		p = DefaultMount
+	}
+	root.path = p
+	return p, nil
+}
+
+// findMount scans /proc/self/mountinfo: field 5 is the mount point, and the
+// file system type follows the " - " separator.
+func findMount() (string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	debugfs := ""
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		sep := -1
+		for i, f := range fields {
+			if f == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || sep+1 >= len(fields) || len(fields) < 5 {
+			continue
+		}
+		switch fields[sep+1] {
+		case "tracefs":
+			return unescape(fields[4]), nil
+		case "debugfs":
+			if _, err := os.Stat(unescape(fields[4]) + "/tracing/events"); err == nil && debugfs == "" {
+				debugfs = unescape(fields[4]) + "/tracing"
+			}
+		}
+	}
+	return debugfs, s.Err()
+}
+
+// unescape undoes mountinfo's octal escapes (\040 for a space).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var c byte
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%3o", &c); err == nil {
+				b.WriteByte(c)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ErrNotExist is returned for a tracepoint or event that does not exist. It
+// matches os.ErrNotExist too.
+var ErrNotExist = errors.New("tracefs: no such event")
+
+func file(rel ...string) (string, error) {
+	p, err := Path()
+	if err != nil {
+		return "", err
+	}
+	return p + "/" + strings.Join(rel, "/"), nil
+}
