@@ -46,6 +46,9 @@ type Spec struct {
 	LogSize int
 }
 
+// retZero is "r0 = 0; exit", for feature probes.
+var retZero = []insn.Item{insn.Mov64Imm(insn.R0, 0), insn.Exit()}
+
 // MaxLogSize bounds the verifier log buffer.
 const MaxLogSize = 64 << 20
 

@@ -1,6 +1,7 @@
 package sys
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -86,3 +87,7 @@ func progCaps(progType uint32) []int {
 	}
 	return []int{CAP_BPF, CAP_SYS_ADMIN}
 }
+
+// ErrNotSupported is the one sentinel every bpfkit package uses for "this
+// kernel does not have that": errors.Is(err, sys.ErrNotSupported).
+var ErrNotSupported = errors.New("not supported by this kernel")

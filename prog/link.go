@@ -1,0 +1,176 @@
+package prog
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/bpfkit/bpfkit/sys"
+	"github.com/bpfkit/bpfkit/tracefs"
+	"golang.org/x/sys/unix"
+)
+
+// Link is one attachment of a program to an event. Close detaches the
+// program and releases everything the attachment created: the BPF link,
+// the perf event, the tracefs event. Closing twice is harmless.
+type Link struct {
+	desc   string
+	linkFD int                 // BPF link (perf link, raw tracepoint), or -1
+	perfFD int                 // perf event, or -1
+	event  *tracefs.ProbeEvent // created in kprobe_events/uprobe_events, or nil
+}
+
+func (l *Link) String() string { return l.desc }
+
+// FD is the BPF link's fd, or the perf event's when the program was attached
+// with PERF_EVENT_IOC_SET_BPF; -1 once closed.
+func (l *Link) FD() int {
+	if l.linkFD >= 0 {
+		return l.linkFD
+	}
+	return l.perfFD
+}
+
+// Close detaches: the link first, then the perf event (which detaches an
+// ioctl-attached program), then the tracefs event, which the kernel refuses
+// to remove while a perf event uses it.
+func (l *Link) Close() error {
+	var errs []error
+	if l.linkFD >= 0 {
+		errs = append(errs, unix.Close(l.linkFD))
+		l.linkFD = -1
+	}
+	if l.perfFD >= 0 {
+		errs = append(errs, unix.Close(l.perfFD))
+		l.perfFD = -1
+	}
+	if l.event != nil {
+		errs = append(errs, l.event.Remove())
+		l.event = nil
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("detach %s: %w", l.desc, err)
+	}
+	return nil
+}
+
+// AttachOptions apply to every attachment made through a perf event.
+type AttachOptions struct {
+	// Cookie is passed to the program through the perf link and read with
+	// bpf_get_attach_cookie. It needs BPF perf links (5.15): on older kernels
+	// a non-zero Cookie is an ErrNotSupported error, never dropped.
+	Cookie uint64
+	// Legacy attaches with PERF_EVENT_IOC_SET_BPF even where perf links
+	// exist. It cannot carry a cookie.
+	Legacy bool
+}
+
+// HavePerfLink reports whether the kernel has BPF perf links (5.15), found
+// once by trying: BPF_LINK_CREATE with attach type BPF_PERF_EVENT and a bad
+// target fd answers EBADF where perf links exist (the kernel got as far as
+// looking the perf event up) and EINVAL where the attach type is unknown.
+func HavePerfLink() (bool, error) {
+	perfLink.once.Do(func() {
+		p, err := Load(Spec{Type: Tracepoint, Name: "probe_link", License: "GPL", Insns: retZero})
+		if err != nil {
+			perfLink.err = fmt.Errorf("probe for perf links: %w", err)
+			return
+		}
+		defer p.Close()
+		_, err = sys.LinkCreate(&sys.LinkCreateAttr{ProgFD: uint32(p.fd), TargetFD: ^uint32(0), AttachType: unix.BPF_PERF_EVENT})
+		switch {
+		case errors.Is(err, unix.EBADF):
+			perfLink.ok = true
+		case errors.Is(err, unix.EINVAL):
+		default:
+			perfLink.err = fmt.Errorf("probe for perf links: unexpected answer %v", err)
+		}
+	})
+	return perfLink.ok, perfLink.err
+}
+
+var perfLink struct {
+	once sync.Once
+	ok   bool
+	err  error
+}
+
+// attachPerf attaches p to the perf event perfFD, with a perf link when the
+// kernel has them and the caller did not ask for Legacy, else with
+// PERF_EVENT_IOC_SET_BPF; then it enables the event. On success the Link
+// owns perfFD and event; on failure both are released.
+func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, o AttachOptions) (*Link, error) {
+	l := &Link{desc: desc, linkFD: -1, perfFD: perfFD, event: event}
+	fail := func(err error) (*Link, error) {
+		l.Close()
+		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+	}
+	if p.fd < 0 {
+		return fail(ErrClosed)
+	}
+	useLink := false
+	if !o.Legacy {
+		ok, err := HavePerfLink()
+		if err != nil {
+			return fail(err)
+		}
+		useLink = ok
+	}
+	if o.Cookie != 0 && !useLink {
+		return fail(fmt.Errorf("a cookie needs a BPF perf link (Linux 5.15) and Legacy is set or the kernel has none: %w", sys.ErrNotSupported))
+	}
+	if useLink {
+		fd, err := sys.LinkCreate(&sys.LinkCreateAttr{ProgFD: uint32(p.fd), TargetFD: uint32(perfFD), AttachType: unix.BPF_PERF_EVENT, Cookie: o.Cookie})
+		if err != nil {
+			return fail(err)
+		}
+		l.linkFD = fd
+	} else if err := sys.PerfEventSetBPF(perfFD, p.fd); err != nil {
+		return fail(err)
+	}
+	if err := sys.PerfEventEnable(perfFD); err != nil {
+		return fail(err)
+	}
+	return l, nil
+}
+
+// openTracepointEvent opens a perf event on the tracepoint (or kprobe or
+// uprobe event) with the given id, on all processes. A program attached to it
+// runs on every CPU; the perf event only needs one (cpu 0).
+func openTracepointEvent(id uint64) (int, error) {
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Sample: 1, Wakeup: 1, Bits: unix.PerfBitDisabled}
+	return sys.PerfEventOpen(&attr, -1, 0, -1, 0)
+}
+
+// AttachTracepoint runs p, a Tracepoint program, on every hit of
+// events/<group>/<name> (syscalls:sys_enter_getppid, skb:kfree_skb, ...).
+func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, error) {
+	desc := "tracepoint " + group + ":" + name
+	id, err := tracefs.TracepointID(group, name)
+	if err != nil {
+		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+	}
+	fd, err := openTracepointEvent(id)
+	if err != nil {
+		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+	}
+	return attachPerf(p, fd, nil, desc, o)
+}
+
+// AttachRawTracepoint runs p, a RawTracepoint program, on the raw
+// tracepoint name ("sys_enter", "sched_switch"), with BPF_RAW_TRACEPOINT_OPEN.
+// A cookie needs Linux 6.10.
+func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error) {
+	desc := "raw tracepoint " + name
+	if p.fd < 0 {
+		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, ErrClosed)
+	}
+	fd, err := sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: sys.StringPointer(name), ProgFD: uint32(p.fd), Cookie: o.Cookie})
+	if err != nil {
+		if o.Cookie != 0 && errors.Is(err, unix.EINVAL) {
+			err = fmt.Errorf("%w (a raw tracepoint cookie needs Linux 6.10: %w)", err, sys.ErrNotSupported)
+		}
+		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+	}
+	return &Link{desc: desc, linkFD: fd, perfFD: -1}, nil
+}
