@@ -349,24 +349,34 @@ var possible struct {
 
 // PossibleCPUs is the number of CPUs the kernel could ever bring online, read
 // once from /sys/devices/system/cpu/possible ("0-3", "0,2-5"). Per-CPU maps
-// hold that many values; the highest CPU number plus one counts, not the
-// number of ranges.
+// hold that many values: the highest CPU number plus one counts, not the
+// number of CPUs listed.
 func PossibleCPUs() (int, error) {
 	possible.once.Do(func() {
-		b, err := os.ReadFile("/sys/devices/system/cpu/possible")
-		if err != nil {
-			possible.err = fmt.Errorf("possible CPUs: %w", err)
-			return
+		cpus, err := readCPUList("possible")
+		if err == nil {
+			possible.n = cpus[len(cpus)-1] + 1
 		}
-		possible.n, possible.err = ParseCPUList(string(b))
+		possible.err = err
 	})
 	return possible.n, possible.err
 }
 
-// ParseCPUList returns one more than the highest CPU in a kernel CPU list
-// such as "0-3,5".
-func ParseCPUList(s string) (int, error) {
-	hi := -1
+// OnlineCPUs lists the CPUs online now, from /sys/devices/system/cpu/online.
+func OnlineCPUs() ([]int, error) { return readCPUList("online") }
+
+func readCPUList(which string) ([]int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/" + which)
+	if err != nil {
+		return nil, fmt.Errorf("%s CPUs: %w", which, err)
+	}
+	return ParseCPUList(string(b))
+}
+
+// ParseCPUList expands a kernel CPU list such as "0-3,5" into the CPU
+// numbers, in order.
+func ParseCPUList(s string) ([]int, error) {
+	var cpus []int
 	for part := range strings.SplitSeq(strings.TrimSpace(s), ",") {
 		lo, top, isRange := strings.Cut(part, "-")
 		if !isRange {
@@ -374,13 +384,12 @@ func ParseCPUList(s string) (int, error) {
 		}
 		a, err1 := strconv.Atoi(lo)
 		b, err2 := strconv.Atoi(top)
-		if err1 != nil || err2 != nil || a < 0 || b < a {
-			return 0, fmt.Errorf("bad CPU list %q", s)
+		if err1 != nil || err2 != nil || a < 0 || b < a || len(cpus) > 0 && a <= cpus[len(cpus)-1] {
+			return nil, fmt.Errorf("bad CPU list %q", s)
 		}
-		hi = max(hi, b)
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, c)
+		}
 	}
-	if hi < 0 {
-		return 0, fmt.Errorf("empty CPU list %q", s)
-	}
-	return hi + 1, nil
+	return cpus, nil
 }

@@ -3,6 +3,7 @@ package mapfd_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,12 +30,12 @@ func u32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
 func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 
 func TestParseCPUList(t *testing.T) {
-	for in, want := range map[string]int{"0": 1, "0-1\n": 2, "0-3,5": 6, "0,2-7": 8, "0-127": 128} {
-		if n, err := mapfd.ParseCPUList(in); err != nil || n != want {
-			t.Errorf("ParseCPUList(%q) = %d, %v; want %d", in, n, err, want)
+	for in, want := range map[string]string{"0": "[0]", "0-1\n": "[0 1]", "0-3,5": "[0 1 2 3 5]", "0,2-4": "[0 2 3 4]"} {
+		if cpus, err := mapfd.ParseCPUList(in); err != nil || fmt.Sprint(cpus) != want {
+			t.Errorf("ParseCPUList(%q) = %v, %v; want %s", in, cpus, err, want)
 		}
 	}
-	for _, in := range []string{"", "a", "3-1", "0-", "-1"} {
+	for _, in := range []string{"", "a", "3-1", "0-", "-1", "2,1"} {
 		if _, err := mapfd.ParseCPUList(in); err == nil {
 			t.Errorf("ParseCPUList(%q) accepted", in)
 		}

@@ -17,11 +17,19 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Hint == "" {
-		return fmt.Sprintf("%s: %v", e.Op, e.Errno)
+	msg := e.Errno.Error()
+	if e.Errno == ENOTSUPP {
+		msg = "operation not supported (ENOTSUPP)"
 	}
-	return fmt.Sprintf("%s: %v (%s)", e.Op, e.Errno, e.Hint)
+	if e.Hint == "" {
+		return fmt.Sprintf("%s: %s", e.Op, msg)
+	}
+	return fmt.Sprintf("%s: %s (%s)", e.Op, msg, e.Hint)
 }
+
+// ENOTSUPP (524) is the kernel's internal "not supported", which the BPF
+// subsystem lets reach user space (libc has no name for it).
+const ENOTSUPP = unix.Errno(524)
 
 func (e *Error) Unwrap() error { return e.Errno }
 

@@ -84,3 +84,14 @@ func errnoOf(err error) unix.Errno {
 	}
 	return 0
 }
+
+// PerfEventPauseOutput is the PERF_EVENT_IOC_PAUSE_OUTPUT ioctl (4.7): while
+// paused, the kernel drops what would be written to the event's ring (and
+// counts it as lost).
+func PerfEventPauseOutput(perfFD int, pause bool) error {
+	arg := 0
+	if pause {
+		arg = 1
+	}
+	return perfIoctl(perfFD, unix.PERF_EVENT_IOC_PAUSE_OUTPUT, arg, "PERF_EVENT_IOC_PAUSE_OUTPUT")
+}

@@ -1,0 +1,303 @@
+package perfring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/bpfkit/bpfkit/mapfd"
+	"github.com/bpfkit/bpfkit/sys"
+	"golang.org/x/sys/unix"
+)
+
+// Options shape the per-CPU perf rings.
+type Options struct {
+	// RingBytes is each CPU's ring, rounded up to a power of two of pages.
+	// Zero means 256 KiB.
+	RingBytes int
+	// Watermark wakes a blocked reader when this many bytes wait in a
+	// ring. Zero means waking by count: every WakeupEvents records
+	// (default 1). Waking costs the producer about 2 µs each time.
+	Watermark    int
+	WakeupEvents int
+}
+
+// PerfReader reads the per-CPU rings behind a perf event array. It is meant
+// for one reading goroutine; Close and SetDeadline may come from any other.
+type PerfReader struct {
+	array   *mapfd.Map
+	rings   []*perfRing
+	poll    *poller
+	scratch []byte
+	lost    []atomic.Uint64 // per CPU
+
+	// Read's position: the ring being read.
+	cur int
+}
+
+type perfRing struct {
+	cpu        int
+	fd         int
+	mem        []byte  // the mapping: metadata page, then data
+	data       []byte  // the data pages
+	head, tail *uint64 // data_head and data_tail in the metadata page
+	pos, end   uint64  // read position, and the head published when we looked
+	released   uint64  // the data_tail we last stored
+}
+
+// Offsets of data_head and data_tail in struct perf_event_mmap_page.
+const (
+	offDataHead = 1024
+	offDataTail = 1032
+)
+
+// NewPerfReader opens a PERF_COUNT_SW_BPF_OUTPUT event and its ring on every
+// online CPU, mapped 1+2^n pages each, and stores the events in array, a
+// PerfEventArray map with at least PossibleCPUs entries, at their CPU's
+// index. Programs write to it with bpf_perf_event_output(ctx, array,
+// BPF_F_CURRENT_CPU, data, size).
+func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
+	if array.Type() != mapfd.PerfEventArray {
+		return nil, fmt.Errorf("perf reader: map %q is not a perf event array", array.Name())
+	}
+	cpus, err := mapfd.OnlineCPUs()
+	if err != nil {
+		return nil, err
+	}
+	if n := cpus[len(cpus)-1]; uint32(n) >= array.MaxEntries() {
+		return nil, fmt.Errorf("perf reader: map %q has %d entries, CPU %d is online", array.Name(), array.MaxEntries(), n)
+	}
+	page := os.Getpagesize()
+	pages := 1
+	for pages*page < max(o.RingBytes, 1) || o.RingBytes == 0 && pages*page < 256<<10 {
+		pages *= 2
+	}
+	if o.Watermark >= pages*page {
+		return nil, fmt.Errorf("perf reader: watermark %d is not below the ring size %d", o.Watermark, pages*page)
+	}
+	poll, err := newPoller(len(cpus))
+	if err != nil {
+		return nil, err
+	}
+	r := &PerfReader{array: array, poll: poll, lost: make([]atomic.Uint64, len(cpus))}
+	for i, cpu := range cpus {
+		ring, err := openRing(cpu, pages, page, o)
+		if err == nil {
+			r.rings = append(r.rings, ring)
+			if err = array.SetFD(uint32(cpu), ring.fd); err == nil {
+				err = poll.add(ring.fd, int32(i))
+			}
+		}
+		if err != nil {
+			r.release()
+			return nil, fmt.Errorf("perf reader: CPU %d: %w", cpu, err)
+		}
+	}
+	return r, nil
+}
+
+func openRing(cpu, pages, page int, o Options) (*perfRing, error) {
+	attr := unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_SOFTWARE,
+		Config:      unix.PERF_COUNT_SW_BPF_OUTPUT,
+		Sample_type: unix.PERF_SAMPLE_RAW,
+		Sample:      1,
+		Wakeup:      uint32(max(o.WakeupEvents, 1)),
+	}
+	if o.Watermark > 0 {
+		attr.Bits |= unix.PerfBitWatermark
+		attr.Wakeup = uint32(o.Watermark)
+	}
+	fd, err := sys.PerfEventOpen(&attr, -1, cpu, -1, 0)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := unix.Mmap(fd, 0, (1+pages)*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("mmap of %d pages: %w", 1+pages, err)
+	}
+	ring := &perfRing{cpu: cpu, fd: fd, mem: mem, data: mem[page:],
+		head: (*uint64)(unsafe.Pointer(&mem[offDataHead])), tail: (*uint64)(unsafe.Pointer(&mem[offDataTail]))}
+	ring.pos = atomic.LoadUint64(ring.tail)
+	ring.end, ring.released = ring.pos, ring.pos
+	return ring, nil
+}
+
+// release clears our entries from the map, so it points at no dead event,
+// then unmaps and closes the rings. The map itself stays the caller's.
+func (r *PerfReader) release() {
+	for _, ring := range r.rings {
+		r.array.ClearFD(uint32(ring.cpu))
+		unix.Munmap(ring.mem)
+		unix.Close(ring.fd)
+	}
+	r.rings = nil
+	r.poll.close()
+}
+
+// Close stops the reader: a blocked read returns ErrClosed promptly. The
+// map's entries are cleared; the map stays open. Closing twice is harmless.
+func (r *PerfReader) Close() error {
+	if r.poll.shutdown() {
+		r.release()
+	}
+	return nil
+}
+
+// SetDeadline makes reads blocked now or later return os.ErrDeadlineExceeded
+// at t; the zero t removes the deadline.
+func (r *PerfReader) SetDeadline(t time.Time) { r.poll.setDeadline(t) }
+
+// Lost returns the samples lost so far on each online CPU, in the order of
+// OnlineCPUs, as reported by the loss records read so far.
+func (r *PerfReader) Lost() []uint64 {
+	out := make([]uint64, len(r.lost))
+	for i := range r.lost {
+		out[i] = r.lost[i].Load()
+	}
+	return out
+}
+
+// Pause stops the kernel writing to the rings (PERF_EVENT_IOC_PAUSE_OUTPUT,
+// 4.7); samples sent meanwhile are lost and counted. Resume undoes it.
+func (r *PerfReader) Pause() error  { return r.pause(true) }
+func (r *PerfReader) Resume() error { return r.pause(false) }
+
+func (r *PerfReader) pause(on bool) error {
+	var errs []error
+	for _, ring := range r.rings {
+		errs = append(errs, sys.PerfEventPauseOutput(ring.fd, on))
+	}
+	return errors.Join(errs...)
+}
+
+// next returns the next record of ring, or ok=false when it has none left
+// up to the head published when it was last looked at.
+func (r *PerfReader) next(i int, ring *perfRing) (rec Record, ok bool, err error) {
+	for ring.pos != ring.end {
+		typ, body, size, err := perfRecord(ring.data, ring.pos, ring.end, &r.scratch)
+		if err != nil {
+			ring.pos = ring.end // skip what cannot be parsed
+			return Record{}, false, fmt.Errorf("CPU %d: %w", ring.cpu, err)
+		}
+		ring.pos += size
+		switch typ {
+		case perfRecordSample:
+			s, err := rawSample(body)
+			if err != nil {
+				return Record{}, false, fmt.Errorf("CPU %d: %w", ring.cpu, err)
+			}
+			return Record{CPU: ring.cpu, Sample: s}, true, nil
+		case perfRecordLost:
+			n, err := lostCount(body)
+			if err != nil {
+				return Record{}, false, fmt.Errorf("CPU %d: %w", ring.cpu, err)
+			}
+			r.lost[i].Add(n)
+			return Record{CPU: ring.cpu, Lost: n}, true, nil
+		}
+		// Other record types (throttling, ...) carry nothing for us.
+	}
+	return Record{}, false, nil
+}
+
+// refresh loads the kernel's data_head (acquire: the records it covers are
+// visible) and reports whether the ring has unread data.
+func (ring *perfRing) refresh() bool {
+	ring.end = atomic.LoadUint64(ring.head)
+	return ring.end != ring.pos
+}
+
+// releaseTo hands the ring's space up to pos back to the kernel (release:
+// our reads of it are complete).
+func (ring *perfRing) releaseTo(pos uint64) {
+	if pos != ring.released {
+		atomic.StoreUint64(ring.tail, pos)
+		ring.released = pos
+	}
+}
+
+// ReadFunc waits until a ring has data, then calls f with every record the
+// rings hold, in order per CPU, and returns how many it delivered. Each
+// record's bytes are read in place and handed back to the kernel after f
+// has seen the ring's batch. An error from f stops the reading and is
+// returned; the record it was given counts as read.
+func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, error) {
+	r.poll.mu.Lock()
+	defer r.poll.mu.Unlock()
+	for {
+		n, err := r.drain(f)
+		if n > 0 || err != nil {
+			return n, err
+		}
+		if _, err := r.poll.wait(ctx); err != nil {
+			return 0, err
+		}
+	}
+}
+
+func (r *PerfReader) drain(f func(Record) error) (int, error) {
+	if r.poll.closed.Load() {
+		return 0, ErrClosed
+	}
+	count := 0
+	for i, ring := range r.rings {
+		if !ring.refresh() {
+			continue
+		}
+		for {
+			rec, ok, err := r.next(i, ring)
+			if err == nil && ok {
+				count++
+				err = f(rec)
+			}
+			if err != nil || !ok {
+				ring.releaseTo(ring.pos)
+				if err != nil {
+					return count, err
+				}
+				break
+			}
+		}
+	}
+	return count, nil
+}
+
+// Read returns the next record, waiting for one. Its Sample is valid until
+// the next call. Records come in order per CPU; the reader moves to another
+// CPU's ring when one is empty. Space is handed back to the kernel when a
+// ring is emptied, and in the middle of a ring after a quarter of it has
+// been read.
+func (r *PerfReader) Read(ctx context.Context) (Record, error) {
+	r.poll.mu.Lock()
+	defer r.poll.mu.Unlock()
+	for {
+		if r.poll.closed.Load() {
+			return Record{}, ErrClosed
+		}
+		for range len(r.rings) + 1 {
+			ring := r.rings[r.cur]
+			// What the previous Read returned is no longer in use.
+			if ring.pos-ring.released >= uint64(len(ring.data))/4 {
+				ring.releaseTo(ring.pos)
+			}
+			if ring.pos == ring.end && !ring.refresh() {
+				ring.releaseTo(ring.pos)
+				r.cur = (r.cur + 1) % len(r.rings)
+				continue
+			}
+			rec, ok, err := r.next(r.cur, ring)
+			if err != nil || ok {
+				return rec, err
+			}
+		}
+		if _, err := r.poll.wait(ctx); err != nil {
+			return Record{}, err
+		}
+	}
+}

@@ -1,0 +1,313 @@
+package perfring_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	. "github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/mapfd"
+	"github.com/bpfkit/bpfkit/perfring"
+	"github.com/bpfkit/bpfkit/prog"
+	"golang.org/x/sys/unix"
+)
+
+func TestMain(m *testing.M) { os.Exit(testutil.LeakMain(m)) }
+
+const recordSize = 64
+
+// emitter attaches, to sys_enter_getppid, a program that sends a 64-byte
+// record for every getppid of process pid: a global sequence number, the
+// CPU, then bytes 16..63 equal to their index. ringbuf selects
+// bpf_ringbuf_output into out instead of bpf_perf_event_output.
+func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) {
+	t.Helper()
+	seq, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1, Name: "seq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { seq.Close() })
+	items := Program(
+		Mov64Reg(R6, R1),
+		Call(BPF_FUNC_get_current_pid_tgid),
+		ALU64Imm(BPF_RSH, R0, 32),
+		JumpImm(BPF_JNE, R0, int32(pid), "out"),
+		StoreImm(BPF_W, R10, -4, 0),
+		Mov64Reg(R2, R10),
+		ALU64Imm(BPF_ADD, R2, -4),
+		LoadMapFD(R1, seq),
+		Call(BPF_FUNC_map_lookup_elem),
+		JumpImm(BPF_JEQ, R0, 0, "out"),
+		Mov64Imm(R7, 1),
+		AtomicOp(BPF_DW, BPF_ADD|BPF_FETCH, R0, R7, 0), // r7 = seq++
+		StoreMem(BPF_DW, R10, -64, R7),
+		Call(BPF_FUNC_get_smp_processor_id),
+		StoreMem(BPF_DW, R10, -56, R0),
+	)
+	for i := 16; i < recordSize; i += 8 {
+		var v [8]byte
+		for j := range v {
+			v[j] = byte(i + j)
+		}
+		items = append(items, LoadImm64(R1, int64(binary.LittleEndian.Uint64(v[:]))), StoreMem(BPF_DW, R10, int16(-64+i), R1))
+	}
+	if ringbuf {
+		items = append(items, LoadMapFD(R1, out), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -64),
+			Mov64Imm(R3, recordSize), Mov64Imm(R4, 0), Call(BPF_FUNC_ringbuf_output))
+	} else {
+		items = append(items, Mov64Reg(R1, R6), LoadMapFD(R2, out), LoadImm64(R3, 0xffffffff), // BPF_F_CURRENT_CPU
+			Mov64Reg(R4, R10), ALU64Imm(BPF_ADD, R4, -64), Mov64Imm(R5, recordSize), Call(BPF_FUNC_perf_event_output))
+	}
+	items = append(items, Label("out"), Mov64Imm(R0, 0), Exit())
+	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "emit", License: "GPL", Insns: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	l, err := prog.AttachTracepoint(p, "syscalls", "sys_enter_getppid", prog.AttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+}
+
+func perfArray(t testing.TB) *mapfd.Map {
+	t.Helper()
+	n, _ := mapfd.PossibleCPUs()
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.PerfEventArray, KeySize: 4, ValueSize: 4, MaxEntries: uint32(n), Name: "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// getppidOn makes n getppid calls from CPU cpu (or wherever, for cpu < 0).
+func getppidOn(t testing.TB, cpu, n int) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if cpu >= 0 {
+		var set, old unix.CPUSet
+		unix.SchedGetaffinity(0, &old)
+		defer unix.SchedSetaffinity(0, &old)
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+	}
+}
+
+// checker verifies records: intact payload, increasing sequence per CPU.
+type checker struct {
+	t       testing.TB
+	lastSeq map[int]int64
+	seen    map[uint64]bool
+	lost    uint64
+}
+
+func newChecker(t testing.TB) *checker {
+	return &checker{t: t, lastSeq: map[int]int64{}, seen: map[uint64]bool{}}
+}
+
+func (c *checker) check(rec perfring.Record) error {
+	if rec.Sample == nil {
+		c.lost += rec.Lost
+		return nil
+	}
+	s := rec.Sample
+	if len(s) < recordSize {
+		c.t.Fatalf("sample of %d bytes", len(s))
+	}
+	seq, cpu := binary.LittleEndian.Uint64(s), int(binary.LittleEndian.Uint64(s[8:]))
+	if cpu != rec.CPU {
+		c.t.Fatalf("record from CPU %d says CPU %d", rec.CPU, cpu)
+	}
+	for i := 16; i < recordSize; i++ {
+		if s[i] != byte(i) {
+			c.t.Fatalf("record %d byte %d = %d", seq, i, s[i])
+		}
+	}
+	if last, ok := c.lastSeq[cpu]; ok && int64(seq) <= last {
+		c.t.Fatalf("CPU %d: sequence %d after %d", cpu, seq, last)
+	}
+	c.lastSeq[cpu] = int64(seq)
+	if c.seen[seq] {
+		c.t.Fatalf("sequence %d twice", seq)
+	}
+	c.seen[seq] = true
+	return nil
+}
+
+func TestPerfRecordsIntact(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	array := perfArray(t)
+	r, err := perfring.NewPerfReader(array, perfring.Options{RingBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	emitter(t, array, os.Getpid(), false)
+	cpus, _ := mapfd.OnlineCPUs()
+	const per = 3000
+	for _, cpu := range cpus {
+		getppidOn(t, cpu, per)
+	}
+	c := newChecker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Half through Read, the rest through ReadFunc.
+	for len(c.seen) < per*len(cpus)/2 {
+		rec, err := r.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.check(rec)
+	}
+	for len(c.seen) < per*len(cpus) {
+		if _, err := r.ReadFunc(ctx, c.check); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.lost != 0 || len(c.lastSeq) != len(cpus) {
+		t.Fatalf("lost %d, records from %d CPUs", c.lost, len(c.lastSeq))
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		getppidOn(t, -1, 50)
+		for n := 0; n < 50; {
+			k, _ := r.ReadFunc(ctx, func(perfring.Record) error { return nil })
+			n += k
+		}
+	})
+	if allocs > 2 { // LockOSThread and friends in getppidOn; none per record
+		t.Fatalf("%.1f allocations per batch of 50 records", allocs)
+	}
+}
+
+// TestPerfLostExact overflows a one-page ring on purpose, by not reading
+// while the records are sent, and checks received + lost == sent exactly, after a
+// flush write on each CPU makes the kernel report the losses.
+func TestPerfLostExact(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	array := perfArray(t)
+	r, err := perfring.NewPerfReader(array, perfring.Options{RingBytes: 4096, Watermark: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	emitter(t, array, os.Getpid(), false)
+	cpus, _ := mapfd.OnlineCPUs()
+	const per = 1000 // 80 bytes each: a 4 KiB ring holds about 50
+	for _, cpu := range cpus {
+		getppidOn(t, cpu, per)
+	}
+	c := newChecker(t)
+	drain := func() {
+		r.SetDeadline(time.Now().Add(50 * time.Millisecond))
+		for {
+			if _, err := r.ReadFunc(context.Background(), c.check); errors.Is(err, os.ErrDeadlineExceeded) {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.SetDeadline(time.Time{})
+	}
+	drain()
+	for _, cpu := range cpus { // one more write each: the kernel reports the losses before it
+		getppidOn(t, cpu, 1)
+	}
+	drain()
+	sent := uint64(per+1) * uint64(len(cpus))
+	if c.lost == 0 || uint64(len(c.seen))+c.lost != sent {
+		t.Fatalf("received %d + lost %d != sent %d", len(c.seen), c.lost, sent)
+	}
+	var sum uint64
+	for _, n := range r.Lost() {
+		sum += n
+	}
+	if sum != c.lost {
+		t.Fatalf("Lost() sums to %d, loss records to %d", sum, c.lost)
+	}
+	t.Logf("received %d, lost %d of %d", len(c.seen), c.lost, sent)
+}
+
+func TestPerfPause(t *testing.T) {
+	testutil.RequireRoot(t)
+	array := perfArray(t)
+	r, err := perfring.NewPerfReader(array, perfring.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	emitter(t, array, os.Getpid(), false)
+	c := newChecker(t)
+	r.Pause()
+	getppidOn(t, 0, 10)
+	r.Resume()
+	getppidOn(t, 0, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for len(c.seen) < 5 {
+		if _, err := r.ReadFunc(ctx, c.check); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.seen) != 5 || c.lost != 10 {
+		t.Fatalf("after pausing for 10 and resuming for 5: received %d, lost %d", len(c.seen), c.lost)
+	}
+}
+
+// TestPerfCloseUnblocks: Close from another goroutine, a cancelled context
+// and a deadline each end a blocked read promptly; after Close the map's
+// entries are cleared and it stays usable.
+func TestPerfCloseUnblocks(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	array := perfArray(t)
+	r, err := perfring.NewPerfReader(array, perfring.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err := r.Read(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled read: %v", err)
+	}
+	r.SetDeadline(time.Now().Add(30 * time.Millisecond))
+	if _, err := r.Read(context.Background()); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past the deadline: %v", err)
+	}
+	r.SetDeadline(time.Time{})
+	done := make(chan error)
+	go func() {
+		_, err := r.ReadFunc(context.Background(), func(perfring.Record) error { return nil })
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	r.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, perfring.ErrClosed) || time.Since(start) > time.Second {
+			t.Fatalf("blocked read ended with %v after %v", err, time.Since(start))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock the reader")
+	}
+	r.Close()
+	// User space cannot look perf event array entries up (ENOTSUPP), but
+	// deleting an empty one answers ENOENT.
+	if err := array.ClearFD(0); !errors.Is(err, mapfd.ErrKeyNotExist) {
+		t.Fatalf("map entry for CPU 0 after Close: %v, want it cleared already", err)
+	}
+}

@@ -1,0 +1,119 @@
+package perfring
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Record is one thing a CPU's ring delivered: a sample, or a report that
+// the kernel dropped samples.
+type Record struct {
+	CPU int
+	// Sample is what the program passed to bpf_perf_event_output or
+	// bpf_ringbuf_output. It points into the ring (or, for a perf record
+	// that wrapped, into the reader's scratch buffer) and is valid only
+	// until the callback returns or the next Read.
+	Sample []byte
+	// Lost counts samples dropped on this CPU because its ring was full;
+	// non-zero only in a loss report, whose Sample is nil.
+	Lost uint64
+}
+
+// Record types of struct perf_event_header.
+const (
+	perfRecordLost   = 2 // PERF_RECORD_LOST: u64 id, u64 lost
+	perfRecordSample = 9 // PERF_RECORD_SAMPLE: with PERF_SAMPLE_RAW, u32 size then the bytes
+)
+
+// ErrCorrupt is returned for a record whose header cannot be right: size 0
+// or not a multiple of 8, larger than the ring or than the data published,
+// or a raw sample longer than its record. The reader skips the rest of that
+// ring's published data and goes on.
+var ErrCorrupt = errors.New("perfring: corrupt record")
+
+// perfRecord parses the record at position tail of a perf ring's data area
+// (its length a power of two), the kernel having published up to head. It
+// returns the record's type, the bytes after its 8-byte header, and its
+// size. A body that wraps around the end of the ring is copied into
+// *scratch, which grows once to the largest record seen (at most 64 KiB:
+// the header's size is 16 bits).
+func perfRecord(data []byte, tail, head uint64, scratch *[]byte) (typ uint32, body []byte, size uint64, err error) {
+	n := uint64(len(data))
+	avail := head - tail
+	if n == 0 || n&(n-1) != 0 || avail > n {
+		return 0, nil, 0, fmt.Errorf("%w: %d bytes published in a ring of %d", ErrCorrupt, avail, n)
+	}
+	off := tail & (n - 1)
+	if avail < 8 || off%8 != 0 {
+		return 0, nil, 0, fmt.Errorf("%w: header at offset %d with %d bytes published", ErrCorrupt, off, avail)
+	}
+	// Records are 8-byte aligned and the ring a power of two of at least 8:
+	// a header never wraps.
+	typ = binary.LittleEndian.Uint32(data[off:])
+	size = uint64(binary.LittleEndian.Uint16(data[off+6:]))
+	if size < 8 || size%8 != 0 || size > avail {
+		return 0, nil, 0, fmt.Errorf("%w: record of %d bytes with %d published", ErrCorrupt, size, avail)
+	}
+	start, blen := (off+8)&(n-1), size-8
+	if start+blen <= n {
+		return typ, data[start : start+blen], size, nil
+	}
+	if uint64(cap(*scratch)) < blen {
+		*scratch = make([]byte, 0, 1<<16)
+	}
+	body = (*scratch)[:blen]
+	k := copy(body, data[start:])
+	copy(body[k:], data)
+	return typ, body, size, nil
+}
+
+// rawSample returns the bytes of a PERF_SAMPLE_RAW sample's body.
+func rawSample(body []byte) ([]byte, error) {
+	if len(body) < 4 {
+		return nil, fmt.Errorf("%w: sample of %d bytes", ErrCorrupt, len(body))
+	}
+	n := uint64(binary.LittleEndian.Uint32(body))
+	if n > uint64(len(body)-4) {
+		return nil, fmt.Errorf("%w: raw sample of %d bytes in a record of %d", ErrCorrupt, n, len(body))
+	}
+	return body[4 : 4+n], nil
+}
+
+// lostCount returns the count of a PERF_RECORD_LOST body.
+func lostCount(body []byte) (uint64, error) {
+	if len(body) < 16 {
+		return 0, fmt.Errorf("%w: lost record of %d bytes", ErrCorrupt, len(body))
+	}
+	return binary.LittleEndian.Uint64(body[8:]), nil
+}
+
+// BPF ring buffer record header: u32 len with two flag bits, u32 page offset.
+const (
+	ringbufBusy    = 1 << 31 // BPF_RINGBUF_BUSY_BIT: reserved, not committed yet
+	ringbufDiscard = 1 << 30 // BPF_RINGBUF_DISCARD_BIT: committed as discarded
+	ringbufHdrSize = 8       // BPF_RINGBUF_HDR_SZ
+)
+
+// ringbufRecord parses the record at consumer position cons of a BPF ring
+// buffer whose data area of size n is mapped twice in a row in data (so
+// len(data) == 2n and no record wraps), with hdrLen the header's length word
+// as loaded with acquire. It returns the sample (nil for a discarded record)
+// and the space the record takes. busy is true when the producer has not
+// committed it yet.
+func ringbufRecord(data []byte, n, cons, prod uint64, hdrLen uint32) (sample []byte, size uint64, busy bool, err error) {
+	if hdrLen&ringbufBusy != 0 {
+		return nil, 0, true, nil
+	}
+	avail := prod - cons
+	l := uint64(hdrLen &^ (ringbufBusy | ringbufDiscard))
+	size = (l + ringbufHdrSize + 7) &^ 7
+	if n == 0 || n&(n-1) != 0 || uint64(len(data)) != 2*n || avail > n || size > avail {
+		return nil, 0, false, fmt.Errorf("%w: ring buffer record of %d bytes with %d published in a ring of %d", ErrCorrupt, l, avail, n)
+	}
+	if hdrLen&ringbufDiscard != 0 {
+		return nil, size, false, nil
+	}
+	off := cons&(n-1) + ringbufHdrSize
+	return data[off : off+l], size, false, nil
+}

@@ -1,0 +1,172 @@
+package perfring
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+)
+
+// putRecord writes a perf record at position pos of ring, wrapping.
+func putRecord(ring []byte, pos uint64, typ uint32, body []byte) uint64 {
+	rec := binary.LittleEndian.AppendUint32(nil, typ)
+	rec = binary.LittleEndian.AppendUint16(rec, 0)
+	rec = binary.LittleEndian.AppendUint16(rec, uint16(8+len(body)))
+	rec = append(rec, body...)
+	for i, b := range rec {
+		ring[(pos+uint64(i))&uint64(len(ring)-1)] = b
+	}
+	return pos + uint64(len(rec))
+}
+
+func sampleBody(data []byte) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, uint32(len(data)))
+	b = append(b, data...)
+	for len(b)%8 != 0 { // the record (8 + body) must be a multiple of 8
+		b = append(b, 0)
+	}
+	return b
+}
+
+func TestPerfRecordWrap(t *testing.T) {
+	ring := make([]byte, 64)
+	var scratch []byte
+	payload := []byte("0123456789abcdefghijklmnopqrstuv") // 32 bytes: record of 48
+	head := putRecord(ring, 40, perfRecordSample, sampleBody(payload))
+	typ, body, size, err := perfRecord(ring, 40, head, &scratch)
+	if err != nil || typ != perfRecordSample || size != 48 {
+		t.Fatal(typ, size, err)
+	}
+	s, err := rawSample(body)
+	if err != nil || !bytes.Equal(s, payload) {
+		t.Fatalf("wrapped sample %q, %v", s, err)
+	}
+	if &body[0] != &scratch[:1][0] {
+		t.Fatal("a wrapped record was not delivered from the scratch buffer")
+	}
+	// Not wrapped: in place.
+	head = putRecord(ring, 0, perfRecordSample, sampleBody([]byte("abc")))
+	_, body, _, _ = perfRecord(ring, 0, head, &scratch)
+	if &body[0] != &ring[8] {
+		t.Fatal("an unwrapped record was copied")
+	}
+	lost := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 7), 1234)
+	head = putRecord(ring, 56, perfRecordLost, lost)
+	typ, body, _, err = perfRecord(ring, 56, head, &scratch)
+	if n, _ := lostCount(body); err != nil || typ != perfRecordLost || n != 1234 {
+		t.Fatalf("lost record: %d %d %v", typ, n, err)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { perfRecord(ring, 40, 40+48, &scratch) }); allocs != 0 {
+		t.Fatalf("a wrapped read allocates %.0f times once the scratch buffer exists", allocs)
+	}
+}
+
+func TestPerfRecordCorrupt(t *testing.T) {
+	ring := make([]byte, 64)
+	var scratch []byte
+	cases := map[string]func() (uint64, uint64){
+		"size 0":          func() (uint64, uint64) { putRecord(ring, 0, 9, nil); ring[6], ring[7] = 0, 0; return 0, 16 },
+		"misaligned size": func() (uint64, uint64) { putRecord(ring, 0, 9, make([]byte, 8)); ring[6] = 12; return 0, 16 },
+		"beyond head":     func() (uint64, uint64) { putRecord(ring, 0, 9, make([]byte, 24)); return 0, 16 },
+		"larger than ring": func() (uint64, uint64) {
+			putRecord(ring, 0, 9, make([]byte, 8))
+			binary.LittleEndian.PutUint16(ring[6:], 1024)
+			return 0, 64
+		},
+		"misaligned tail": func() (uint64, uint64) { return 4, 20 },
+		"head past ring":  func() (uint64, uint64) { return 0, 128 },
+		"short header":    func() (uint64, uint64) { return 0, 4 },
+	}
+	for name, setup := range cases {
+		clear(ring)
+		tail, head := setup()
+		if _, _, _, err := perfRecord(ring, tail, head, &scratch); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+	}
+	if _, err := rawSample([]byte{200, 0, 0, 0, 1, 2}); !errors.Is(err, ErrCorrupt) {
+		t.Error("raw sample longer than its record accepted")
+	}
+}
+
+func TestRingbufRecord(t *testing.T) {
+	const n = 64
+	data := make([]byte, 2*n)
+	if _, _, busy, _ := ringbufRecord(data, n, 0, 16, ringbufBusy|8); !busy {
+		t.Fatal("busy record not reported busy")
+	}
+	copy(data[8:], "payload!")
+	s, size, _, err := ringbufRecord(data, n, 0, 16, 8)
+	if err != nil || string(s) != "payload!" || size != 16 {
+		t.Fatalf("%q %d %v", s, size, err)
+	}
+	if s, size, _, err := ringbufRecord(data, n, 0, 16, ringbufDiscard|8); s != nil || size != 16 || err != nil {
+		t.Fatalf("discarded: %q %d %v", s, size, err)
+	}
+	if _, _, _, err := ringbufRecord(data, n, 0, 16, 100); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("record longer than published: %v", err)
+	}
+}
+
+// FuzzPerfRecord walks synthetic ring memory the way the reader does: it
+// must return records inside the ring or ErrCorrupt, never panic.
+func FuzzPerfRecord(f *testing.F) {
+	ring := make([]byte, 64)
+	putRecord(ring, 40, perfRecordSample, sampleBody([]byte("0123456789abcdefghijklmnopqrstuv")))
+	f.Add(ring, uint64(40), uint64(88))
+	f.Add(make([]byte, 256), uint64(0), uint64(256))
+	f.Fuzz(func(t *testing.T, mem []byte, tail, head uint64) {
+		// A ring is a power of two: take the largest that fits.
+		n := 1
+		for n*2 <= len(mem) {
+			n *= 2
+		}
+		if len(mem) == 0 {
+			return
+		}
+		ring := mem[:n]
+		var scratch []byte
+		for range 64 {
+			typ, body, size, err := perfRecord(ring, tail, head, &scratch)
+			if err != nil {
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatal(err)
+				}
+				return
+			}
+			if size == 0 || size > uint64(n) || uint64(len(body)) != size-8 {
+				t.Fatalf("record of size %d, body %d, ring %d", size, len(body), n)
+			}
+			switch typ {
+			case perfRecordSample:
+				rawSample(body)
+			case perfRecordLost:
+				lostCount(body)
+			}
+			tail += size
+			if tail == head {
+				return
+			}
+		}
+	})
+}
+
+func FuzzRingbufRecord(f *testing.F) {
+	f.Add(make([]byte, 64), uint64(0), uint64(16), uint32(8))
+	f.Fuzz(func(t *testing.T, mem []byte, cons, prod uint64, hdr uint32) {
+		n := 8
+		for n*2 <= len(mem) {
+			n *= 2
+		}
+		ring := make([]byte, n)
+		copy(ring, mem)
+		data := append(ring, ring...)
+		s, size, busy, err := ringbufRecord(data, uint64(n), cons, prod, hdr)
+		if err != nil && !errors.Is(err, ErrCorrupt) || busy && (s != nil || size != 0) {
+			t.Fatal(err)
+		}
+		if err == nil && !busy && (size > uint64(n) || uint64(len(s)) > size) {
+			t.Fatalf("record %d of size %d in a ring of %d", len(s), size, n)
+		}
+	})
+}
