@@ -2,6 +2,7 @@ package perfring
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -227,6 +228,9 @@ func (ring *perfRing) releaseTo(pos uint64) {
 // record's bytes are read in place and handed back to the kernel after f
 // has seen the ring's batch. An error from f stops the reading and is
 // returned; the record it was given counts as read.
+//
+// With a Watermark, records below it wake nobody: when the deadline passes
+// or ctx ends, ReadFunc reads what the rings hold before it gives up.
 func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, error) {
 	r.poll.mu.Lock()
 	defer r.poll.mu.Unlock()
@@ -236,6 +240,9 @@ func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, e
 			return n, err
 		}
 		if _, err := r.poll.wait(ctx); err != nil {
+			if n, derr := r.drain(f); n > 0 || derr != nil && err != ErrClosed {
+				return n, derr
+			}
 			return 0, err
 		}
 	}
@@ -250,20 +257,42 @@ func (r *PerfReader) drain(f func(Record) error) (int, error) {
 		if !ring.refresh() {
 			continue
 		}
-		for {
+		data, n := ring.data, uint64(len(ring.data))
+		if ring.end-ring.pos > n { // never from a sane kernel: more published than the ring holds
+			err := fmt.Errorf("CPU %d: %w: %d bytes published in a ring of %d", ring.cpu, ErrCorrupt, ring.end-ring.pos, n)
+			ring.pos = ring.end
+			ring.releaseTo(ring.pos)
+			return count, err
+		}
+		for ring.pos != ring.end {
+			// The fast path, inline: a sample record that does not wrap,
+			// checked as perfRecord and rawSample check it.
+			if off := ring.pos & (n - 1); off+16 <= n {
+				hdr := data[off : off+16]
+				size := uint64(binary.LittleEndian.Uint16(hdr[6:]))
+				raw := uint64(binary.LittleEndian.Uint32(hdr[8:]))
+				if binary.LittleEndian.Uint32(hdr) == perfRecordSample && off%8 == 0 && size >= 16 && size%8 == 0 &&
+					size <= ring.end-ring.pos && off+size <= n && raw <= size-12 {
+					ring.pos += size
+					count++
+					if err := f(Record{CPU: ring.cpu, Sample: data[off+12 : off+12+raw]}); err != nil {
+						ring.releaseTo(ring.pos)
+						return count, err
+					}
+					continue
+				}
+			}
 			rec, ok, err := r.next(i, ring)
 			if err == nil && ok {
 				count++
 				err = f(rec)
 			}
-			if err != nil || !ok {
+			if err != nil {
 				ring.releaseTo(ring.pos)
-				if err != nil {
-					return count, err
-				}
-				break
+				return count, err
 			}
 		}
+		ring.releaseTo(ring.pos)
 	}
 	return count, nil
 }
@@ -297,7 +326,20 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 			}
 		}
 		if _, err := r.poll.wait(ctx); err != nil {
+			// Records below a watermark wake nobody: look once more.
+			if !r.poll.closed.Load() && r.anyData() {
+				continue
+			}
 			return Record{}, err
 		}
 	}
+}
+
+func (r *PerfReader) anyData() bool {
+	for _, ring := range r.rings {
+		if ring.pos != ring.end || ring.refresh() {
+			return true
+		}
+	}
+	return false
 }

@@ -17,7 +17,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestMain(m *testing.M) { os.Exit(testutil.LeakMain(m)) }
+func TestMain(m *testing.M) {
+	if n := os.Getenv("BPFKIT_PRODUCER"); n != "" {
+		produce(n)
+		return
+	}
+	os.Exit(testutil.LeakMain(m))
+}
 
 const recordSize = 64
 
@@ -25,18 +31,30 @@ const recordSize = 64
 // record for every getppid of process pid: a global sequence number, the
 // CPU, then bytes 16..63 equal to their index. ringbuf selects
 // bpf_ringbuf_output into out instead of bpf_perf_event_output.
-func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) {
+func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) *emitted {
 	t.Helper()
-	seq, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1, Name: "seq"})
+	// seq[0] is the sequence number, seq[1] the process followed, seq[2]
+	// the outputs that failed (a full ring).
+	seq, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 8, MaxEntries: 3, Name: "seq"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { seq.Close() })
+	typed, _ := mapfd.NewTyped[uint32, uint64](seq)
+	e := &emitted{typed}
+	e.follow(pid)
 	items := Program(
 		Mov64Reg(R6, R1),
+		StoreImm(BPF_W, R10, -4, 1),
+		Mov64Reg(R2, R10),
+		ALU64Imm(BPF_ADD, R2, -4),
+		LoadMapFD(R1, seq),
+		Call(BPF_FUNC_map_lookup_elem),
+		JumpImm(BPF_JEQ, R0, 0, "out"),
+		LoadMem(BPF_DW, R7, R0, 0),
 		Call(BPF_FUNC_get_current_pid_tgid),
 		ALU64Imm(BPF_RSH, R0, 32),
-		JumpImm(BPF_JNE, R0, int32(pid), "out"),
+		JumpReg(BPF_JNE, R0, R7, "out"),
 		StoreImm(BPF_W, R10, -4, 0),
 		Mov64Reg(R2, R10),
 		ALU64Imm(BPF_ADD, R2, -4),
@@ -63,7 +81,17 @@ func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) {
 		items = append(items, Mov64Reg(R1, R6), LoadMapFD(R2, out), LoadImm64(R3, 0xffffffff), // BPF_F_CURRENT_CPU
 			Mov64Reg(R4, R10), ALU64Imm(BPF_ADD, R4, -64), Mov64Imm(R5, recordSize), Call(BPF_FUNC_perf_event_output))
 	}
-	items = append(items, Label("out"), Mov64Imm(R0, 0), Exit())
+	items = append(items,
+		JumpImm(BPF_JEQ, R0, 0, "out"), // the output failed: count it in seq[2]
+		StoreImm(BPF_W, R10, -4, 2),
+		Mov64Reg(R2, R10),
+		ALU64Imm(BPF_ADD, R2, -4),
+		LoadMapFD(R1, seq),
+		Call(BPF_FUNC_map_lookup_elem),
+		JumpImm(BPF_JEQ, R0, 0, "out"),
+		Mov64Imm(R1, 1),
+		AtomicOp(BPF_DW, BPF_ADD, R0, R1, 0),
+		Label("out"), Mov64Imm(R0, 0), Exit())
 	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "emit", License: "GPL", Insns: items})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +102,17 @@ func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
+	return e
 }
+
+// emitted controls and reads the emitter's state.
+type emitted struct{ state *mapfd.Typed[uint32, uint64] }
+
+// follow makes the emitter send records for process pid.
+func (e *emitted) follow(pid int) { e.state.Update(1, uint64(pid), mapfd.BPF_ANY) }
+
+// failed counts the outputs the program saw fail.
+func (e *emitted) failed() uint64 { n, _ := e.state.Lookup(2); return n }
 
 func perfArray(t testing.TB) *mapfd.Map {
 	t.Helper()
