@@ -148,6 +148,8 @@ func runProducer(b *testing.B, ringbuf bool, ring, watermark int) {
 	b.ReportMetric(float64(received)/elapsed.Seconds(), "records/s")
 	b.ReportMetric(float64(lost), "lost")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(max(received, 1)), "cpu-ns/record")
+	sysTime := time.Duration(ru1.Stime.Nano() - ru0.Stime.Nano())
+	b.ReportMetric(float64(sysTime.Nanoseconds())/float64(max(received, 1)), "sys-ns/record")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(max(received, 1)), "allocs/record")
 }
 

@@ -1,10 +1,18 @@
-// Package prog is where a program meets the kernel: Load assembles an
-// insn program and hands it to the verifier, and when the verifier says no,
-// loads it again with a log and returns a *VerifierError that shows the
-// log's last lines and the failing instruction in the verifier's own syntax.
-// A loaded Program can be test-run (BPF_PROG_TEST_RUN), pinned, and asked
-// for its Info, including the instructions as the kernel rewrote them.
+// Package prog is where a program meets the kernel.
 //
-// Attaching to events (tracepoints, kprobes, uprobes, raw tracepoints, perf
-// links with a cookie) builds on this package; see its attach files.
+// Load assembles an insn program and hands it to the verifier; when the
+// verifier says no, it loads it again with a log and returns a
+// *VerifierError that shows the log's last lines and the failing
+// instruction in the verifier's own syntax. A loaded Program can be
+// test-run (BPF_PROG_TEST_RUN), pinned, and asked for its Info, including
+// the instructions as the kernel rewrote them.
+//
+// The Attach functions make a program run on an event: tracepoints and
+// kprobes, kretprobes, uprobes and uretprobes through a perf event (the perf
+// kprobe and uprobe PMUs where the kernel has them, tracefs events
+// otherwise), and raw tracepoints. Through a perf event the program is
+// attached with a BPF perf link (5.15), which carries a bpf_cookie, or with
+// PERF_EVENT_IOC_SET_BPF on older kernels; which one is decided by trying
+// once (HavePerfLink). Every attachment is a *Link whose Close undoes all
+// it created.
 package prog
