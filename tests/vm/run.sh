@@ -1,0 +1,580 @@
+#!/usr/bin/env bash
+# Runs a Go test package inside VMs booted from Debian's own kernel packages.
+#
+#   tests/vm/run.sh [-k KERNEL]... [-p PKG] [-- GO_TEST_ARGS...]
+#
+# KERNEL is one of 5.10 6.1 6.12 7.2 (default: all four; -k may repeat or take
+# a comma list). PKG is the Go package whose tests run in the VM (default
+# ./tests/, relative to the repository root; a directory with its own go.mod
+# works too). GO_TEST_ARGS go to the test binary (e.g. -test.run TestX);
+# -test.v is always added. Inside the VM the env var BPFKIT_VM=<KERNEL> is set.
+#
+# Environment:
+#   BPFKIT_VM_CACHE         kernel + apt cache      (default /var/cache/bpfkit-vm)
+#   BPFKIT_VM_TIMEOUT       seconds per VM          (default 600)
+#   BPFKIT_VM_BOOT_TIMEOUT  seconds until init runs (default 120)
+#   BPFKIT_VM_JOBS          VMs at a time           (default: nproc; each TCG
+#                           VM keeps one core busy)
+#   BPFKIT_VM_ACCEL         tcg or kvm              (default: kvm only if usable)
+#   BPFKIT_VM_MIRROR / BPFKIT_VM_SECURITY_MIRROR    override the Debian mirrors
+#                           (default: read from the system's apt sources)
+#   BPFKIT_VM_APPEND        extra kernel parameters (e.g. loglevel=7 to see
+#                           more than errors in the console log)
+#   BPFKIT_VM_REFRESH=1     re-resolve the kernels and fetch newer ones (the
+#                           cache is otherwise used as it is, never updated)
+#   BPFKIT_VM_KEEP=1        keep the work dir (logs, initramfs) even on success
+#
+# Exit status: 0 only if every kernel was fetched, booted, ran the tests and
+# the test binary exited 0. See tests/vm/README.md. The measured facts behind
+# the choices below are in shared/VMTEST.md.
+set -euo pipefail
+export LC_ALL=C # $EPOCHREALTIME and awk must agree on the decimal point
+
+ALL_KERNELS=(5.10 6.1 6.12 7.2)
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
+CACHE=${BPFKIT_VM_CACHE:-/var/cache/bpfkit-vm}
+TIMEOUT=${BPFKIT_VM_TIMEOUT:-600}
+BOOT_TIMEOUT=${BPFKIT_VM_BOOT_TIMEOUT:-120}
+JOBS=${BPFKIT_VM_JOBS:-$(nproc)}
+PKG=./tests/
+KERNELS=()
+TEST_ARGS=()
+
+usage() {
+	sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+	exit "${1:-0}"
+}
+log() { printf 'vm: %s\n' "$*"; }
+die() { printf 'vm: error: %s\n' "$*" >&2; exit 1; }
+now() { printf '%s' "$EPOCHREALTIME"; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+
+# ---------------------------------------------------------------- arguments
+while (($#)); do
+	case $1 in
+	-k) (($# >= 2)) || usage 2
+		IFS=, read -ra ks <<<"$2"; KERNELS+=("${ks[@]}"); shift 2 ;;
+	-k*) IFS=, read -ra ks <<<"${1#-k}"; KERNELS+=("${ks[@]}"); shift ;;
+	-p) (($# >= 2)) || usage 2; PKG=$2; shift 2 ;;
+	-h|--help) usage 0 ;;
+	--) shift; TEST_ARGS=("$@"); break ;;
+	*) printf 'vm: unknown argument %q\n' "$1" >&2; usage 2 ;;
+	esac
+done
+((${#KERNELS[@]})) || KERNELS=("${ALL_KERNELS[@]}")
+mapfile -t KERNELS < <(printf '%s\n' "${KERNELS[@]}" | awk '!seen[$0]++')
+for k in "${KERNELS[@]}"; do
+	[[ " ${ALL_KERNELS[*]} " == *" $k "* ]] || die "unknown kernel '$k' (known: ${ALL_KERNELS[*]})"
+done
+[[ $TIMEOUT =~ ^[0-9]+$ && $BOOT_TIMEOUT =~ ^[0-9]+$ && $JOBS =~ ^[1-9][0-9]*$ ]] ||
+	die "BPFKIT_VM_TIMEOUT, BPFKIT_VM_BOOT_TIMEOUT and BPFKIT_VM_JOBS must be numbers"
+((BOOT_TIMEOUT <= TIMEOUT)) || BOOT_TIMEOUT=$TIMEOUT
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/bpfkit-vm.XXXXXX")
+KEEP_WORK=${BPFKIT_VM_KEEP:-}
+VM_PIDS=()
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+	local f pid
+	# Stop only what this run started: the VM watchers, then their qemu
+	# processes (pid files written by run_vm).
+	((${#VM_PIDS[@]} == 0)) || kill "${VM_PIDS[@]}" 2>/dev/null || true
+	for f in "$WORK"/*/qemu.pid; do
+		[[ -e $f ]] || continue
+		pid=$(<"$f")
+		kill "$pid" 2>/dev/null || true
+	done
+	[[ -n $KEEP_WORK ]] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ------------------------------------------------------------ host packages
+# qemu-system-x86 (the VM), busybox-static (the VM's userland: it must be
+# static, the initramfs has no libc) and cpio (to pack the initramfs).
+ensure_host_packages() {
+	local missing=() p
+	for p in qemu-system-x86 busybox-static cpio; do
+		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
+			missing+=("$p")
+	done
+	((${#missing[@]})) || return 0
+	((EUID == 0)) || die "missing packages ${missing[*]}: install them as root (apt-get install ${missing[*]})"
+	log "installing ${missing[*]}"
+	# apt-cache policy shows no candidate until the package lists were fetched.
+	if apt-cache policy "${missing[@]}" 2>/dev/null | grep -q 'Candidate: (none)' ||
+		! apt-cache policy "${missing[0]}" 2>/dev/null | grep -q Candidate; then
+		apt-get update -qq
+	fi
+	local opts=(-y -qq --no-install-recommends -o DPkg::Lock::Timeout=300)
+	# One retry after an update: the lists may be stale, and on this kind of
+	# machine another process's apt run (docker-clean hook) can delete our
+	# downloaded .debs between dpkg calls.
+	DEBIAN_FRONTEND=noninteractive apt-get install "${opts[@]}" "${missing[@]}" >"$WORK/apt-install.log" 2>&1 || {
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install "${opts[@]}" "${missing[@]}" >"$WORK/apt-install.log" 2>&1 ||
+			{ tail -20 "$WORK/apt-install.log" >&2; die "apt-get install ${missing[*]} failed"; }
+	}
+}
+
+# ----------------------------------------------------------- test binary
+# Built once, statically (CGO_ENABLED=0): the initramfs has no libc.
+build_test_binary() {
+	command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
+	command -v go >/dev/null || die "go not found"
+	local out=$WORK/tests.test
+	log "building test binary of $PKG"
+	(
+		cd "$ROOT"
+		if [[ -d $PKG && -e $PKG/go.mod ]]; then
+			# A package with its own module (e.g. a throwaway probe).
+			cd "$PKG" && CGO_ENABLED=0 go test -c -o "$out" .
+		else
+			CGO_ENABLED=0 go test -c -o "$out" "$PKG"
+		fi
+	) || die "go test -c $PKG failed"
+	[[ -x $out ]] || die "go test -c $PKG produced no binary (no test files?)"
+	# Go runs a test with the package directory as working directory; give the
+	# VM the package's testdata/ so relative paths keep working.
+	PKG_DIR=$(cd "$ROOT" && if [[ -d $PKG ]]; then cd "$PKG" && pwd; fi)
+}
+
+# ------------------------------------------------------------- initramfs
+# No modules are needed: serial console, initramfs, devtmpfs, tracefs,
+# debugfs and bpffs are built into Debian's kernels, while virtio disks, 9p
+# and network are modules. So everything goes in through the initramfs.
+build_initramfs() {
+	local stage=$WORK/initramfs bb a
+	bb=$(dpkg -L busybox-static | grep -m1 '^/\(usr/\)\{0,1\}bin/busybox$') || die "busybox-static has no busybox binary?"
+	mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,run,pkg}
+	cp "$bb" "$stage/bin/busybox"
+	while read -r a; do
+		[[ -L $stage/$a || -e $stage/$a ]] && continue
+		mkdir -p "$stage/$(dirname "$a")"
+		ln -s /bin/busybox "$stage/$a"
+	done < <("$bb" --list-full)
+	cp "$WORK/tests.test" "$stage/tests.test"
+	if [[ -n ${PKG_DIR:-} && -d $PKG_DIR/testdata ]]; then
+		cp -a "$PKG_DIR/testdata" "$stage/pkg/testdata"
+	fi
+	# Test arguments, one per line, so that spaces survive. Unless told
+	# otherwise, Go's own test timeout fires before the VM's, so that a hung
+	# test ends with Go's goroutine dump naming it instead of a bare timeout.
+	: >"$stage/args"
+	if [[ " ${TEST_ARGS[*]} " != *" -test.timeout"* && " ${TEST_ARGS[*]} " != *" --test.timeout"* ]]; then
+		if ((TIMEOUT > 90)); then a=$((TIMEOUT - 30)); else a=$((TIMEOUT * 2 / 3)); fi
+		echo "-test.timeout=${a}s" >>"$stage/args"
+	fi
+	for a in "${TEST_ARGS[@]}"; do
+		[[ $a != *$'\n'* ]] || die "test arguments must not contain newlines"
+		printf '%s\n' "$a" >>"$stage/args"
+	done
+	cat >"$stage/init" <<'EOF'
+#!/bin/sh
+# PID 1 of the test VM, written by tests/vm/run.sh.
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/tmp
+# devtmpfs first: /dev/console and /dev/ttyS1 only exist once it is mounted.
+mount -t devtmpfs devtmpfs /dev
+exec </dev/console >/dev/console 2>&1
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t tmpfs tmpfs /tmp
+mount -t tracefs tracefs /sys/kernel/tracing
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t securityfs securityfs /sys/kernel/security
+mount -t bpf bpf /sys/fs/bpf
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+ip link set lo up
+# Kernels before 5.16 default RLIMIT_MEMLOCK to 64 KiB, and before 5.11 BPF
+# maps are charged to it; a Debian system under systemd gives 8 MiB. Match that.
+ulimit -l 8192 2>/dev/null
+# ttyS1 carries only the test's output; raw so that no \n becomes \r\n. The
+# kernel's own messages stay on ttyS0 and never interleave with it.
+out=/dev/ttyS1
+stty -F $out raw -echo
+echo BPFKIT-VM-INIT >$out
+# The kernel passes unknown NAME=value parameters as env vars to init; read
+# /proc/cmdline anyway in case it did not.
+if [ -z "$BPFKIT_VM" ]; then
+	for w in $(cat /proc/cmdline); do
+		case $w in BPFKIT_VM=*) BPFKIT_VM=${w#BPFKIT_VM=} ;; esac
+	done
+fi
+export BPFKIT_VM
+set --
+while IFS= read -r a; do set -- "$@" "$a"; done </args
+cd /pkg
+/tests.test -test.v "$@" >$out 2>&1
+rc=$?
+# Each redirection opens and closes the port: the last close waits until the
+# UART has sent everything, so the marker is out before the power goes off.
+echo "BPFKIT-VM-EXIT=$rc" >$out
+poweroff -f
+EOF
+	chmod 755 "$stage/init"
+	(cd "$stage" && find . -print0 | LC_ALL=C sort -z |
+		cpio --null -o -H newc --owner=0:0 --quiet) | gzip -6 >"$WORK/initramfs.gz"
+	log "initramfs $(du -k "$WORK/initramfs.gz" | cut -f1) KiB"
+}
+
+# ------------------------------------------------------------ kernel fetch
+# Debian mirrors, read from the system's apt configuration (whatever format
+# its sources are in): the URI serving the host's own codename, and the one
+# serving <codename>-security.
+find_mirrors() {
+	local codename targets
+	# shellcheck disable=SC1091
+	codename=$(. /etc/os-release && printf '%s' "${VERSION_CODENAME:-}")
+	# shellcheck disable=SC2016 # $(…) are apt's placeholders
+	targets=$(apt-get indextargets --format '$(RELEASE) $(REPO_URI)' 2>/dev/null | sort -u || true)
+	MIRROR=${BPFKIT_VM_MIRROR:-$(awk -v c="$codename" '$1 == c {print $2; exit}' <<<"$targets")}
+	SECURITY_MIRROR=${BPFKIT_VM_SECURITY_MIRROR:-$(awk -v c="$codename-security" '$1 == c {print $2; exit}' <<<"$targets")}
+	if [[ -z $MIRROR ]]; then
+		return 1
+	fi
+	MIRROR=${MIRROR%/}
+	# No security entry: Debian's layout puts it beside the main archive.
+	[[ -n $SECURITY_MIRROR ]] || SECURITY_MIRROR=${MIRROR%/debian}/debian-security
+	SECURITY_MIRROR=${SECURITY_MIRROR%/}
+}
+
+# Where each kernel comes from: "APT-GROUP META-PACKAGE" candidates, tried in
+# order; the first whose kernel version starts with KERNEL wins. Exact ABI
+# names (linux-image-6.1.0-56-…) change with every Debian update, so they are
+# resolved from the meta packages. The cloud flavour boots fastest under
+# emulation (the generic 6.1 is XZ-compressed: ~6 s more to decompress).
+kernel_sources() {
+	case $1 in
+	5.10) echo "bullseye linux-image-cloud-amd64" ;;
+	6.1) echo "bookworm linux-image-cloud-amd64" ;;
+	6.12) echo "bookworm linux-image-6.12-cloud-amd64"
+		echo "trixie linux-image-cloud-amd64" ;;
+	7.2) echo "sid linux-image-cloud-amd64" ;;
+	esac
+}
+
+# sources.list lines of a private apt configuration.
+group_sources() {
+	case $1 in
+	bullseye|bookworm|trixie)
+		echo "deb $MIRROR $1 main"
+		echo "deb $MIRROR $1-updates main"
+		echo "deb $SECURITY_MIRROR $1-security main" ;;
+	sid) echo "deb $MIRROR sid main" ;;
+	esac
+}
+
+# A private apt configuration per suite group, so that suites the system does
+# not carry (bullseye, sid, trixie) never touch its sources or lists.
+declare -A APT_UPDATED=()
+apt_opts() {
+	local d=$CACHE/apt/$1
+	APT=(-o "Dir::Etc::SourceList=$d/sources.list" -o Dir::Etc::SourceParts=/dev/null
+		-o "Dir::State::Lists=$d/lists" -o "Dir::Cache=$d/cache"
+		-o APT::Architectures::=amd64 -o Acquire::Languages=none
+		-o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false
+		-o APT::Sandbox::User=root)
+}
+apt_update_group() {
+	local g=$1 d=$CACHE/apt/$1
+	apt_opts "$g"
+	[[ -n ${APT_UPDATED[$g]:-} ]] && return 0
+	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
+	group_sources "$g" >"$d/sources.list"
+	log "apt-get update ($g: $(group_sources "$g" | awk '{print $3}' | paste -sd' '))"
+	apt-get "${APT[@]}" -qq --error-on=any update >"$d/update.log" 2>&1 ||
+		{ sed 's/^/    /' "$d/update.log" | tail -8; return 1; }
+	APT_UPDATED[$g]=1
+}
+
+# Versioned kernel packages reachable from META through Depends: the one
+# holding vmlinuz is linux-image-<abi> (bullseye, bookworm, trixie) or, in sid,
+# linux-binary-<abi> under a linux-image-<abi> meta; linux-base-<abi> (sid)
+# holds the config.
+resolve_packages() {
+	local meta=$1 p dep
+	local -a queue=("$meta")
+	local -A seen=()
+	while ((${#queue[@]})); do
+		p=${queue[0]}; queue=("${queue[@]:1}")
+		[[ -n ${seen[$p]:-} ]] && continue
+		seen[$p]=1
+		[[ $p != "$meta" ]] && echo "$p"
+		while read -r dep; do
+			queue+=("$dep")
+		done < <(apt-cache "${APT[@]}" depends --no-recommends --no-suggests --no-conflicts \
+			--no-breaks --no-replaces --no-enhances "$p" 2>/dev/null |
+			awk '$1 ~ /Depends:$/ {print $2}' | grep -E '^linux-(image|binary|base)-[0-9]' || true)
+	done
+}
+
+pkg_field() { # PKG FIELD: the candidate's field
+	apt-cache "${APT[@]}" show --no-all-versions "$1" 2>/dev/null | awk -v f="$2:" '$1 == f {print $2; exit}'
+}
+
+# Fetches vmlinuz (and config) of kernel K into $CACHE/kernels/K unless there.
+# Sets FETCH_ERR on failure.
+fetch_kernel() {
+	local k=$1 dst=$CACHE/kernels/$1
+	FETCH_ERR=
+	if [[ -s $dst/vmlinuz ]]; then
+		[[ -n ${BPFKIT_VM_REFRESH:-} ]] || return 0
+		# Refresh: fetch again unless the same version is cached; keep the old
+		# one if that fails.
+		fetch_kernel_from_debian "$k" && return 0
+		log "[$k] refresh failed ($FETCH_ERR); using the cached kernel"
+		FETCH_ERR=
+		return 0
+	fi
+	fetch_kernel_from_debian "$k"
+}
+
+fetch_kernel_from_debian() {
+	local k=$1 dst=$CACHE/kernels/$1 group meta pkgs p ver holder stage vmlinuz config rel t0
+	FETCH_ERR=
+	t0=$(now)
+	if [[ -z ${MIRROR:-} ]] && ! find_mirrors; then
+		FETCH_ERR="no Debian mirror found in the system's apt sources (set BPFKIT_VM_MIRROR)"
+		return 1
+	fi
+	while read -r group meta; do
+		apt_update_group "$group" || { FETCH_ERR="apt-get update of $group failed"; continue; }
+		[[ -n $(pkg_field "$meta" Package) ]] || { FETCH_ERR="$meta not found in $group"; continue; }
+		mapfile -t pkgs < <(resolve_packages "$meta")
+		# The vmlinuz holder is the largest linux-image/linux-binary package.
+		holder=$(for p in "${pkgs[@]}"; do
+			[[ $p == linux-base-* ]] || echo "$(pkg_field "$p" Installed-Size) $p"
+		done | sort -n | tail -1 | cut -d' ' -f2)
+		[[ -n $holder ]] || { FETCH_ERR="no kernel package under $meta in $group"; continue; }
+		ver=$(pkg_field "$holder" Version)
+		if [[ $ver != "$k".* ]]; then
+			FETCH_ERR="$meta in $group is $holder $ver, not $k"
+			continue
+		fi
+		log "[$k] $group: $meta -> ${pkgs[*]} ($ver)"
+		if [[ -s $dst/vmlinuz ]] && grep -qxF "version=$ver" "$dst/info" 2>/dev/null; then
+			log "[$k] cached kernel is current"
+			return 0
+		fi
+		stage=$CACHE/kernels/.new-$k.$$
+		rm -rf "$stage"; mkdir -p "$stage/debs" "$stage/x"
+		if ! (cd "$stage/debs" && apt-get "${APT[@]}" -qq download "${pkgs[@]}") >"$stage/download.log" 2>&1; then
+			FETCH_ERR="apt-get download ${pkgs[*]} failed: $(tail -2 "$stage/download.log" | tr '\n' ' ')"
+			rm -rf "$stage"; continue
+		fi
+		for p in "$stage"/debs/*.deb; do dpkg-deb -x "$p" "$stage/x"; done
+		# boot/vmlinuz-<rel> in linux-image-*, usr/lib/modules/<rel>/vmlinuz in sid's linux-binary-*.
+		vmlinuz=$(find "$stage/x" -type f \( -name 'vmlinuz-*' -path '*/boot/*' -o -name vmlinuz -path '*/modules/*' \) | head -1)
+		config=$(find "$stage/x" -type f \( -name 'config-*' -path '*/boot/*' -o -name config -path '*/modules/*' \) | head -1)
+		if [[ -z $vmlinuz ]]; then
+			FETCH_ERR="no vmlinuz in ${pkgs[*]}"
+			rm -rf "$stage"; continue
+		fi
+		rel=${vmlinuz##*/vmlinuz-}
+		[[ $rel != */* ]] || rel=$(basename "$(dirname "$vmlinuz")")
+		mv "$vmlinuz" "$stage/vmlinuz"
+		[[ -z $config ]] || mv "$config" "$stage/config"
+		printf 'release=%s\npackages=%s\nversion=%s\nsuite=%s\nmeta=%s\n' \
+			"$rel" "${pkgs[*]}" "$ver" "$group" "$meta" >"$stage/info"
+		rm -rf "$stage/debs" "$stage/x" "$stage/download.log"
+		rm -rf "$dst"; mv "$stage" "$dst"
+		log "[$k] cached $rel in $dst ($(du -k "$dst/vmlinuz" | cut -f1) KiB vmlinuz, $(elapsed "$t0") s)"
+		return 0
+	done < <(kernel_sources "$k")
+	return 1
+}
+
+# ------------------------------------------------------------------ boot
+# Under PVM (/sys/module/kvm_pvm) /dev/kvm cannot run stock kernels: 6.1
+# hangs in the decompressor and 6.12 dies with a KVM emulation failure. TCG
+# stays single-threaded: multi-threaded TCG is ~20% faster but oopsed while
+# patching kernel text, which kprobes do all the time.
+# shellcheck disable=SC2054 # tcg,thread=single is one argument
+choose_accel() {
+	case ${BPFKIT_VM_ACCEL:-} in
+	tcg) ACCEL=(-accel tcg,thread=single -cpu max) ;;
+	kvm) ACCEL=(-accel kvm -cpu host) ;;
+	'') if [[ -w /dev/kvm && ! -e /sys/module/kvm_pvm ]]; then
+			ACCEL=(-accel kvm -cpu host)
+		else
+			ACCEL=(-accel tcg,thread=single -cpu max)
+		fi ;;
+	*) die "BPFKIT_VM_ACCEL must be tcg or kvm" ;;
+	esac
+}
+
+# Boots kernel K, waits for it, writes $WORK/K/{status,output,console.log}.
+# Always returns 0: the outcome is in the status file.
+run_vm() {
+	local k=$1 d=$WORK/$1 t0 qpid reason='' rc='' qrc=0 t
+	mkdir -p "$d"
+	: >"$d/output.clean"
+	t0=$(now)
+	# A bzImage has "HdrS" at 0x202; anything else (a truncated download, a
+	# wrong file) would only make qemu fail obscurely.
+	if [[ $(dd if="$CACHE/kernels/$k/vmlinuz" bs=1 skip=514 count=4 2>/dev/null) != HdrS ]]; then
+		printf 'rc=\nreason=%s\ntime=0.0\n' "$CACHE/kernels/$k/vmlinuz is not a bzImage (delete it to fetch again)" >"$d/status"
+		print_vm "$k"
+		return 0
+	fi
+	: >"$d/console.log"; : >"$d/output.log"
+	# ttyS0: kernel console, to a log that is only shown on failure.
+	# ttyS1: the test's output (see init).
+	qemu-system-x86_64 "${ACCEL[@]}" -m 1G -smp 2 -nodefaults -no-user-config \
+		-display none -no-reboot -nic none \
+		-kernel "$CACHE/kernels/$k/vmlinuz" -initrd "$WORK/initramfs.gz" \
+		-append "console=ttyS0 panic=-1 quiet BPFKIT_VM=$k ${BPFKIT_VM_APPEND:-}" \
+		-serial "file:$d/console.log" -serial "file:$d/output.log" \
+		</dev/null >"$d/qemu.log" 2>&1 &
+	qpid=$!
+	echo "$qpid" >"$d/qemu.pid"
+	while kill -0 "$qpid" 2>/dev/null; do
+		sleep 0.5
+		t=$(elapsed "$t0"); t=${t%.*}
+		if grep -q 'BPFKIT-VM-EXIT=' "$d/output.log"; then
+			# Done; give poweroff a moment before forcing it.
+			for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$qpid" 2>/dev/null || break; sleep 0.5; done
+			break
+		elif ((t >= TIMEOUT)); then
+			reason="timed out after ${TIMEOUT}s (BPFKIT_VM_TIMEOUT)"; break
+		elif ((t >= BOOT_TIMEOUT)) && ! grep -q '^BPFKIT-VM-INIT' "$d/output.log"; then
+			reason="init did not start within ${BOOT_TIMEOUT}s (BPFKIT_VM_BOOT_TIMEOUT)"; break
+		elif grep -q 'System halted' "$d/console.log"; then
+			# The boot decompressor halts forever on a bad image.
+			reason="kernel decompressor halted"; break
+		fi
+	done
+	kill "$qpid" 2>/dev/null || true
+	wait "$qpid" || qrc=$?
+	rm -f "$d/qemu.pid"
+	tr -d '\r' <"$d/output.log" >"$d/output.clean"
+	# The marker may follow a test's unterminated last line: match it anywhere.
+	rc=$(sed -n 's/.*BPFKIT-VM-EXIT=\([0-9]*\).*/\1/p' "$d/output.clean" | tail -1)
+	if [[ -z $rc && -z $reason ]]; then
+		if grep -q 'Kernel panic' "$d/console.log"; then
+			reason="kernel panic"
+		elif grep -q '^BPFKIT-VM-INIT' "$d/output.clean"; then
+			reason="VM stopped (qemu exit $qrc) before the tests finished"
+		else
+			# -no-reboot turns a reset (triple fault in a bad image) into an exit.
+			reason="VM stopped (qemu exit $qrc) before init ran: kernel reset, crashed or is not bootable"
+		fi
+	fi
+	printf 'rc=%s\nreason=%s\ntime=%s\n' "$rc" "$reason" "$(elapsed "$t0")" >"$d/status"
+	print_vm "$k"
+	return 0
+}
+
+count() { local n; n=$(grep -cE "^[[:space:]]*--- $1" "$2" 2>/dev/null) || true; echo "${n:-0}"; }
+
+# Prints one kernel's output as a block, prefixed, under a lock so that two
+# VMs ending together do not interleave.
+print_vm() {
+	local k=$1 d=$WORK/$1 rc reason time rel
+	rc=$(sed -n 's/^rc=//p' "$d/status"); reason=$(sed -n 's/^reason=//p' "$d/status")
+	time=$(sed -n 's/^time=//p' "$d/status")
+	rel=$(sed -n 's/^release=//p' "$CACHE/kernels/$k/info" 2>/dev/null || true)
+	{
+		flock 9
+		echo "==== [$k] $rel: ${time}s"
+		sed -e '/^BPFKIT-VM-\(INIT\|EXIT=[0-9]*\)$/d' -e 's/BPFKIT-VM-EXIT=[0-9]*$//' \
+			"$d/output.clean" 2>/dev/null | sed "s/^/[$k] /" || true
+		if [[ -n $reason ]]; then
+			if [[ ! -e $d/console.log ]]; then
+				echo "[$k] FAILED: $reason"
+			elif [[ -s $d/console.log ]]; then
+				echo "[$k] FAILED: $reason; last lines of the kernel console ($d/console.log):"
+				tail -25 "$d/console.log" | tr -d '\r' | sed "s/^/[$k]   | /"
+			elif ! grep -q '^BPFKIT-VM-INIT' "$d/output.clean"; then
+				echo "[$k] FAILED: $reason; the kernel console is empty ('quiet' shows only errors; BPFKIT_VM_APPEND=loglevel=7 shows more)"
+			else
+				echo "[$k] FAILED: $reason (kernel console empty)"
+			fi
+			# (qemu's own "terminating on signal" after a timeout is noise)
+			if grep -qv 'terminating on signal' "$d/qemu.log" 2>/dev/null; then
+				echo "[$k] qemu said:"
+				grep -v 'terminating on signal' "$d/qemu.log" | sed "s/^/[$k]   | /"
+			fi
+		elif [[ $rc != 0 ]]; then
+			echo "[$k] FAILED: test binary exited $rc"
+		else
+			echo "[$k] ok"
+		fi
+	} 9>"$WORK/print.lock"
+}
+
+# ------------------------------------------------------------------ main
+main() {
+	local k t0 running=0 failed=0 ok_kernels=() rc reason time p f s result tp=0 tf=0 ts=0
+	local -A fetch_err=() fetch_time=()
+	t0=$(now)
+	ensure_host_packages
+	build_test_binary
+	build_initramfs
+	choose_accel
+
+	mkdir -p "$CACHE/kernels" "$CACHE/apt"
+	# One fetcher at a time per cache (another run may share it).
+	exec 8>"$CACHE/.lock"
+	flock 8
+	for k in "${KERNELS[@]}"; do
+		local tk; tk=$(now)
+		if fetch_kernel "$k"; then
+			ok_kernels+=("$k")
+		else
+			fetch_err[$k]=$FETCH_ERR
+			printf 'vm: [%s] FAILED to fetch: %s\n' "$k" "$FETCH_ERR"
+		fi
+		fetch_time[$k]=$(elapsed "$tk")
+	done
+	flock -u 8
+
+	log "booting ${ok_kernels[*]:-nothing} (${ACCEL[*]}, $JOBS at a time, timeout ${TIMEOUT}s)"
+	# Each TCG VM keeps one host core busy: run JOBS (2) at a time.
+	for k in "${ok_kernels[@]}"; do
+		while ((running >= JOBS)); do wait -n || true; running=$((running - 1)); done
+		run_vm "$k" &
+		VM_PIDS+=($!)
+		running=$((running + 1))
+	done
+	wait || true
+	VM_PIDS=()
+
+	echo
+	printf '%-6s %-28s %5s %5s %5s %7s %7s  %s\n' kernel release pass fail skip fetch boot result
+	for k in "${KERNELS[@]}"; do
+		local rel='' out=/dev/null
+		rel=$(sed -n 's/^release=//p' "$CACHE/kernels/$k/info" 2>/dev/null || true)
+		if [[ -n ${fetch_err[$k]:-} ]]; then
+			result="FAILED: fetch: ${fetch_err[$k]}"; time=-
+		elif [[ ! -e $WORK/$k/status ]]; then
+			result="FAILED: harness error (no status for this VM)"; time=-
+		else
+			rc=$(sed -n 's/^rc=//p' "$WORK/$k/status"); reason=$(sed -n 's/^reason=//p' "$WORK/$k/status")
+			time=$(sed -n 's/^time=//p' "$WORK/$k/status")s
+			out=$WORK/$k/output.clean
+			if [[ -n $reason ]]; then result="FAILED: $reason"
+			elif [[ $rc != 0 ]]; then result="FAILED: tests (exit $rc)"
+			else result=PASS; fi
+		fi
+		p=$(count PASS "$out"); f=$(count FAIL "$out"); s=$(count SKIP "$out")
+		tp=$((tp + p)); tf=$((tf + f)); ts=$((ts + s))
+		if [[ $result != PASS ]]; then
+			failed=$((failed + 1))
+			# A kernel that failed without a failing test still counts once.
+			((f)) || tf=$((tf + 1))
+		fi
+		printf '%-6s %-28s %5s %5s %5s %6ss %7s  %s\n' "$k" "${rel:--}" "$p" "$f" "$s" "${fetch_time[$k]}" "$time" "$result"
+	done
+	echo "total $(elapsed "$t0")s"
+	((failed == 0)) || KEEP_WORK=1
+	[[ -z $KEEP_WORK ]] || echo "logs (console.log, output.log per kernel) and initramfs kept in $WORK"
+	# A plain closing line that CI understands.
+	echo "vm: $tp passed, $tf failed, $ts skipped"
+	((failed == 0))
+}
+
+# On one line, so that bash has read the whole script before running it: an
+# edit of this file during a run (e.g. a checkout) cannot change what runs.
+{ main; exit; }
