@@ -3,7 +3,6 @@ package prog
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/bpfkit/bpfkit/sys"
 	"github.com/bpfkit/bpfkit/tracefs"
@@ -63,36 +62,6 @@ type AttachOptions struct {
 	// Legacy attaches with PERF_EVENT_IOC_SET_BPF even where perf links
 	// exist. It cannot carry a cookie.
 	Legacy bool
-}
-
-// HavePerfLink reports whether the kernel has BPF perf links (5.15), found
-// once by trying: BPF_LINK_CREATE with attach type BPF_PERF_EVENT and a bad
-// target fd answers EBADF where perf links exist (the kernel got as far as
-// looking the perf event up) and EINVAL where the attach type is unknown.
-func HavePerfLink() (bool, error) {
-	perfLink.once.Do(func() {
-		p, err := Load(Spec{Type: Tracepoint, Name: "probe_link", License: "GPL", Insns: retZero})
-		if err != nil {
-			perfLink.err = fmt.Errorf("probe for perf links: %w", err)
-			return
-		}
-		defer p.Close()
-		_, err = sys.LinkCreate(&sys.LinkCreateAttr{ProgFD: uint32(p.fd), TargetFD: ^uint32(0), AttachType: unix.BPF_PERF_EVENT})
-		switch {
-		case errors.Is(err, unix.EBADF):
-			perfLink.ok = true
-		case errors.Is(err, unix.EINVAL):
-		default:
-			perfLink.err = fmt.Errorf("probe for perf links: unexpected answer %v", err)
-		}
-	})
-	return perfLink.ok, perfLink.err
-}
-
-var perfLink struct {
-	once sync.Once
-	ok   bool
-	err  error
 }
 
 // attachPerf attaches p to the perf event perfFD, with a perf link when the

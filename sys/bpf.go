@@ -200,12 +200,7 @@ func ProgLoad(attr *ProgLoadAttr) (int, error) {
 	if err == nil || err.(*Error).Errno != unix.EAGAIN {
 		return fd, err
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var old unix.Sigset_t
-	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &runtimeSignals, &old); err == nil {
-		defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
-	}
+	defer blockRuntimeSignals()()
 	for range progLoadAttempts - 2 {
 		fd, err := callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
 		if err == nil || err.(*Error).Errno != unix.EAGAIN {
@@ -213,6 +208,22 @@ func ProgLoad(attr *ProgLoadAttr) (int, error) {
 		}
 	}
 	return callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
+}
+
+// blockRuntimeSignals locks the goroutine to its thread and blocks SIGURG
+// and SIGPROF there, until the returned function is called. The kernel
+// abandons some commands when a signal is pending, and those two are the
+// Go runtime's own, sent at any time.
+func blockRuntimeSignals() (restore func()) {
+	runtime.LockOSThread()
+	var old unix.Sigset_t
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &runtimeSignals, &old); err != nil {
+		return runtime.UnlockOSThread
+	}
+	return func() {
+		unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+		runtime.UnlockOSThread()
+	}
 }
 
 const progLoadAttempts = 10
@@ -237,8 +248,11 @@ func ProgQuery(attr *ProgQueryAttr) error {
 	return err
 }
 
-// ProgTestRun is BPF_PROG_TEST_RUN (4.12).
+// ProgTestRun is BPF_PROG_TEST_RUN (4.12). A run with Repeat stops with
+// EINTR when a signal is pending, and retrying would run the program's side
+// effects again: so the runtime's signals are blocked for its duration.
 func ProgTestRun(attr *TestRunAttr) error {
+	defer blockRuntimeSignals()()
 	_, err := call(unix.BPF_PROG_TEST_RUN, unsafe.Pointer(attr))
 	return err
 }

@@ -505,6 +505,23 @@ func execImms(o execALUOp, width int) []int32 {
 	return execVals32
 }
 
+// haveV4 reports whether this kernel runs ISA v4 instructions, and fails
+// the test if the probe says no on 6.6 or later, which have them.
+func haveV4(t *testing.T) bool {
+	t.Helper()
+	ok, err := prog.HaveISAv4()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := prog.KernelVersion(); !ok && v >= 6<<16|6<<8 {
+		t.Fatalf("HaveISAv4 says no on %d.%d, which has ISA v4", v>>16, v>>8&0xff)
+	}
+	if !ok {
+		t.Log("this kernel predates ISA v4 (6.6): its instructions are not run")
+	}
+	return ok
+}
+
 // TestExecALU runs every ALU64 and ALU32 operation, signed division and
 // modulo included, with an immediate and with a register source. There is
 // no register form of NEG: the kernel rejects BPF_NEG|BPF_X as an unknown
@@ -512,6 +529,7 @@ func execImms(o execALUOp, width int) []int32 {
 func TestExecALU(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
+	v4 := haveV4(t)
 	r := newExecRunner(t)
 	for _, wide := range []bool{true, false} {
 		class, width, model := "ALU64", 64, execALU64
@@ -521,6 +539,9 @@ func TestExecALU(t *testing.T) {
 			shifts = execShifts32
 		}
 		for _, o := range execALUOps {
+			if o.signed && !v4 {
+				continue
+			}
 			name := class + " " + o.name + " K"
 			r.begin(name)
 			for _, dst := range execVals64 {
@@ -559,6 +580,9 @@ func TestExecALU(t *testing.T) {
 // TestExecMovsx runs the sign-extending moves of ISA v4.
 func TestExecMovsx(t *testing.T) {
 	testutil.RequireRoot(t)
+	if !haveV4(t) {
+		t.Skip("no ISA v4 on this kernel")
+	}
 	testutil.CheckNoLeaks(t)
 	srcs := append([]uint64{0x7f, 0x80, 0xff, 0x100, 0x7fff, 0x8000, 0xffff, 0x1_8080, 0xffff_7f80,
 		0x7fff_ffff, 0x8000_8000, 0x1234_5678_9abc_def0}, execVals64...)
@@ -627,9 +651,13 @@ func TestExecEndian(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	vals := append([]uint64{0x0102_0304_0506_0708, 0x8182_8384_8586_8788, 0xff00, 0x00ff}, execVals64...)
+	kinds := []string{"TO_LE", "TO_BE"}
+	if haveV4(t) {
+		kinds = append(kinds, "BSWAP")
+	}
 	r := newExecRunner(t)
 	for _, n := range []int32{16, 32, 64} {
-		for _, kind := range []string{"TO_LE", "TO_BE", "BSWAP"} {
+		for _, kind := range kinds {
 			name := fmt.Sprintf("%s %d", kind, n)
 			r.begin(name)
 			for _, v := range vals {
@@ -828,10 +856,14 @@ func TestExecJa(t *testing.T) {
 		return []insn.Item{insn.ALU64Imm(insn.BPF_MUL, c.rr, 10), insn.ALU64Imm(insn.BPF_ADD, c.rr, digit)}
 	}
 	type jumper func(label string) insn.Item
-	for _, j := range []struct {
+	jumps := []struct {
 		name string
 		ja   jumper
-	}{{"goto", insn.Ja}, {"gotol", insn.Ja32}} {
+	}{{"goto", insn.Ja}, {"gotol", insn.Ja32}}
+	if !haveV4(t) {
+		jumps = jumps[:1]
+	}
+	for _, j := range jumps {
 		r.begin("JA " + j.name)
 		r.add(j.name+" forward over guarded code", 12, func(c *execCase) []insn.Item {
 			return slices.Concat(
