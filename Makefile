@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: all build example test test-host bench fuzz lint
+.PHONY: all build example test test-host test-vm bench fuzz lint
 
 all: build lint test
 
@@ -16,13 +16,20 @@ build:
 example:
 	$(GO) run ./cmd/example
 
-# Every test that can run on this machine, as root. Tests that need a kernel
-# feature this machine lacks say so and skip; the VM suite covers them.
-test: lint test-host
+# Every test, as root: gofmt and vet, the kernel tests on this machine
+# (tests needing a feature this kernel lacks, kprobes say, skip and say so),
+# then the integration tests in VMs booted from Debian's 5.10, 6.1, 6.12 and
+# 7.2 kernels, which have kprobes. test-vm installs qemu-system-x86,
+# busybox-static and cpio if missing and caches the kernels outside the
+# repository (/var/cache/bpfkit-vm); see tests/vm/README.md.
+test: lint test-host test-vm
 
 test-host:
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the tests load BPF programs"; exit 1; }
 	$(GO) test -count=1 ./...
+
+test-vm:
+	tests/vm/run.sh
 
 # Benchmarks, each beside a bare system call in the same run ("x-bare" is
 # bpfkit's time over the bare call's).

@@ -30,7 +30,7 @@ func PerfEventOpen(attr *unix.PerfEventAttr, pid, cpu, groupFD, flags int) (int,
 		switch e.Errno {
 		case unix.EPERM, unix.EACCES:
 			e.Hint = permHint(CAP_PERFMON) + "; see also kernel.perf_event_paranoid"
-		case unix.ENOENT, unix.ENODEV, unix.EOPNOTSUPP:
+		case unix.ENODEV, unix.EOPNOTSUPP:
 			e.Hint = "this kernel has no such event or PMU"
 		}
 		return -1, e
