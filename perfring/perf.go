@@ -239,7 +239,7 @@ func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, e
 		if n > 0 || err != nil {
 			return n, err
 		}
-		if _, err := r.poll.wait(ctx); err != nil {
+		if err := r.poll.wait(ctx); err != nil {
 			if n, derr := r.drain(f); n > 0 || derr != nil && err != ErrClosed {
 				return n, derr
 			}
@@ -325,7 +325,7 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 				return rec, err
 			}
 		}
-		if _, err := r.poll.wait(ctx); err != nil {
+		if err := r.poll.wait(ctx); err != nil {
 			// Records below a watermark wake nobody: look once more.
 			if !r.poll.closed.Load() && r.anyData() {
 				continue

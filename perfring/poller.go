@@ -59,27 +59,26 @@ func (p *poller) wake() {
 	unix.Write(p.wakefd, one[:])
 }
 
-// wait blocks until a ring fd is readable, and returns how many entries of
-// p.events are set (the eventfd's excluded: Fd < 0 marks it). It returns
-// ErrClosed after Close, os.ErrDeadlineExceeded after the deadline, and
-// ctx's error when it is done.
-func (p *poller) wait(ctx context.Context) (int, error) {
+// wait blocks until a ring fd is readable. It returns ErrClosed after
+// Close, os.ErrDeadlineExceeded after the deadline, and ctx's error when it
+// is done.
+func (p *poller) wait(ctx context.Context) error {
 	if done := ctx.Done(); done != nil {
 		stop := context.AfterFunc(ctx, p.wake)
 		defer stop()
 	}
 	for {
 		if p.closed.Load() {
-			return 0, ErrClosed
+			return ErrClosed
 		}
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return err
 		}
 		timeout := -1
 		if d := p.deadline.Load(); d != 0 {
 			left := time.Until(time.Unix(0, d))
 			if left <= 0 {
-				return 0, os.ErrDeadlineExceeded
+				return os.ErrDeadlineExceeded
 			}
 			timeout = int((left + time.Millisecond - 1) / time.Millisecond)
 		}
@@ -88,7 +87,7 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("epoll_wait: %w", err)
+			return fmt.Errorf("epoll_wait: %w", err)
 		}
 		ready := 0
 		for _, ev := range p.events[:n] {
@@ -101,7 +100,7 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 			ready++
 		}
 		if ready > 0 {
-			return ready, nil
+			return nil
 		}
 	}
 }

@@ -152,7 +152,7 @@ func (r *RingBufReader) ReadFunc(ctx context.Context, f func(Record) error) (int
 				}
 			}
 		}
-		if _, err := r.poll.wait(ctx); err != nil {
+		if err := r.poll.wait(ctx); err != nil {
 			return 0, err
 		}
 	}
@@ -177,7 +177,7 @@ func (r *RingBufReader) Read(ctx context.Context) (Record, error) {
 			}
 		}
 		r.release()
-		if _, err := r.poll.wait(ctx); err != nil {
+		if err := r.poll.wait(ctx); err != nil {
 			return Record{}, err
 		}
 	}
