@@ -31,11 +31,17 @@ test-host:
 test-vm:
 	tests/vm/run.sh
 
-# Benchmarks, each beside a bare system call in the same run ("x-bare" is
-# bpfkit's time over the bare call's).
+# Benchmarks, each beside its reference in the same run: maps and loads
+# beside a bare system call ("x-bare" is bpfkit's time over the bare
+# call's), the perf and ring buffer readers beside libbpf's (built from
+# perfring/testdata with gcc and Debian's libbpf-dev, installed if missing).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 300000x ./mapfd
-	$(GO) test -run '^$$' -bench . -benchtime 2000x ./prog
+	@command -v gcc >/dev/null && [ -e /usr/include/bpf/libbpf.h ] || \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc libc6-dev libbpf-dev >/dev/null; } || \
+	  echo "bench: no gcc or libbpf-dev: the perf reader runs without libbpf beside it"
+	$(GO) test -run '^$$' -bench . -benchtime 1000000x ./mapfd
+	$(GO) test -run '^$$' -bench . -benchtime 3000x ./prog
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./perfring
 
 # A short run of every fuzz target.
 FUZZTIME ?= 10s

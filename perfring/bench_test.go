@@ -1,12 +1,16 @@
 package perfring_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,99 +33,111 @@ func produce(n string) {
 
 const produced = 2_000_000
 
-// reader is what the benchmark reads with: a perf reader or a ring buffer
-// reader.
-type reader interface {
-	ReadFunc(context.Context, func(perfring.Record) error) (int, error)
-	SetDeadline(time.Time)
-	Close() error
+type benchConfig struct {
+	name      string
+	ringbuf   bool
+	ring      int
+	watermark int
 }
 
 // BenchmarkRead: a producer process makes 2,000,000 getppid calls; a program
 // on sys_enter_getppid sends a 64-byte record for each; the reader counts
 // samples and losses. Then one more record on each CPU, from this process,
 // makes the kernel report losses not yet reported, and received + lost must
-// equal what was sent. Reported per configuration: records received per
-// second, lost, the consumer's CPU time per record (getrusage of this
-// process; the producer is another), and allocations per record.
+// equal what was sent. Each configuration runs with bpfkit's reader and,
+// when gcc and libbpf-dev are installed, with libbpf's (testdata/
+// libbpf_reader.c) in the same run. Reported: records received per second,
+// lost, the consumer's CPU time per record (getrusage of the reading
+// process; the producer is another), and, for bpfkit, allocations per
+// record. The ring buffer has no loss records: there the program counts the
+// outputs that failed.
 func BenchmarkRead(b *testing.B) {
 	testutil.RequireRoot(b)
-	type config struct {
-		name      string
-		ringbuf   bool
-		ring      int
-		watermark int
-	}
-	var configs []config
+	var configs []benchConfig
 	for _, ring := range []int{256 << 10, 4 << 20} {
 		size := fmt.Sprintf("%dKiB", ring>>10)
 		configs = append(configs,
-			config{"perf/" + size + "/every-record", false, ring, 0},
-			config{"perf/" + size + "/watermark-64KiB", false, ring, 64 << 10},
-			config{"ringbuf/" + size, true, ring, 0})
+			benchConfig{"perf/" + size + "/every-record", false, ring, 0},
+			benchConfig{"perf/" + size + "/watermark-64KiB", false, ring, 64 << 10},
+			benchConfig{"ringbuf/" + size, true, ring, 0})
 	}
 	for _, c := range configs {
-		b.Run(c.name, func(b *testing.B) {
+		b.Run(c.name+"/bpfkit", func(b *testing.B) {
 			for b.Loop() {
-				runProducer(b, c.ringbuf, c.ring, c.watermark)
+				runScenario(b, c, false)
+			}
+		})
+		b.Run(c.name+"/libbpf", func(b *testing.B) {
+			if libbpfReader(b) == "" {
+				b.Skip("gcc or libbpf-dev is missing: no libbpf reader to compare with")
+			}
+			for b.Loop() {
+				runScenario(b, c, true)
 			}
 		})
 	}
 }
 
-func runProducer(b *testing.B, ringbuf bool, ring, watermark int) {
+var libbpf struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// libbpfReader builds testdata/libbpf_reader.c once.
+func libbpfReader(b *testing.B) string {
+	libbpf.once.Do(func() {
+		dir, err := os.MkdirTemp("", "bpfkit-libbpf-")
+		if err != nil {
+			return
+		}
+		path := filepath.Join(dir, "libbpf_reader")
+		out, err := exec.Command("gcc", "-O2", "-o", path, "testdata/libbpf_reader.c", "-lbpf").CombinedOutput()
+		if err != nil {
+			b.Logf("building the libbpf reader: %v\n%s", err, out)
+			return
+		}
+		libbpf.path = path
+	})
+	return libbpf.path
+}
+
+// consumer is one reader under test: started before the producer, it reads
+// until stopped and says what it got.
+type consumer interface {
+	// readWhile reads until done is closed, and then until the rings are
+	// drained.
+	readWhile(done <-chan struct{})
+	// finish reads the flush records and reports everything.
+	finish() (samples, lost uint64, cpu time.Duration, allocs uint64)
+}
+
+func runScenario(b *testing.B, c benchConfig, useLibbpf bool) {
 	var out *mapfd.Map
-	var r reader
-	var err error
-	if ringbuf {
-		out = ringbufMap(b, ring)
-		r, err = perfring.NewRingBufReader(out)
+	if c.ringbuf {
+		out = ringbufMap(b, c.ring)
 	} else {
 		out = perfArray(b)
-		r, err = perfring.NewPerfReader(out, perfring.Options{RingBytes: ring, Watermark: watermark})
 	}
-	if err != nil {
-		b.Fatal(err)
+	var cons consumer
+	if useLibbpf {
+		cons = startLibbpf(b, out, c)
+	} else {
+		cons = startBpfkit(b, out, c)
 	}
-	defer r.Close()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "BPFKIT_PRODUCER="+strconv.Itoa(produced))
 	stdin, _ := cmd.StdinPipe()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	e := emitter(b, out, cmd.Process.Pid, ringbuf)
-
-	var samples, lost uint64
-	count := func(rec perfring.Record) error {
-		if rec.Sample != nil {
-			samples++
-		} else {
-			lost += rec.Lost
-		}
-		return nil
-	}
-	var ru0, ru1 unix.Rusage
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	unix.Getrusage(unix.RUSAGE_SELF, &ru0)
+	e := emitter(b, out, cmd.Process.Pid, c.ringbuf)
+	done := make(chan struct{})
 	start := time.Now()
 	stdin.Write([]byte{1})
-	// When the producer is done, give the reader 50 ms to drain, then stop it.
-	go func() {
-		cmd.Wait()
-		r.SetDeadline(time.Now().Add(50 * time.Millisecond))
-	}()
-	ctx := context.Background()
-	for {
-		if _, err := r.ReadFunc(ctx, count); err != nil {
-			break
-		}
-	}
+	go func() { cmd.Wait(); close(done) }()
+	cons.readWhile(done)
 	elapsed := time.Since(start)
-	unix.Getrusage(unix.RUSAGE_SELF, &ru1)
-	runtime.ReadMemStats(&ms1)
-	received := samples
 
 	// Flush: one record on each CPU from this process reports the losses
 	// the kernel has not reported yet.
@@ -130,27 +146,142 @@ func runProducer(b *testing.B, ringbuf bool, ring, watermark int) {
 	for _, cpu := range cpus {
 		getppidOn(b, cpu, 1)
 	}
-	r.SetDeadline(time.Now().Add(50 * time.Millisecond))
-	for {
-		if _, err := r.ReadFunc(ctx, count); err != nil {
-			break
-		}
-	}
-	if ringbuf {
-		lost = e.failed() // the ring buffer has no loss records: the program counts its failed outputs
+	samples, lost, cpu, allocs := cons.finish()
+	if c.ringbuf {
+		lost = e.failed()
 	} else if lost != e.failed() {
 		b.Fatalf("the kernel reported %d lost, the program saw %d outputs fail", lost, e.failed())
 	}
-	if flushed := samples - received; samples+lost != produced+flushed {
-		b.Fatalf("received %d + lost %d != sent %d", samples-flushed, lost, produced)
+	received := samples - uint64(len(cpus))
+	if received+lost != produced {
+		b.Fatalf("received %d + lost %d != sent %d", received, lost, produced)
 	}
-	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
 	b.ReportMetric(float64(received)/elapsed.Seconds(), "records/s")
 	b.ReportMetric(float64(lost), "lost")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(max(received, 1)), "cpu-ns/record")
-	sysTime := time.Duration(ru1.Stime.Nano() - ru0.Stime.Nano())
-	b.ReportMetric(float64(sysTime.Nanoseconds())/float64(max(received, 1)), "sys-ns/record")
-	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(max(received, 1)), "allocs/record")
+	if !useLibbpf {
+		b.ReportMetric(float64(allocs)/float64(max(received, 1)), "allocs/record")
+	}
+}
+
+// bpfkitConsumer reads in this process.
+type bpfkitConsumer struct {
+	r interface {
+		ReadFunc(context.Context, func(perfring.Record) error) (int, error)
+	}
+	setDeadline    func(time.Time)
+	samples, lost  uint64
+	count          func(perfring.Record) error
+	ru0, ru1       unix.Rusage
+	mallocs0, used uint64
+}
+
+func startBpfkit(b *testing.B, out *mapfd.Map, c benchConfig) *bpfkitConsumer {
+	bc := &bpfkitConsumer{}
+	if c.ringbuf {
+		r, err := perfring.NewRingBufReader(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { r.Close() })
+		bc.r, bc.setDeadline = r, r.SetDeadline
+	} else {
+		r, err := perfring.NewPerfReader(out, perfring.Options{RingBytes: c.ring, Watermark: c.watermark})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { r.Close() })
+		bc.r, bc.setDeadline = r, r.SetDeadline
+	}
+	bc.count = func(rec perfring.Record) error {
+		if rec.Sample != nil {
+			bc.samples++
+		} else {
+			bc.lost += rec.Lost
+		}
+		return nil
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	bc.mallocs0 = ms.Mallocs
+	unix.Getrusage(unix.RUSAGE_SELF, &bc.ru0)
+	return bc
+}
+
+func (bc *bpfkitConsumer) readWhile(done <-chan struct{}) {
+	// When the producer is done, give the reader 50 ms to drain, then stop it.
+	go func() {
+		<-done
+		bc.setDeadline(time.Now().Add(50 * time.Millisecond))
+	}()
+	for {
+		if _, err := bc.r.ReadFunc(context.Background(), bc.count); err != nil {
+			break
+		}
+	}
+	unix.Getrusage(unix.RUSAGE_SELF, &bc.ru1)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	bc.used = ms.Mallocs - bc.mallocs0
+}
+
+func (bc *bpfkitConsumer) finish() (uint64, uint64, time.Duration, uint64) {
+	bc.setDeadline(time.Now().Add(50 * time.Millisecond))
+	for {
+		if _, err := bc.r.ReadFunc(context.Background(), bc.count); err != nil {
+			break
+		}
+	}
+	cpu := time.Duration(bc.ru1.Utime.Nano() + bc.ru1.Stime.Nano() - bc.ru0.Utime.Nano() - bc.ru0.Stime.Nano())
+	return bc.samples, bc.lost, cpu, bc.used
+}
+
+// libbpfConsumer is testdata/libbpf_reader reading the same map, pinned.
+type libbpfConsumer struct {
+	b    *testing.B
+	cmd  *exec.Cmd
+	out  *bufio.Reader
+	path string
+}
+
+func startLibbpf(b *testing.B, m *mapfd.Map, c benchConfig) *libbpfConsumer {
+	path := filepath.Join(testutil.BPFFS(b), "events")
+	if err := m.Pin(path); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { mapfd.Unpin(path) })
+	args := []string{"ringbuf", path}
+	if !c.ringbuf {
+		args = []string{"perf", path, strconv.Itoa(c.ring), strconv.Itoa(c.watermark)}
+	}
+	cmd := exec.Command(libbpf.path, args...)
+	cmd.Stderr = os.Stderr
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	lc := &libbpfConsumer{b: b, cmd: cmd, out: bufio.NewReader(stdout), path: path}
+	if line, err := lc.out.ReadString('\n'); err != nil || line != "ready\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		b.Fatalf("libbpf reader: %q %v", line, err)
+	}
+	return lc
+}
+
+func (lc *libbpfConsumer) readWhile(done <-chan struct{}) { <-done }
+
+func (lc *libbpfConsumer) finish() (uint64, uint64, time.Duration, uint64) {
+	time.Sleep(150 * time.Millisecond) // it polls every 100 ms: let it take the flush records
+	lc.cmd.Process.Signal(syscall.SIGUSR1)
+	line, _ := lc.out.ReadString('\n')
+	lc.cmd.Wait()
+	var samples, lost uint64
+	var cpu int64
+	if _, err := fmt.Sscanf(line, "%d received %d lost %d cpu-ns", &samples, &lost, &cpu); err != nil {
+		lc.b.Fatalf("libbpf reader said %q: %v", line, err)
+	}
+	return samples, lost, time.Duration(cpu), 0
 }
 
 func ringbufMap(b *testing.B, size int) *mapfd.Map {
