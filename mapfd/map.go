@@ -83,6 +83,7 @@ type Map struct {
 	maxEntries uint32
 	flags      uint32
 	name       string
+	noSleep    bool // element operations never sleep: see sys.MapElemNoSleep
 }
 
 // Create makes a new map.
@@ -108,6 +109,10 @@ func Create(spec Spec) (*Map, error) {
 
 func newMap(fd int, typ Type, key, value, max, flags uint32, name string) (*Map, error) {
 	m := &Map{fd: fd, typ: typ, keySize: key, valueSize: value, maxEntries: max, flags: flags, name: name}
+	switch typ {
+	case Hash, Array, PerCPUHash, PerCPUArray, LRUHash, LRUPerCPUHash:
+		m.noSleep = true
+	}
 	if typ.PerCPU() {
 		n, err := PossibleCPUs()
 		if err != nil {
@@ -202,9 +207,26 @@ func (m *Map) Lookup(key, value []byte) error {
 	return m.lookup(ptr(key), ptr(value))
 }
 
+// elemOp runs an element command, without the runtime's system call
+// bookkeeping for the map types whose element operations never sleep.
+func (m *Map) elemOp(cmd int, attr *sys.MapElemAttr) error {
+	if m.noSleep {
+		return sys.MapElemNoSleep(cmd, attr)
+	}
+	switch cmd {
+	case unix.BPF_MAP_LOOKUP_ELEM:
+		return sys.MapLookupElem(attr)
+	case unix.BPF_MAP_UPDATE_ELEM:
+		return sys.MapUpdateElem(attr)
+	case unix.BPF_MAP_DELETE_ELEM:
+		return sys.MapDeleteElem(attr)
+	}
+	return sys.MapGetNextKey(attr)
+}
+
 func (m *Map) lookup(key, value unsafe.Pointer) error {
 	attr := m.elem(key, value, 0)
-	if err := sys.MapLookupElem(&attr); err != nil {
+	if err := m.elemOp(unix.BPF_MAP_LOOKUP_ELEM, &attr); err != nil {
 		if notExist(err) {
 			return ErrKeyNotExist
 		}
@@ -224,7 +246,7 @@ func (m *Map) Update(key, value []byte, flags uint64) error {
 
 func (m *Map) update(key, value unsafe.Pointer, flags uint64) error {
 	attr := m.elem(key, value, flags)
-	if err := sys.MapUpdateElem(&attr); err != nil {
+	if err := m.elemOp(unix.BPF_MAP_UPDATE_ELEM, &attr); err != nil {
 		return m.wrap("update", err)
 	}
 	return nil
@@ -240,7 +262,7 @@ func (m *Map) Delete(key []byte) error {
 
 func (m *Map) delete(key unsafe.Pointer) error {
 	attr := m.elem(key, nil, 0)
-	if err := sys.MapDeleteElem(&attr); err != nil {
+	if err := m.elemOp(unix.BPF_MAP_DELETE_ELEM, &attr); err != nil {
 		if notExist(err) {
 			return ErrKeyNotExist
 		}
@@ -264,7 +286,7 @@ func (m *Map) NextKey(key, next []byte) error {
 
 func (m *Map) nextKey(key, next unsafe.Pointer) error {
 	attr := m.elem(key, next, 0)
-	if err := sys.MapGetNextKey(&attr); err != nil {
+	if err := m.elemOp(unix.BPF_MAP_GET_NEXT_KEY, &attr); err != nil {
 		if notExist(err) {
 			return ErrKeyNotExist
 		}
