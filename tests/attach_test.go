@@ -68,18 +68,8 @@ func counter(t *testing.T, typ prog.Type, counts *mapfd.Map, withCookie bool) *p
 		ALU64Imm(BPF_RSH, R0, 32),
 		JumpImm(BPF_JNE, R0, int32(os.Getpid()), "out"),
 	), key...)
-	items = append(items,
-		Mov64Reg(R2, R10),
-		ALU64Imm(BPF_ADD, R2, -4),
-		LoadMapFD(R1, counts),
-		Call(BPF_FUNC_map_lookup_elem),
-		JumpImm(BPF_JEQ, R0, 0, "out"),
-		Mov64Imm(R1, 1),
-		AtomicOp(BPF_DW, BPF_ADD, R0, R1, 0),
-		Label("out"),
-		Mov64Imm(R0, 0),
-		Exit(),
-	)
+	items = append(items, testutil.AddOne(counts, "out")...)
+	items = append(items, Label("out"), Mov64Imm(R0, 0), Exit())
 	p, err := prog.Load(prog.Spec{Type: typ, Name: "counter", License: "GPL", Insns: items})
 	if err != nil {
 		t.Fatal(err)
@@ -125,67 +115,52 @@ var threeSyscalls = []struct {
 	n    int
 }{{"getppid", unix.SYS_GETPPID, 11}, {"getuid", unix.SYS_GETUID, 23}, {"getgid", unix.SYS_GETGID, 37}}
 
-// TestCookiesTracepoints: one program on three syscall tracepoints with
-// cookies 1, 2, 3 counts each attachment separately.
-func TestCookiesTracepoints(t *testing.T) {
+// TestCookies: one program on three syscall tracepoints, then on three
+// kprobes on the syscall handlers (the first through kprobe_events, the
+// others through the PMU), with cookies 1, 2, 3, counts each attachment
+// separately. Without perf links a cookie must be refused.
+func TestCookies(t *testing.T) {
 	testutil.RequireRoot(t)
-	testutil.CheckNoLeaks(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	counts, tm := newArray(t, 4)
-	if !cookieSupport(t) {
-		p := counter(t, prog.Tracepoint, counts, false)
-		_, err := prog.AttachTracepoint(p, "syscalls", "sys_enter_getppid", prog.AttachOptions{Cookie: 1})
-		if !errors.Is(err, sys.ErrNotSupported) {
-			t.Fatalf("cookie without perf links: %v, want ErrNotSupported", err)
-		}
-		t.Skip("no perf links: cookies are refused, as checked")
+	for _, kind := range []string{"tracepoint", "kprobe"} {
+		t.Run(kind, func(t *testing.T) {
+			typ, attach := prog.Tracepoint, func(p *prog.Program, i int, name string, o prog.AttachOptions) (*prog.Link, error) {
+				return prog.AttachTracepoint(p, "syscalls", "sys_enter_"+name, o)
+			}
+			if kind == "kprobe" {
+				requireKprobes(t)
+				typ, attach = prog.Kprobe, func(p *prog.Program, i int, name string, o prog.AttachOptions) (*prog.Link, error) {
+					sym, err := prog.SyscallSymbol(name)
+					if err != nil {
+						return nil, err
+					}
+					return prog.AttachKprobe(p, sym, prog.KprobeOptions{AttachOptions: o, Tracefs: i == 0})
+				}
+			}
+			testutil.CheckNoLeaks(t)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			counts, tm := newArray(t, 4)
+			if !cookieSupport(t) {
+				p := counter(t, typ, counts, false)
+				if _, err := attach(p, 0, "getppid", prog.AttachOptions{Cookie: 1}); !errors.Is(err, sys.ErrNotSupported) {
+					t.Fatalf("cookie without perf links: %v, want ErrNotSupported", err)
+				}
+				t.Skip("no perf links: cookies are refused, as checked")
+			}
+			p := counter(t, typ, counts, true)
+			for i, sc := range threeSyscalls {
+				l, err := attach(p, i, sc.name, prog.AttachOptions{Cookie: uint64(i + 1)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+			}
+			for _, sc := range threeSyscalls {
+				raw(sc.nr, sc.n)
+			}
+			expectCounts(t, tm, map[uint32]uint64{0: 0, 1: 11, 2: 23, 3: 37})
+		})
 	}
-	p := counter(t, prog.Tracepoint, counts, true)
-	for i, sc := range threeSyscalls {
-		l, err := prog.AttachTracepoint(p, "syscalls", "sys_enter_"+sc.name, prog.AttachOptions{Cookie: uint64(i + 1)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-	}
-	for _, sc := range threeSyscalls {
-		raw(sc.nr, sc.n)
-	}
-	expectCounts(t, tm, map[uint32]uint64{0: 0, 1: 11, 2: 23, 3: 37})
-}
-
-// TestCookiesKprobes: the same with kprobes on the syscall handlers.
-func TestCookiesKprobes(t *testing.T) {
-	requireKprobes(t)
-	testutil.CheckNoLeaks(t)
-	counts, tm := newArray(t, 4)
-	if !cookieSupport(t) {
-		p := counter(t, prog.Kprobe, counts, false)
-		sym, _ := prog.SyscallSymbol("getppid")
-		_, err := prog.AttachKprobe(p, sym, prog.KprobeOptions{AttachOptions: prog.AttachOptions{Cookie: 1}})
-		if !errors.Is(err, sys.ErrNotSupported) {
-			t.Fatalf("cookie without perf links: %v, want ErrNotSupported", err)
-		}
-		t.Skip("no perf links: cookies are refused, as checked")
-	}
-	p := counter(t, prog.Kprobe, counts, true)
-	for i, sc := range threeSyscalls {
-		sym, err := prog.SyscallSymbol(sc.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The first through kprobe_events, the others through the PMU.
-		l, err := prog.AttachKprobe(p, sym, prog.KprobeOptions{AttachOptions: prog.AttachOptions{Cookie: uint64(i + 1)}, Tracefs: i == 0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-	}
-	for _, sc := range threeSyscalls {
-		raw(sc.nr, sc.n)
-	}
-	expectCounts(t, tm, map[uint32]uint64{0: 0, 1: 11, 2: 23, 3: 37})
 }
 
 // TestKprobeCount: a kprobe on the getppid handler counts exactly N calls
@@ -304,24 +279,16 @@ func TestRawTracepoint(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	counts, tm := newArray(t, 1)
 	// ctx->args[1] is the syscall number at sys_enter.
-	p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, Name: "rawtp", License: "GPL", Insns: Program(
+	items := append(Program(
 		LoadMem(BPF_DW, R6, R1, 8),
 		Call(BPF_FUNC_get_current_pid_tgid),
 		ALU64Imm(BPF_RSH, R0, 32),
 		JumpImm(BPF_JNE, R0, int32(os.Getpid()), "out"),
 		JumpImm(BPF_JNE, R6, unix.SYS_GETPPID, "out"),
 		StoreImm(BPF_W, R10, -4, 0),
-		Mov64Reg(R2, R10),
-		ALU64Imm(BPF_ADD, R2, -4),
-		LoadMapFD(R1, counts),
-		Call(BPF_FUNC_map_lookup_elem),
-		JumpImm(BPF_JEQ, R0, 0, "out"),
-		Mov64Imm(R1, 1),
-		AtomicOp(BPF_DW, BPF_ADD, R0, R1, 0),
-		Label("out"),
-		Mov64Imm(R0, 0),
-		Exit(),
-	)})
+	), testutil.AddOne(counts, "out")...)
+	p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, Name: "rawtp", License: "GPL", Insns: append(items,
+		Label("out"), Mov64Imm(R0, 0), Exit())})
 	if err != nil {
 		t.Fatal(err)
 	}

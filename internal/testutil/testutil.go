@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpfkit/bpfkit/insn"
 	"golang.org/x/sys/unix"
 )
 
@@ -138,4 +139,19 @@ func FuncOffset(t testing.TB, fn any) (string, uint64) {
 	}
 	t.Fatalf("address %#x of %v is in no file mapping", addr, fn)
 	return "", 0
+}
+
+// AddOne returns instructions that add one to the u64 value of m at the u32
+// key stored at r10-4, jumping to label out when the key is missing. They
+// clobber r0 to r5.
+func AddOne(m insn.MapFD, out string) []insn.Item {
+	return []insn.Item{
+		insn.Mov64Reg(insn.R2, insn.R10),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R2, -4),
+		insn.LoadMapFD(insn.R1, m),
+		insn.Call(insn.BPF_FUNC_map_lookup_elem),
+		insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, out),
+		insn.Mov64Imm(insn.R1, 1),
+		insn.AtomicOp(insn.BPF_DW, insn.BPF_ADD, insn.R0, insn.R1, 0),
+	}
 }
