@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
@@ -268,6 +269,65 @@ func TestUprobeCount(t *testing.T) {
 		expectCounts(t, tm, map[uint32]uint64{0: n})
 	}
 	_ = sum
+	assertNoEvents(t)
+}
+
+// semaphore is a USDT semaphore: initialised, so that it lives in the
+// binary's data, a file-backed mapping, where ref_ctr_offset can name it.
+var semaphore uint16 = 40
+
+// TestUprobeRefCtr: a uprobe with ref_ctr_offset (4.20) makes the kernel
+// increment the semaphore in this very process while the probe exists, and
+// decrement it when the probe goes, through the PMU and uprobe_events.
+func TestUprobeRefCtr(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	counts, tm := newArray(t, 1)
+	p := counter(t, prog.Kprobe, counts, false)
+	exe, off := testutil.FuncOffset(t, uprobeTarget)
+	semFile, semOff := testutil.AddrOffset(t, uintptr(unsafe.Pointer(&semaphore)))
+	if semFile != exe {
+		t.Fatalf("the semaphore is mapped from %s, not %s", semFile, exe)
+	}
+	read := func() uint16 { return *(*uint16)(unsafe.Pointer(&semaphore)) }
+	for _, viaTracefs := range []bool{false, true} {
+		before := read()
+		l, err := prog.AttachUprobe(p, exe, prog.UprobeOptions{Offset: off, RefCtrOffset: semOff, Tracefs: viaTracefs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got != before+1 {
+			l.Close()
+			t.Fatalf("tracefs=%v: semaphore %d while probed, want %d", viaTracefs, got, before+1)
+		}
+		uprobeTarget(1)
+		l.Close()
+		if got := read(); got != before {
+			t.Fatalf("tracefs=%v: semaphore %d after Close, want %d", viaTracefs, got, before)
+		}
+	}
+	expectCounts(t, tm, map[uint32]uint64{0: 2})
+}
+
+// TestKretprobeMaxActive: maxactive goes through kprobe_events ("r8:...")
+// and the kretprobe still counts every return.
+func TestKretprobeMaxActive(t *testing.T) {
+	requireKprobes(t)
+	testutil.CheckNoLeaks(t)
+	counts, tm := newArray(t, 1)
+	p := counter(t, prog.Kprobe, counts, false)
+	sym, _ := prog.SyscallSymbol("getppid")
+	l, err := prog.AttachKprobe(p, sym, prog.KprobeOptions{Return: true, MaxActive: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(allEvents(t), tracefs.Group()) {
+		l.Close()
+		t.Fatal("a kretprobe with maxactive made no kprobe_events entry")
+	}
+	raw(unix.SYS_GETPPID, 13)
+	l.Close()
+	expectCounts(t, tm, map[uint32]uint64{0: 13})
 	assertNoEvents(t)
 }
 

@@ -118,7 +118,13 @@ func Cgroup2(t testing.TB) string {
 // alike (go test strips the binaries it runs).
 func FuncOffset(t testing.TB, fn any) (string, uint64) {
 	t.Helper()
-	addr := uint64(reflect.ValueOf(fn).Pointer())
+	return AddrOffset(t, reflect.ValueOf(fn).Pointer())
+}
+
+// AddrOffset returns the file mapped at addr in this process and addr's
+// offset in it.
+func AddrOffset(t testing.TB, addr uintptr) (string, uint64) {
+	t.Helper()
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		t.Fatal(err)
@@ -133,11 +139,11 @@ func FuncOffset(t testing.TB, fn any) (string, uint64) {
 		start, _ := strconv.ParseUint(lo, 16, 64)
 		end, _ := strconv.ParseUint(hi, 16, 64)
 		off, _ := strconv.ParseUint(f[2], 16, 64)
-		if addr >= start && addr < end {
-			return f[5], addr - start + off
+		if uint64(addr) >= start && uint64(addr) < end {
+			return f[5], uint64(addr) - start + off
 		}
 	}
-	t.Fatalf("address %#x of %v is in no file mapping", addr, fn)
+	t.Fatalf("address %#x is in no file mapping", addr)
 	return "", 0
 }
 
