@@ -49,7 +49,8 @@ type benchConfig struct {
 // libbpf_reader.c) in the same run. Reported: records received per second,
 // lost, the consumer's CPU time per record (getrusage of the reading
 // process; the producer is another), and, for bpfkit, allocations per
-// record. The ring buffer has no loss records: there the program counts the
+// record. bpfkit-holdp is bpfkit's reader with HoldP: 2 ms. The ring
+// buffer has no loss records: there the program counts the
 // outputs that failed.
 func BenchmarkRead(b *testing.B) {
 	testutil.RequireRoot(b)
@@ -62,19 +63,16 @@ func BenchmarkRead(b *testing.B) {
 			benchConfig{"ringbuf/" + size, true, ring, 0})
 	}
 	for _, c := range configs {
-		b.Run(c.name+"/bpfkit", func(b *testing.B) {
-			for b.Loop() {
-				runScenario(b, c, false)
-			}
-		})
-		b.Run(c.name+"/libbpf", func(b *testing.B) {
-			if libbpfReader(b) == "" {
-				b.Skip("gcc or libbpf-dev is missing: no libbpf reader to compare with")
-			}
-			for b.Loop() {
-				runScenario(b, c, true)
-			}
-		})
+		for _, impl := range []string{"bpfkit", "bpfkit-holdp", "libbpf"} {
+			b.Run(c.name+"/"+impl, func(b *testing.B) {
+				if impl == "libbpf" && libbpfReader(b) == "" {
+					b.Skip("gcc or libbpf-dev is missing: no libbpf reader to compare with")
+				}
+				for b.Loop() {
+					runScenario(b, c, impl)
+				}
+			})
+		}
 	}
 }
 
@@ -112,7 +110,8 @@ type consumer interface {
 	finish() (samples, lost uint64, cpu time.Duration, allocs uint64)
 }
 
-func runScenario(b *testing.B, c benchConfig, useLibbpf bool) {
+func runScenario(b *testing.B, c benchConfig, impl string) {
+	useLibbpf := impl == "libbpf"
 	var out *mapfd.Map
 	if c.ringbuf {
 		out = ringbufMap(b, c.ring)
@@ -123,7 +122,11 @@ func runScenario(b *testing.B, c benchConfig, useLibbpf bool) {
 	if useLibbpf {
 		cons = startLibbpf(b, out, c)
 	} else {
-		cons = startBpfkit(b, out, c)
+		var holdP time.Duration
+		if impl == "bpfkit-holdp" {
+			holdP = 2 * time.Millisecond
+		}
+		cons = startBpfkit(b, out, c, holdP)
 	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "BPFKIT_PRODUCER="+strconv.Itoa(produced))
@@ -176,17 +179,17 @@ type bpfkitConsumer struct {
 	mallocs0, used uint64
 }
 
-func startBpfkit(b *testing.B, out *mapfd.Map, c benchConfig) *bpfkitConsumer {
+func startBpfkit(b *testing.B, out *mapfd.Map, c benchConfig, holdP time.Duration) *bpfkitConsumer {
 	bc := &bpfkitConsumer{}
 	if c.ringbuf {
-		r, err := perfring.NewRingBufReader(out)
+		r, err := perfring.NewRingBufReader(out, perfring.RingBufOptions{HoldP: holdP})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { r.Close() })
 		bc.r, bc.setDeadline = r, r.SetDeadline
 	} else {
-		r, err := perfring.NewPerfReader(out, perfring.Options{RingBytes: c.ring, Watermark: c.watermark})
+		r, err := perfring.NewPerfReader(out, perfring.Options{RingBytes: c.ring, Watermark: c.watermark, HoldP: holdP})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -21,6 +21,12 @@
 // scratch buffer the reader reuses; the BPF ring buffer maps its data twice in
 // a row, so its records never wrap. No read path allocates per record.
 //
+// Waiting is the other cost. A reader blocked in epoll_wait is a thread in
+// a system call to the Go runtime, which hands its P to another thread and
+// takes one back at each wake-up, waking its monitor (sysmon) as it goes: at
+// a wake-up every few hundred µs that costs more CPU than reading the
+// records. Options.HoldP lets short waits keep the P instead.
+//
 // # Losses
 //
 // When a perf ring is full the kernel drops the sample and counts it; it

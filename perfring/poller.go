@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,13 +24,14 @@ type poller struct {
 	epfd, wakefd int
 	events       []unix.EpollEvent
 	deadline     atomic.Int64 // unix nanoseconds, 0 for none
+	holdMs       int          // Options.HoldP in milliseconds, 0 for none
 	closed       atomic.Bool
 	mu           sync.Mutex // held by a read; Close takes it to know no read uses the fds
 }
 
 const wakeIndex = -1 // the epoll data of the eventfd
 
-func newPoller(n int) (*poller, error) {
+func newPoller(n int, holdP time.Duration) (*poller, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
@@ -38,7 +41,8 @@ func newPoller(n int) (*poller, error) {
 		unix.Close(epfd)
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	p := &poller{epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, n+1)}
+	p := &poller{epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, n+1),
+		holdMs: int((holdP + time.Millisecond - 1) / time.Millisecond)}
 	if err := p.add(wakefd, wakeIndex); err != nil {
 		p.close()
 		return nil, err
@@ -82,7 +86,7 @@ func (p *poller) wait(ctx context.Context) error {
 			}
 			timeout = int((left + time.Millisecond - 1) / time.Millisecond)
 		}
-		n, err := unix.EpollWait(p.epfd, p.events, timeout)
+		n, err := p.epollWait(timeout)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -103,6 +107,26 @@ func (p *poller) wait(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// epollWait waits up to timeout ms (-1: no limit): first for up to holdMs
+// keeping the goroutine's P (see sys.EpollWaitHoldingP), then, if nothing
+// came, the ordinary way.
+func (p *poller) epollWait(timeout int) (int, error) {
+	if p.holdMs > 0 && runtime.GOMAXPROCS(0) > 1 {
+		t := p.holdMs
+		if timeout >= 0 && timeout < t {
+			t = timeout
+		}
+		n, err := sys.EpollWaitHoldingP(p.epfd, p.events, t)
+		if err != nil || n > 0 || t == timeout {
+			return n, err
+		}
+		if timeout > 0 {
+			timeout -= t
+		}
+	}
+	return unix.EpollWait(p.epfd, p.events, timeout)
 }
 
 // setDeadline makes blocked and future waits return os.ErrDeadlineExceeded

@@ -29,11 +29,18 @@ type RingBufReader struct {
 	discarded atomic.Uint64
 }
 
+// RingBufOptions shape a ring buffer reader.
+type RingBufOptions struct {
+	// HoldP is as in Options: a wait keeps its goroutine's P for up to this
+	// long before waiting the ordinary way.
+	HoldP time.Duration
+}
+
 // NewRingBufReader maps the ring buffer: its consumer page read-write at
 // offset 0, then its producer page and its data read-only. The kernel maps
 // the data pages twice in a row, so a record that wraps around the end of
 // the ring is contiguous in memory: no record is ever copied.
-func NewRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
+func NewRingBufReader(m *mapfd.Map, o RingBufOptions) (*RingBufReader, error) {
 	if m.Type() != mapfd.RingBuf {
 		return nil, fmt.Errorf("ring buffer reader: map %q is not a ring buffer", m.Name())
 	}
@@ -48,7 +55,7 @@ func NewRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
 		unix.Munmap(cons)
 		return nil, fmt.Errorf("ring buffer reader: mmap producer page and data: %w", err)
 	}
-	poll, err := newPoller(1)
+	poll, err := newPoller(1, o.HoldP)
 	if err == nil {
 		if err = poll.add(m.FD(), 0); err != nil {
 			poll.close()

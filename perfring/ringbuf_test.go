@@ -28,7 +28,7 @@ func TestRingBufRecords(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	m := ringbuf(t, 16<<10)
-	r, err := perfring.NewRingBufReader(m)
+	r, err := perfring.NewRingBufReader(m, perfring.RingBufOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestRingBufRecords(t *testing.T) {
 func TestRingBufCloseUnblocks(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
-	r, err := perfring.NewRingBufReader(ringbuf(t, 4096))
+	r, err := perfring.NewRingBufReader(ringbuf(t, 4096), perfring.RingBufOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
