@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -179,10 +180,16 @@ func (c *checker) check(rec perfring.Record) error {
 }
 
 func TestPerfRecordsIntact(t *testing.T) {
+	for _, holdP := range []time.Duration{0, 2 * time.Millisecond} {
+		t.Run(fmt.Sprintf("HoldP=%v", holdP), func(t *testing.T) { testPerfRecordsIntact(t, holdP) })
+	}
+}
+
+func testPerfRecordsIntact(t *testing.T, holdP time.Duration) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	array := perfArray(t)
-	r, err := perfring.NewPerfReader(array, perfring.Options{RingBytes: 1 << 20})
+	r, err := perfring.NewPerfReader(array, perfring.Options{RingBytes: 1 << 20, HoldP: holdP})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,13 +307,19 @@ func TestPerfPause(t *testing.T) {
 }
 
 // TestPerfCloseUnblocks: Close from another goroutine, a cancelled context
-// and a deadline each end a blocked read promptly; after Close the map's
-// entries are cleared and it stays usable.
+// and a deadline each end a blocked read promptly, also while it holds its
+// P (HoldP); after Close the map's entries are cleared and it stays usable.
 func TestPerfCloseUnblocks(t *testing.T) {
+	for _, holdP := range []time.Duration{0, 500 * time.Millisecond} {
+		t.Run(fmt.Sprintf("HoldP=%v", holdP), func(t *testing.T) { testPerfCloseUnblocks(t, holdP) })
+	}
+}
+
+func testPerfCloseUnblocks(t *testing.T, holdP time.Duration) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	array := perfArray(t)
-	r, err := perfring.NewPerfReader(array, perfring.Options{})
+	r, err := perfring.NewPerfReader(array, perfring.Options{HoldP: holdP})
 	if err != nil {
 		t.Fatal(err)
 	}
