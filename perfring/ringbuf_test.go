@@ -2,14 +2,17 @@ package perfring_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"testing"
 	"time"
 
+	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/perfring"
+	"github.com/bpfkit/bpfkit/prog"
 )
 
 func ringbuf(t testing.TB, size uint32) *mapfd.Map {
@@ -86,4 +89,90 @@ func TestRingBufCloseUnblocks(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not unblock the reader")
 	}
+}
+
+// TestRingBufDiscard: a program reserves a record for each getppid, writes
+// a sequence number, and submits the even ones and discards the odd ones;
+// the reader delivers exactly the submitted ones and counts the discarded.
+func TestRingBufDiscard(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	m := ringbuf(t, 16<<10)
+	r, err := perfring.NewRingBufReader(m, perfring.RingBufOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	seq, tm := seqMap(t)
+	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "discard", License: "GPL", Insns: Program(
+		Call(BPF_FUNC_get_current_pid_tgid),
+		ALU64Imm(BPF_RSH, R0, 32),
+		JumpImm(BPF_JNE, R0, int32(os.Getpid()), "out"),
+		StoreImm(BPF_W, R10, -4, 0),
+		Mov64Reg(R2, R10),
+		ALU64Imm(BPF_ADD, R2, -4),
+		LoadMapFD(R1, seq),
+		Call(BPF_FUNC_map_lookup_elem),
+		JumpImm(BPF_JEQ, R0, 0, "out"),
+		Mov64Imm(R7, 1),
+		AtomicOp(BPF_DW, BPF_ADD|BPF_FETCH, R0, R7, 0), // r7 = seq++
+		LoadMapFD(R1, m),
+		Mov64Imm(R2, 8),
+		Mov64Imm(R3, 0),
+		Call(BPF_FUNC_ringbuf_reserve),
+		JumpImm(BPF_JEQ, R0, 0, "out"),
+		StoreMem(BPF_DW, R0, 0, R7),
+		Mov64Reg(R1, R0),
+		Mov64Imm(R2, 0),
+		JumpImm(BPF_JSET, R7, 1, "odd"),
+		Call(BPF_FUNC_ringbuf_submit),
+		Ja("out"),
+		Label("odd"),
+		Call(BPF_FUNC_ringbuf_discard),
+		Label("out"),
+		Mov64Imm(R0, 0),
+		Exit(),
+	)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	l, err := prog.AttachTracepoint(p, "syscalls", "sys_enter_getppid", prog.AttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	getppidOn(t, -1, 100)
+	if n, _ := tm.Lookup(0); n != 100 {
+		t.Fatalf("the program ran %d times, want 100", n)
+	}
+	var got []uint64
+	r.SetDeadline(time.Now().Add(200 * time.Millisecond))
+	for {
+		rec, err := r.Read(context.Background())
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, binary.LittleEndian.Uint64(rec.Sample))
+	}
+	if len(got) != 50 || r.Discarded() != 50 {
+		t.Fatalf("received %d, discarded %d; want 50 and 50", len(got), r.Discarded())
+	}
+	for i, v := range got {
+		if v != uint64(2*i) {
+			t.Fatalf("record %d is %d, want %d", i, v, 2*i)
+		}
+	}
+}
+
+func seqMap(t *testing.T) (*mapfd.Map, *mapfd.Typed[uint32, uint64]) {
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1, Name: "seq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	tm, _ := mapfd.NewTyped[uint32, uint64](m)
+	return m, tm
 }
