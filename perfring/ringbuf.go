@@ -32,7 +32,10 @@ type RingBufReader struct {
 // RingBufOptions shape a ring buffer reader.
 type RingBufOptions struct {
 	// HoldP is as in Options: a wait keeps its goroutine's P for up to this
-	// long before waiting the ordinary way.
+	// long before waiting the ordinary way. Measured, it does not pay here:
+	// the ring buffer wakes its reader whenever a record is committed at the
+	// position the reader has reached, so a reader that wakes faster is woken
+	// more often, for smaller batches.
 	HoldP time.Duration
 }
 
