@@ -28,10 +28,22 @@ func (i Instruction) String() string {
 // Disassemble returns a listing of insns in the form of `bpftool prog dump
 // xlated`, one line per instruction: "   0: (b7) r0 = 0". The second slot of
 // a 64-bit immediate load gets no line of its own.
-func Disassemble(insns []Instruction) string {
+func Disassemble(insns []Instruction) string { return DisassembleFunc(insns, nil) }
+
+// DisassembleFunc is Disassemble for a program as the kernel rewrote it
+// (prog.Info's Xlated): there a helper call's imm is the helper's address
+// less __bpf_call_base, no longer its id. callName names such an imm, as
+// bpftool does with kallsyms ("call __htab_map_lookup_elem#161296"); when it
+// is nil or answers "", the call prints as Format prints it.
+func DisassembleFunc(insns []Instruction, callName func(imm int32) string) string {
 	var b strings.Builder
 	for i := 0; i < len(insns); {
 		text, n := Format(insns, i)
+		if in := insns[i]; callName != nil && in.Code == BPF_JMP|BPF_CALL && in.Src == 0 {
+			if name := callName(in.Imm); name != "" {
+				text = fmt.Sprintf("call %s#%d", name, in.Imm)
+			}
+		}
 		fmt.Fprintf(&b, "% 4d: (%02x) %s\n", i, insns[i].Code, text)
 		i += n
 	}

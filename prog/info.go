@@ -56,3 +56,36 @@ func (p *Program) Info() (*Info, error) {
 		VerifiedInsns: si.VerifiedInsns,
 	}, nil
 }
+
+// Listing disassembles Xlated as bpftool prog dump xlated does, naming the
+// kernel functions that helper calls were rewritten to from /proc/kallsyms
+// (which needs CAP_SYSLOG; without it the calls print as "call unknown#N").
+func (i *Info) Listing() string {
+	want := map[uint64]string{}
+	var base uint64
+	for _, in := range i.Xlated {
+		if in.Code == insn.BPF_JMP|insn.BPF_CALL && in.Src == 0 {
+			want[uint64(int64(in.Imm))] = ""
+		}
+	}
+	if len(want) > 0 {
+		// Two passes over the 100,000-odd lines: find __bpf_call_base, then
+		// the symbols at the addresses called.
+		scanKallsyms(func(addr uint64, name string) bool {
+			if name == "__bpf_call_base" {
+				base = addr
+				return false
+			}
+			return true
+		})
+		if base != 0 {
+			scanKallsyms(func(addr uint64, name string) bool {
+				if n, ok := want[addr-base]; ok && n == "" {
+					want[addr-base] = name
+				}
+				return true
+			})
+		}
+	}
+	return insn.DisassembleFunc(i.Xlated, func(imm int32) string { return want[uint64(int64(imm))] })
+}

@@ -233,6 +233,29 @@ func openPMUEvent(p pmu, spec tracefs.ProbeSpec, pid, cpu int) (int, error) {
 	return fd, err
 }
 
+// scanKallsyms calls f with each symbol of /proc/kallsyms ("ffffffff81234560
+// T __x64_sys_getpid") until f returns false. Addresses read as zero without
+// CAP_SYSLOG or with kernel.kptr_restrict=2.
+func scanKallsyms(f func(addr uint64, name string) bool) error {
+	file, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	s := bufio.NewScanner(file)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 3 {
+			continue
+		}
+		addr, _ := strconv.ParseUint(fields[0], 16, 64)
+		if !f(addr, fields[2]) {
+			break
+		}
+	}
+	return s.Err()
+}
+
 // SymbolOffset finds symbol in the ELF file at path (its symbol table, else
 // its dynamic symbols) and returns its file offset, which is what uprobes
 // take: the symbol's address less its segment's address plus the segment's
@@ -280,22 +303,14 @@ var syscallPrefix struct {
 // read once from /proc/kallsyms.
 func SyscallSymbol(name string) (string, error) {
 	syscallPrefix.once.Do(func() {
-		f, err := os.Open("/proc/kallsyms")
-		if err != nil {
-			syscallPrefix.err = err
-			return
-		}
-		defer f.Close()
-		s := bufio.NewScanner(f)
 		syscallPrefix.prefix = "sys_"
-		for s.Scan() {
-			// "ffffffff81234560 T __x64_sys_getpid"
-			if strings.HasSuffix(s.Text(), " __x64_sys_getpid") {
+		syscallPrefix.err = scanKallsyms(func(_ uint64, name string) bool {
+			if name == "__x64_sys_getpid" {
 				syscallPrefix.prefix = "__x64_sys_"
-				break
+				return false
 			}
-		}
-		syscallPrefix.err = s.Err()
+			return true
+		})
 	})
 	if syscallPrefix.err != nil {
 		return "", fmt.Errorf("syscall symbol for %s: %w", name, syscallPrefix.err)

@@ -175,6 +175,26 @@ func TestInfo(t *testing.T) {
 		t.Fatalf("xlated listing:\n%s", text)
 	}
 	t.Log("\n" + text)
+	// A hash map's lookup stays a call in the rewritten program, to the
+	// kernel function the helper was turned into; Listing names it from
+	// kallsyms, as bpftool does.
+	h, err := mapfd.Create(mapfd.Spec{Type: mapfd.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1, Name: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	items = append([]Item{StoreImm(BPF_W, R10, -4, 0)}, testutil.AddOne(h, "out")...)
+	hp := load(t, prog.Spec{Type: prog.SocketFilter, Name: "hcount", Insns: append(items, Label("out"), Mov64Imm(R0, 0), Exit())})
+	hinfo, err := hp.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(Disassemble(hinfo.Xlated), "call unknown#") {
+		t.Fatalf("the rewritten hash lookup is no longer an unnamed call:\n%s", Disassemble(hinfo.Xlated))
+	}
+	if l := hinfo.Listing(); !strings.Contains(l, "call __htab_map_lookup_elem#") || strings.Contains(l, "unknown#") {
+		t.Fatalf("listing with kallsyms:\n%s", l)
+	}
 	r, err := p.TestRun(prog.RunOptions{Data: make([]byte, 64), Repeat: 5})
 	if err != nil || r.Retval != 0 {
 		t.Fatal(r, err)

@@ -75,7 +75,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("program %q id %d tag %s, as the verifier left it:\n%s", info.Name, info.ID, info.Tag, Disassemble(info.Xlated))
+	fmt.Printf("program %q id %d tag %s, as the verifier left it:\n%s", info.Name, info.ID, info.Tag, info.Listing())
 
 	for _, pkt := range []struct {
 		name       string
