@@ -242,3 +242,46 @@ func TestSweep(t *testing.T) {
 		t.Fatal("orphan still there")
 	}
 }
+
+// TestMountWhenAbsent runs a child in a mount namespace of its own, with
+// every tracefs and debugfs mount removed: Path must mount tracefs at
+// /sys/kernel/tracing, and tracepoints must be readable through it. The
+// host's mounts are not touched.
+func TestMountWhenAbsent(t *testing.T) {
+	testutil.RequireRoot(t)
+	if os.Getenv("BPFKIT_MOUNT_CHILD") != "" {
+		mounts, _ := os.ReadFile("/proc/self/mountinfo")
+		var points []string
+		for line := range strings.SplitSeq(string(mounts), "\n") {
+			if strings.Contains(line, " - tracefs ") || strings.Contains(line, " - debugfs ") {
+				points = append(points, strings.Fields(line)[4])
+			}
+		}
+		for i := len(points) - 1; i >= 0; i-- { // innermost first
+			if err := syscall.Unmount(points[i], syscall.MNT_DETACH); err != nil {
+				t.Fatalf("unmount %s in the child's namespace: %v", points[i], err)
+			}
+		}
+		p, err := tracefs.Path()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p != tracefs.DefaultMount {
+			t.Fatalf("mounted at %s, want %s", p, tracefs.DefaultMount)
+		}
+		if _, err := tracefs.TracepointID("syscalls", "sys_enter_getppid"); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare(1) to make a private mount namespace")
+	}
+	cmd := exec.Command(unshare, "--mount", "--propagation", "private", os.Args[0], "-test.run=^TestMountWhenAbsent$", "-test.v")
+	cmd.Env = append(os.Environ(), "BPFKIT_MOUNT_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestMountWhenAbsent") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
