@@ -41,7 +41,8 @@ bench:
 	  echo "bench: no gcc or libbpf-dev: the perf reader runs without libbpf beside it"
 	$(GO) test -run '^$$' -bench . -benchtime 1000000x ./mapfd
 	$(GO) test -run '^$$' -bench . -benchtime 3000x ./prog
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./perfring
+	$(GO) test -run '^$$' -bench Drain ./perfring
+	$(GO) test -run '^$$' -bench Read -benchtime 1x ./perfring
 
 # A short run of every fuzz target.
 FUZZTIME ?= 10s
