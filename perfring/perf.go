@@ -216,6 +216,26 @@ func (r *PerfReader) next(i int, ring *perfRing) (rec Record, ok bool, err error
 	return Record{}, false, nil
 }
 
+// fastSample parses the record at pos if it is the common one, a sample
+// that does not wrap, checking it as perfRecord and rawSample would, and
+// returns its bytes and size; size 0 means "not the common one": use next.
+// drainRing has these checks inline.
+func (ring *perfRing) fastSample(pos, end uint64) ([]byte, uint64) {
+	data, n := ring.data, uint64(len(ring.data))
+	off := pos & (n - 1)
+	if off%8 != 0 || off+16 > n {
+		return nil, 0
+	}
+	hdr := data[off : off+16 : off+16]
+	size := uint64(binary.LittleEndian.Uint16(hdr[6:]))
+	raw := uint64(binary.LittleEndian.Uint32(hdr[8:]))
+	if binary.LittleEndian.Uint32(hdr) != perfRecordSample || size < 16 || size%8 != 0 ||
+		size > end-pos || off+size > n || raw > size-12 {
+		return nil, 0
+	}
+	return data[off+12 : off+12+raw], size
+}
+
 // refresh loads the kernel's data_head (acquire: the records it covers are
 // visible) and reports whether the ring has unread data.
 func (ring *perfRing) refresh() bool {
@@ -282,17 +302,18 @@ func (r *PerfReader) drain(f func(Record) error) (int, error) {
 	return count, nil
 }
 
-// drainRing delivers the ring's records up to ring.end. The common record, a
-// sample that does not wrap, is parsed inline, checked as perfRecord and
-// rawSample check it, with the position in a local; anything else goes
-// through next, one record at a time.
+// drainRing delivers the ring's records up to ring.end: the common ones
+// parsed inline, with the position in a local, anything else through next,
+// one record at a time.
 func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int, error) {
 	data, n := ring.data, uint64(len(ring.data))
 	count := 0
 	pos, end := ring.pos, ring.end
 	for pos != end {
+		// fastSample's checks, inline: the compiler does not inline it
+		// (cost over its budget of 80), and a call per record costs 3 ns.
 		if off := pos & (n - 1); off%8 == 0 && off+16 <= n {
-			hdr := data[off : off+16 : off+16]
+			hdr := data[off : off+16 : off+16] // one bounds check for the header
 			size := uint64(binary.LittleEndian.Uint16(hdr[6:]))
 			raw := uint64(binary.LittleEndian.Uint32(hdr[8:]))
 			if binary.LittleEndian.Uint32(hdr) == perfRecordSample && size >= 16 && size%8 == 0 &&
@@ -343,6 +364,10 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 				ring.releaseTo(ring.pos)
 				r.cur = (r.cur + 1) % len(r.rings)
 				continue
+			}
+			if sample, size := ring.fastSample(ring.pos, ring.end); size != 0 {
+				ring.pos += size
+				return Record{CPU: ring.cpu, Sample: sample}, nil
 			}
 			rec, ok, err := r.next(r.cur, ring)
 			if err != nil || ok {
