@@ -4,12 +4,17 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: all build example test test-host test-vm bench fuzz lint
+.PHONY: all build dropmon example test test-host test-vm bench fuzz lint
 
 all: build lint test
 
 build:
 	$(GO) build ./...
+
+# dropmon: count the packets the kernel drops, by reason and location, every
+# second until Ctrl-C. DROPMON_FLAGS passes flags ("-i 5s -top 20").
+dropmon:
+	$(GO) run ./cmd/dropmon $(DROPMON_FLAGS)
 
 # The example: build a program with the DSL, load it, test-run it, print
 # the results and the journal of bpf() calls.
