@@ -103,12 +103,13 @@ func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, 
 	return l, nil
 }
 
-// openTracepointEvent opens a perf event on the tracepoint (or kprobe or
-// uprobe event) with the given id, on all processes. A program attached to it
-// runs on every CPU; the perf event only needs one (cpu 0).
-func openTracepointEvent(id uint64) (int, error) {
+// openTracepointEvent opens a disabled perf event on the tracepoint (or
+// tracefs kprobe or uprobe event) with the given id. For all processes (pid
+// -1) a program attached to it runs on every CPU, so the event needs only
+// one (cpu 0); for one process, cpu is -1.
+func openTracepointEvent(id uint64, pid, cpu int) (int, error) {
 	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Sample: 1, Wakeup: 1, Bits: unix.PerfBitDisabled}
-	return sys.PerfEventOpen(&attr, -1, 0, -1, 0)
+	return sys.PerfEventOpen(&attr, pid, cpu, -1, 0)
 }
 
 // AttachTracepoint runs p, a Tracepoint program, on every hit of
@@ -119,7 +120,7 @@ func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, e
 	if err != nil {
 		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
 	}
-	fd, err := openTracepointEvent(id)
+	fd, err := openTracepointEvent(id, -1, 0)
 	if err != nil {
 		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
 	}

@@ -65,18 +65,19 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 	off := o.Offset
 	// The kernel probes any file; a program meant for an executable that
 	// is not one is a mistake to report, not to attach.
-	if f, err := elf.Open(path); err != nil {
+	f, err := elf.Open(path)
+	if err != nil {
 		return nil, fmt.Errorf("attach %q to %s %s: not an ELF binary: %w", p.name, kind, path, err)
-	} else {
-		f.Close()
 	}
 	if o.Symbol != "" {
-		symOff, err := SymbolOffset(path, o.Symbol)
+		symOff, err := symbolOffset(f, path, o.Symbol)
 		if err != nil {
+			f.Close()
 			return nil, fmt.Errorf("attach %q to %s: %w", p.name, kind, err)
 		}
 		off += symOff
 	}
+	f.Close()
 	pid := -1
 	if o.PID > 0 {
 		pid = o.PID
@@ -116,8 +117,7 @@ func attachProbe(p *Program, spec tracefs.ProbeSpec, pid int, useTracefs bool, o
 	if err != nil {
 		return fail(explainProbe(spec, err))
 	}
-	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: ev.ID, Sample: 1, Wakeup: 1, Bits: unix.PerfBitDisabled}
-	fd, err := sys.PerfEventOpen(&attr, pid, cpu, -1, 0)
+	fd, err := openTracepointEvent(ev.ID, pid, cpu)
 	if err != nil {
 		ev.Remove()
 		return fail(err)
@@ -266,6 +266,10 @@ func SymbolOffset(path, symbol string) (uint64, error) {
 		return 0, fmt.Errorf("uprobe target %s: %w", path, err)
 	}
 	defer f.Close()
+	return symbolOffset(f, path, symbol)
+}
+
+func symbolOffset(f *elf.File, path, symbol string) (uint64, error) {
 	var addr uint64
 	found := false
 	for _, get := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
