@@ -49,9 +49,8 @@ type benchConfig struct {
 // libbpf_reader.c) in the same run. Reported: records received per second,
 // lost, the consumer's CPU time per record (getrusage of the reading
 // process; the producer is another), and, for bpfkit, allocations per
-// record. bpfkit-holdp is bpfkit's reader with HoldP: 2 ms. The ring
-// buffer has no loss records: there the program counts the
-// outputs that failed.
+// record. The ring buffer has no loss records: there the program counts
+// the outputs that failed.
 func BenchmarkRead(b *testing.B) {
 	testutil.RequireRoot(b)
 	var configs []benchConfig
@@ -63,7 +62,7 @@ func BenchmarkRead(b *testing.B) {
 			benchConfig{"ringbuf/" + size, true, ring, 0})
 	}
 	for _, c := range configs {
-		for _, impl := range []string{"bpfkit", "bpfkit-holdp", "libbpf"} {
+		for _, impl := range []string{"bpfkit", "libbpf"} {
 			b.Run(c.name+"/"+impl, func(b *testing.B) {
 				if impl == "libbpf" && libbpfReader(b) == "" {
 					b.Skip("gcc or libbpf-dev is missing: no libbpf reader to compare with")
@@ -122,11 +121,7 @@ func runScenario(b *testing.B, c benchConfig, impl string) {
 	if useLibbpf {
 		cons = startLibbpf(b, out, c)
 	} else {
-		var holdP time.Duration
-		if impl == "bpfkit-holdp" {
-			holdP = 2 * time.Millisecond
-		}
-		cons = startBpfkit(b, out, c, holdP)
+		cons = startBpfkit(b, out, c)
 	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "BPFKIT_PRODUCER="+strconv.Itoa(produced))
@@ -179,17 +174,17 @@ type bpfkitConsumer struct {
 	mallocs0, used uint64
 }
 
-func startBpfkit(b *testing.B, out *mapfd.Map, c benchConfig, holdP time.Duration) *bpfkitConsumer {
+func startBpfkit(b *testing.B, out *mapfd.Map, c benchConfig) *bpfkitConsumer {
 	bc := &bpfkitConsumer{}
 	if c.ringbuf {
-		r, err := perfring.NewRingBufReader(out, perfring.RingBufOptions{HoldP: holdP})
+		r, err := perfring.NewRingBufReader(out)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { r.Close() })
 		bc.r, bc.setDeadline = r, r.SetDeadline
 	} else {
-		r, err := perfring.NewPerfReader(out, perfring.Options{RingBytes: c.ring, Watermark: c.watermark, HoldP: holdP})
+		r, err := perfring.NewPerfReader(out, perfring.Options{RingBytes: c.ring, Watermark: c.watermark})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -204,14 +199,16 @@ func startBpfkit(b *testing.B, out *mapfd.Map, c benchConfig, holdP time.Duratio
 		}
 		return nil
 	}
+	return bc
+}
+
+// readWhile measures from its start, as libbpf_reader does: the producer's
+// start and the program's load are not the reader's cost.
+func (bc *bpfkitConsumer) readWhile(done <-chan struct{}) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	bc.mallocs0 = ms.Mallocs
 	unix.Getrusage(unix.RUSAGE_SELF, &bc.ru0)
-	return bc
-}
-
-func (bc *bpfkitConsumer) readWhile(done <-chan struct{}) {
 	// When the producer is done, give the reader 50 ms to drain, then stop it.
 	go func() {
 		<-done
@@ -223,7 +220,6 @@ func (bc *bpfkitConsumer) readWhile(done <-chan struct{}) {
 		}
 	}
 	unix.Getrusage(unix.RUSAGE_SELF, &bc.ru1)
-	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	bc.used = ms.Mallocs - bc.mallocs0
 }

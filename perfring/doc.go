@@ -21,11 +21,12 @@
 // scratch buffer the reader reuses; the BPF ring buffer maps its data twice in
 // a row, so its records never wrap. No read path allocates per record.
 //
-// Waiting is the other cost. A reader blocked in epoll_wait is a thread in
-// a system call to the Go runtime, which hands its P to another thread and
-// takes one back at each wake-up, waking its monitor (sysmon) as it goes: at
-// a wake-up every few hundred µs that costs more CPU than reading the
-// records. Options.HoldP lets short waits keep the P instead.
+// Waiting is the other cost. A perf ring is read only when the kernel has
+// woken the reader for it (epoll says which), as libbpf does: a reader that
+// looks again whenever it catches up chases the producer, a few records at
+// a time, through cache lines the producer is still writing. And a reader
+// that only reads and waits must pass through the Go scheduler now and
+// then, or the runtime takes its P at every wait (see poller.epollWait).
 //
 // # Losses
 //

@@ -25,15 +25,6 @@ type Options struct {
 	// (default 1). Waking costs the producer about 2 µs each time.
 	Watermark    int
 	WakeupEvents int
-	// HoldP lets a wait for data keep its goroutine's P, the Go scheduler's
-	// processor, for up to this long (rounded up to milliseconds), before it
-	// waits the ordinary way; see sys.EpollWaitHoldingP. An ordinary wait
-	// costs the runtime's other threads more CPU than the reading itself
-	// when wake-ups are frequent: with data every few hundred µs, a HoldP of
-	// 2 ms halves the reader's CPU per record. Meanwhile one fewer P runs
-	// other goroutines, so it suits a reader that has a core to itself.
-	// Zero waits the ordinary way; with GOMAXPROCS=1 HoldP is ignored.
-	HoldP time.Duration
 }
 
 // PerfReader reads the per-CPU rings behind a perf event array. It is meant
@@ -57,6 +48,7 @@ type perfRing struct {
 	head, tail *uint64 // data_head and data_tail in the metadata page
 	pos, end   uint64  // read position, and the head published when we looked
 	released   uint64  // the data_tail we last stored
+	woken      bool    // epoll said the kernel woke us for it: look at the head
 }
 
 // Offsets of data_head and data_tail in struct perf_event_mmap_page.
@@ -89,7 +81,7 @@ func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
 	if o.Watermark >= pages*page {
 		return nil, fmt.Errorf("perf reader: watermark %d is not below the ring size %d", o.Watermark, pages*page)
 	}
-	poll, err := newPoller(len(cpus), o.HoldP)
+	poll, err := newPoller(len(cpus))
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +127,7 @@ func openRing(cpu, pages, page int, o Options) (*perfRing, error) {
 		head: (*uint64)(unsafe.Pointer(&mem[offDataHead])), tail: (*uint64)(unsafe.Pointer(&mem[offDataTail]))}
 	ring.pos = atomic.LoadUint64(ring.tail)
 	ring.end, ring.released = ring.pos, ring.pos
+	ring.woken = true // the first read looks
 	return ring, nil
 }
 
@@ -243,6 +236,20 @@ func (ring *perfRing) refresh() bool {
 	return ring.end != ring.pos
 }
 
+// look refreshes the ring if the kernel woke us for it since we last
+// looked. Looking only then is what makes a watermark pay: a reader that
+// looks whenever it has caught up chases the producer's head, reading a
+// few records at a time from cache lines the producer is still writing;
+// at a 64 KiB watermark that doubled the reader's CPU per record. It is
+// also how libbpf's perf_buffer__poll reads.
+func (ring *perfRing) look() bool {
+	if !ring.woken {
+		return false
+	}
+	ring.woken = false
+	return ring.refresh()
+}
+
 // releaseTo hands the ring's space up to pos back to the kernel (release:
 // our reads of it are complete).
 func (ring *perfRing) releaseTo(pos uint64) {
@@ -252,11 +259,12 @@ func (ring *perfRing) releaseTo(pos uint64) {
 	}
 }
 
-// ReadFunc waits until a ring has data, then calls f with every record the
-// rings hold, in order per CPU, and returns how many it delivered. Each
-// record's bytes are read in place and handed back to the kernel after f
-// has seen the ring's batch. An error from f stops the reading and is
-// returned; the record it was given counts as read.
+// ReadFunc waits until the kernel wakes the reader for a ring, then calls f
+// with every record that ring holds, in order, and returns how many it
+// delivered; the first call reads what every ring holds. Each record's
+// bytes are read in place and handed back to the kernel after f has seen
+// the ring's batch. An error from f stops the reading and is returned; the
+// record it was given counts as read, and the next call goes on from there.
 //
 // With a Watermark, records below it wake nobody: when the deadline passes
 // or ctx ends, ReadFunc reads what the rings hold before it gives up.
@@ -268,7 +276,7 @@ func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, e
 		if n > 0 || err != nil {
 			return n, err
 		}
-		if err := r.poll.wait(ctx); err != nil {
+		if err := r.wait(ctx); err != nil {
 			if n, derr := r.drain(f); n > 0 || derr != nil && err != ErrClosed {
 				return n, derr
 			}
@@ -277,13 +285,31 @@ func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, e
 	}
 }
 
+// wait waits for the kernel to wake us for a ring and marks the rings it
+// woke us for. When the wait fails (deadline, ctx, Close), it marks them
+// all, so that what lies below a watermark is read before giving up.
+func (r *PerfReader) wait(ctx context.Context) error {
+	n, err := r.poll.wait(ctx)
+	for _, ev := range r.poll.events[:n] {
+		r.rings[ev.Fd].woken = true
+	}
+	if err != nil {
+		for _, ring := range r.rings {
+			ring.woken = true
+		}
+	}
+	return err
+}
+
+// drain reads the rings with records left from an earlier call, and those
+// the kernel woke us for.
 func (r *PerfReader) drain(f func(Record) error) (int, error) {
 	if r.poll.closed.Load() {
 		return 0, ErrClosed
 	}
 	count := 0
 	for i, ring := range r.rings {
-		if !ring.refresh() {
+		if ring.pos == ring.end && !ring.look() {
 			continue
 		}
 		if n := uint64(len(ring.data)); ring.end-ring.pos > n { // never from a sane kernel
@@ -344,7 +370,8 @@ func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int
 
 // Read returns the next record, waiting for one. Its Sample is valid until
 // the next call. Records come in order per CPU; the reader moves to another
-// CPU's ring when one is empty. Space is handed back to the kernel when a
+// CPU's ring when one is empty, and waits when all are, until the kernel
+// wakes it, as ReadFunc does. Space is handed back to the kernel when a
 // ring is emptied, and in the middle of a ring after a quarter of it has
 // been read.
 func (r *PerfReader) Read(ctx context.Context) (Record, error) {
@@ -360,7 +387,7 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 			if ring.pos-ring.released >= uint64(len(ring.data))/4 {
 				ring.releaseTo(ring.pos)
 			}
-			if ring.pos == ring.end && !ring.refresh() {
+			if ring.pos == ring.end && !ring.look() {
 				ring.releaseTo(ring.pos)
 				r.cur = (r.cur + 1) % len(r.rings)
 				continue
@@ -374,7 +401,7 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 				return rec, err
 			}
 		}
-		if err := r.poll.wait(ctx); err != nil {
+		if err := r.wait(ctx); err != nil {
 			// Records below a watermark wake nobody: look once more.
 			if !r.poll.closed.Load() && r.anyData() {
 				continue
@@ -384,11 +411,14 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 	}
 }
 
+// anyData looks at every ring (wait has marked them all) and says whether
+// one has a record.
 func (r *PerfReader) anyData() bool {
+	found := false
 	for _, ring := range r.rings {
-		if ring.pos != ring.end || ring.refresh() {
-			return true
+		if ring.pos != ring.end || ring.look() {
+			found = true
 		}
 	}
-	return false
+	return found
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -180,16 +179,10 @@ func (c *checker) check(rec perfring.Record) error {
 }
 
 func TestPerfRecordsIntact(t *testing.T) {
-	for _, holdP := range []time.Duration{0, 2 * time.Millisecond} {
-		t.Run(fmt.Sprintf("HoldP=%v", holdP), func(t *testing.T) { testPerfRecordsIntact(t, holdP) })
-	}
-}
-
-func testPerfRecordsIntact(t *testing.T, holdP time.Duration) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	array := perfArray(t)
-	r, err := perfring.NewPerfReader(array, perfring.Options{RingBytes: 1 << 20, HoldP: holdP})
+	r, err := perfring.NewPerfReader(array, perfring.Options{RingBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,19 +306,13 @@ func TestPerfPause(t *testing.T) {
 }
 
 // TestPerfCloseUnblocks: Close from another goroutine, a cancelled context
-// and a deadline each end a blocked read promptly, also while it holds its
-// P (HoldP); after Close the map's entries are cleared and it stays usable.
+// and a deadline each end a blocked read promptly; after Close the map's
+// entries are cleared and it stays usable.
 func TestPerfCloseUnblocks(t *testing.T) {
-	for _, holdP := range []time.Duration{0, 500 * time.Millisecond} {
-		t.Run(fmt.Sprintf("HoldP=%v", holdP), func(t *testing.T) { testPerfCloseUnblocks(t, holdP) })
-	}
-}
-
-func testPerfCloseUnblocks(t *testing.T, holdP time.Duration) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	array := perfArray(t)
-	r, err := perfring.NewPerfReader(array, perfring.Options{HoldP: holdP})
+	r, err := perfring.NewPerfReader(array, perfring.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

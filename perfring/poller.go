@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,14 +23,14 @@ type poller struct {
 	epfd, wakefd int
 	events       []unix.EpollEvent
 	deadline     atomic.Int64 // unix nanoseconds, 0 for none
-	holdMs       int          // Options.HoldP in milliseconds, 0 for none
+	yielded      time.Time    // when epollWait last yielded to the scheduler
 	closed       atomic.Bool
 	mu           sync.Mutex // held by a read; Close takes it to know no read uses the fds
 }
 
 const wakeIndex = -1 // the epoll data of the eventfd
 
-func newPoller(n int, holdP time.Duration) (*poller, error) {
+func newPoller(n int) (*poller, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
@@ -41,8 +40,7 @@ func newPoller(n int, holdP time.Duration) (*poller, error) {
 		unix.Close(epfd)
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	p := &poller{epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, n+1),
-		holdMs: int((holdP + time.Millisecond - 1) / time.Millisecond)}
+	p := &poller{epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, n+1)}
 	if err := p.add(wakefd, wakeIndex); err != nil {
 		p.close()
 		return nil, err
@@ -63,35 +61,38 @@ func (p *poller) wake() {
 	unix.Write(p.wakefd, one[:])
 }
 
-// wait blocks until a ring fd is readable. It returns ErrClosed after
-// Close, os.ErrDeadlineExceeded after the deadline, and ctx's error when it
-// is done.
-func (p *poller) wait(ctx context.Context) error {
-	if done := ctx.Done(); done != nil {
-		stop := context.AfterFunc(ctx, p.wake)
-		defer stop()
-	}
+// wait blocks until a ring fd is readable and returns how many are, their
+// events first in p.events. It returns ErrClosed after Close,
+// os.ErrDeadlineExceeded after the deadline, and ctx's error when it is
+// done.
+func (p *poller) wait(ctx context.Context) (int, error) {
+	watching := ctx.Done() == nil
 	for {
 		if p.closed.Load() {
-			return ErrClosed
+			return 0, ErrClosed
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return 0, err
 		}
 		timeout := -1
 		if d := p.deadline.Load(); d != 0 {
 			left := time.Until(time.Unix(0, d))
 			if left <= 0 {
-				return os.ErrDeadlineExceeded
+				return 0, os.ErrDeadlineExceeded
 			}
 			timeout = int((left + time.Millisecond - 1) / time.Millisecond)
+		}
+		if !watching {
+			// Before blocking, have ctx wake us when it ends. That
+			// allocates, so look once without blocking first.
+			timeout = 0
 		}
 		n, err := p.epollWait(timeout)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("epoll_wait: %w", err)
+			return 0, fmt.Errorf("epoll_wait: %w", err)
 		}
 		ready := 0
 		for _, ev := range p.events[:n] {
@@ -104,30 +105,41 @@ func (p *poller) wait(ctx context.Context) error {
 			ready++
 		}
 		if ready > 0 {
-			return nil
+			return ready, nil
+		}
+		if !watching {
+			stop := context.AfterFunc(ctx, p.wake)
+			defer stop()
+			watching = true
 		}
 	}
 }
 
-// epollWait waits up to timeout ms (-1: no limit): first for up to holdMs
-// keeping the goroutine's P (see sys.EpollWaitHoldingP), then, if nothing
-// came, the ordinary way.
+// epollWait waits up to timeout ms (-1: no limit), yielding to the Go
+// scheduler first if it has not done so for yieldEvery.
+//
+// Why yield: sysmon, the Go runtime's monitor, takes the P of a goroutine
+// in a system call at its next tick (20 µs to 10 ms on) once that goroutine
+// has run for 10 ms without passing through the scheduler, even when other
+// Ps are idle; and it does not preempt a goroutine in a system call, so
+// nothing makes it pass through (Go 1.26: retake's sysretake and
+// preemptone in runtime/proc.go). A reader that only drains and waits is
+// such a goroutine: after its first 10 ms, every wait lost its P, which
+// sysmon handed to another thread to park, and which the reader took back
+// from the idle list on waking, waking sysmon out of its deep sleep. At a
+// 64 KiB watermark that cost the runtime's other threads about 20 ns per
+// record, as much as the reading. runtime.Gosched resets the clock.
 func (p *poller) epollWait(timeout int) (int, error) {
-	if p.holdMs > 0 && runtime.GOMAXPROCS(0) > 1 {
-		t := p.holdMs
-		if timeout >= 0 && timeout < t {
-			t = timeout
-		}
-		n, err := sys.EpollWaitHoldingP(p.epfd, p.events, t)
-		if err != nil || n > 0 || t == timeout {
-			return n, err
-		}
-		if timeout > 0 {
-			timeout -= t
-		}
+	if now := time.Now(); now.Sub(p.yielded) > yieldEvery {
+		runtime.Gosched()
+		p.yielded = now
 	}
 	return unix.EpollWait(p.epfd, p.events, timeout)
 }
+
+// yieldEvery is below sysmon's 10 ms (forcePreemptNS), so that sysmon sees
+// the reader pass through the scheduler between two of its ticks.
+const yieldEvery = 5 * time.Millisecond
 
 // setDeadline makes blocked and future waits return os.ErrDeadlineExceeded
 // at t; the zero t means no deadline.

@@ -29,21 +29,11 @@ type RingBufReader struct {
 	discarded atomic.Uint64
 }
 
-// RingBufOptions shape a ring buffer reader.
-type RingBufOptions struct {
-	// HoldP is as in Options: a wait keeps its goroutine's P for up to this
-	// long before waiting the ordinary way. Measured, it does not pay here:
-	// the ring buffer wakes its reader whenever a record is committed at the
-	// position the reader has reached, so a reader that wakes faster is woken
-	// more often, for smaller batches.
-	HoldP time.Duration
-}
-
 // NewRingBufReader maps the ring buffer: its consumer page read-write at
 // offset 0, then its producer page and its data read-only. The kernel maps
 // the data pages twice in a row, so a record that wraps around the end of
 // the ring is contiguous in memory: no record is ever copied.
-func NewRingBufReader(m *mapfd.Map, o RingBufOptions) (*RingBufReader, error) {
+func NewRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
 	if m.Type() != mapfd.RingBuf {
 		return nil, fmt.Errorf("ring buffer reader: map %q is not a ring buffer", m.Name())
 	}
@@ -58,7 +48,7 @@ func NewRingBufReader(m *mapfd.Map, o RingBufOptions) (*RingBufReader, error) {
 		unix.Munmap(cons)
 		return nil, fmt.Errorf("ring buffer reader: mmap producer page and data: %w", err)
 	}
-	poll, err := newPoller(1, o.HoldP)
+	poll, err := newPoller(1)
 	if err == nil {
 		if err = poll.add(m.FD(), 0); err != nil {
 			poll.close()
@@ -162,7 +152,7 @@ func (r *RingBufReader) ReadFunc(ctx context.Context, f func(Record) error) (int
 				}
 			}
 		}
-		if err := r.poll.wait(ctx); err != nil {
+		if _, err := r.poll.wait(ctx); err != nil {
 			return 0, err
 		}
 	}
@@ -187,7 +177,7 @@ func (r *RingBufReader) Read(ctx context.Context) (Record, error) {
 			}
 		}
 		r.release()
-		if err := r.poll.wait(ctx); err != nil {
+		if _, err := r.poll.wait(ctx); err != nil {
 			return Record{}, err
 		}
 	}

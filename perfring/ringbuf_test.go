@@ -31,7 +31,7 @@ func TestRingBufRecords(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	m := ringbuf(t, 16<<10)
-	r, err := perfring.NewRingBufReader(m, perfring.RingBufOptions{})
+	r, err := perfring.NewRingBufReader(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestRingBufRecords(t *testing.T) {
 func TestRingBufCloseUnblocks(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
-	r, err := perfring.NewRingBufReader(ringbuf(t, 4096), perfring.RingBufOptions{})
+	r, err := perfring.NewRingBufReader(ringbuf(t, 4096))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestRingBufDiscard(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	m := ringbuf(t, 16<<10)
-	r, err := perfring.NewRingBufReader(m, perfring.RingBufOptions{})
+	r, err := perfring.NewRingBufReader(m)
 	if err != nil {
 		t.Fatal(err)
 	}
