@@ -72,7 +72,7 @@ func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) *emitted {
 		for j := range v {
 			v[j] = byte(i + j)
 		}
-		items = append(items, LoadImm64(R1, int64(binary.LittleEndian.Uint64(v[:]))), StoreMem(BPF_DW, R10, int16(-64+i), R1))
+		items = append(items, LoadImm64(R1, int64(binary.NativeEndian.Uint64(v[:]))), StoreMem(BPF_DW, R10, int16(-64+i), R1))
 	}
 	if ringbuf {
 		items = append(items, LoadMapFD(R1, out), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -64),
@@ -158,7 +158,7 @@ func (c *checker) check(rec perfring.Record) error {
 	if len(s) < recordSize {
 		c.t.Fatalf("sample of %d bytes", len(s))
 	}
-	seq, cpu := binary.LittleEndian.Uint64(s), int(binary.LittleEndian.Uint64(s[8:]))
+	seq, cpu := binary.NativeEndian.Uint64(s), int(binary.NativeEndian.Uint64(s[8:]))
 	if cpu != rec.CPU {
 		c.t.Fatalf("record from CPU %d says CPU %d", rec.CPU, cpu)
 	}

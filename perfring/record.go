@@ -50,8 +50,8 @@ func perfRecord(data []byte, tail, head uint64, scratch *[]byte) (typ uint32, bo
 	}
 	// Records are 8-byte aligned and the ring a power of two of at least 8:
 	// a header never wraps.
-	typ = binary.LittleEndian.Uint32(data[off:])
-	size = uint64(binary.LittleEndian.Uint16(data[off+6:]))
+	typ = binary.NativeEndian.Uint32(data[off:])
+	size = uint64(binary.NativeEndian.Uint16(data[off+6:]))
 	if size < 8 || size%8 != 0 || size > avail {
 		return 0, nil, 0, fmt.Errorf("%w: record of %d bytes with %d published", ErrCorrupt, size, avail)
 	}
@@ -73,7 +73,7 @@ func rawSample(body []byte) ([]byte, error) {
 	if len(body) < 4 {
 		return nil, fmt.Errorf("%w: sample of %d bytes", ErrCorrupt, len(body))
 	}
-	n := uint64(binary.LittleEndian.Uint32(body))
+	n := uint64(binary.NativeEndian.Uint32(body))
 	if n > uint64(len(body)-4) {
 		return nil, fmt.Errorf("%w: raw sample of %d bytes in a record of %d", ErrCorrupt, n, len(body))
 	}
@@ -85,7 +85,7 @@ func lostCount(body []byte) (uint64, error) {
 	if len(body) < 16 {
 		return 0, fmt.Errorf("%w: lost record of %d bytes", ErrCorrupt, len(body))
 	}
-	return binary.LittleEndian.Uint64(body[8:]), nil
+	return binary.NativeEndian.Uint64(body[8:]), nil
 }
 
 // BPF ring buffer record header: u32 len with two flag bits, u32 page offset.

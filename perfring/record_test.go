@@ -9,9 +9,9 @@ import (
 
 // putRecord writes a perf record at position pos of ring, wrapping.
 func putRecord(ring []byte, pos uint64, typ uint32, body []byte) uint64 {
-	rec := binary.LittleEndian.AppendUint32(nil, typ)
-	rec = binary.LittleEndian.AppendUint16(rec, 0)
-	rec = binary.LittleEndian.AppendUint16(rec, uint16(8+len(body)))
+	rec := binary.NativeEndian.AppendUint32(nil, typ)
+	rec = binary.NativeEndian.AppendUint16(rec, 0)
+	rec = binary.NativeEndian.AppendUint16(rec, uint16(8+len(body)))
 	rec = append(rec, body...)
 	for i, b := range rec {
 		ring[(pos+uint64(i))&uint64(len(ring)-1)] = b
@@ -20,7 +20,7 @@ func putRecord(ring []byte, pos uint64, typ uint32, body []byte) uint64 {
 }
 
 func sampleBody(data []byte) []byte {
-	b := binary.LittleEndian.AppendUint32(nil, uint32(len(data)))
+	b := binary.NativeEndian.AppendUint32(nil, uint32(len(data)))
 	b = append(b, data...)
 	for len(b)%8 != 0 { // the record (8 + body) must be a multiple of 8
 		b = append(b, 0)
@@ -50,7 +50,7 @@ func TestPerfRecordWrap(t *testing.T) {
 	if &body[0] != &ring[8] {
 		t.Fatal("an unwrapped record was copied")
 	}
-	lost := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 7), 1234)
+	lost := binary.NativeEndian.AppendUint64(binary.NativeEndian.AppendUint64(nil, 7), 1234)
 	head = putRecord(ring, 56, perfRecordLost, lost)
 	typ, body, _, err = perfRecord(ring, 56, head, &scratch)
 	if n, _ := lostCount(body); err != nil || typ != perfRecordLost || n != 1234 {
@@ -70,7 +70,7 @@ func TestPerfRecordCorrupt(t *testing.T) {
 		"beyond head":     func() (uint64, uint64) { putRecord(ring, 0, 9, make([]byte, 24)); return 0, 16 },
 		"larger than ring": func() (uint64, uint64) {
 			putRecord(ring, 0, 9, make([]byte, 8))
-			binary.LittleEndian.PutUint16(ring[6:], 1024)
+			binary.NativeEndian.PutUint16(ring[6:], 1024)
 			return 0, 64
 		},
 		"misaligned tail": func() (uint64, uint64) { return 4, 20 },

@@ -155,7 +155,7 @@ func TestRingBufDiscard(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, binary.LittleEndian.Uint64(rec.Sample))
+		got = append(got, binary.NativeEndian.Uint64(rec.Sample))
 	}
 	if len(got) != 50 || r.Discarded() != 50 {
 		t.Fatalf("received %d, discarded %d; want 50 and 50", len(got), r.Discarded())
