@@ -22,8 +22,8 @@ var ErrClosed = errors.New("perfring: reader closed")
 type poller struct {
 	epfd, wakefd int
 	events       []unix.EpollEvent
-	deadline     atomic.Int64 // unix nanoseconds, 0 for none
-	yielded      time.Time    // when epollWait last yielded to the scheduler
+	deadline     atomic.Int64  // unix nanoseconds, 0 for none
+	yielded      time.Duration // when epollWait last yielded to the scheduler, since epoch
 	closed       atomic.Bool
 	mu           sync.Mutex // held by a read; Close takes it to know no read uses the fds
 }
@@ -130,7 +130,7 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 // 64 KiB watermark that cost the runtime's other threads about 20 ns per
 // record, as much as the reading. runtime.Gosched resets the clock.
 func (p *poller) epollWait(timeout int) (int, error) {
-	if now := time.Now(); now.Sub(p.yielded) > yieldEvery {
+	if now := time.Since(epoch); now-p.yielded > yieldEvery {
 		runtime.Gosched()
 		p.yielded = now
 	}
@@ -139,7 +139,11 @@ func (p *poller) epollWait(timeout int) (int, error) {
 
 // yieldEvery is below sysmon's 10 ms (forcePreemptNS), so that sysmon sees
 // the reader pass through the scheduler between two of its ticks.
-const yieldEvery = 5 * time.Millisecond
+const yieldEvery = 8 * time.Millisecond
+
+// epoch makes time.Since read the monotonic clock alone: one vDSO call per
+// wait, not time.Now's two.
+var epoch = time.Now()
 
 // setDeadline makes blocked and future waits return os.ErrDeadlineExceeded
 // at t; the zero t means no deadline.
