@@ -3,11 +3,13 @@ package perfring_test
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -40,17 +42,22 @@ type benchConfig struct {
 	watermark int
 }
 
+var rounds = flag.Int("rounds", 5, "BenchmarkRead: runs of each reader per configuration, alternating")
+
 // BenchmarkRead: a producer process makes 2,000,000 getppid calls; a program
 // on sys_enter_getppid sends a 64-byte record for each; the reader counts
 // samples and losses. Then one more record on each CPU, from this process,
 // makes the kernel report losses not yet reported, and received + lost must
 // equal what was sent. Each configuration runs with bpfkit's reader and,
 // when gcc and libbpf-dev are installed, with libbpf's (testdata/
-// libbpf_reader.c) in the same run. Reported: records received per second,
-// lost, the consumer's CPU time per record (getrusage of the reading
-// process; the producer is another), and, for bpfkit, allocations per
-// record. The ring buffer has no loss records: there the program counts
-// the outputs that failed.
+// libbpf_reader.c), -rounds times each, alternating and changing which goes
+// first, so that a noisy machine slows both alike. Reported per run:
+// records received per second, lost, the consumer's CPU time per record
+// (getrusage of the reading process; the producer is another), and, for
+// bpfkit, allocations per record; then, as .../median, the medians and
+// the median of the rounds' bpfkit/libbpf ratios (x-libbpf). The
+// ring buffer has no loss records: there the program counts the outputs
+// that failed.
 func BenchmarkRead(b *testing.B) {
 	testutil.RequireRoot(b)
 	var configs []benchConfig
@@ -61,18 +68,58 @@ func BenchmarkRead(b *testing.B) {
 			benchConfig{"perf/" + size + "/watermark-64KiB", false, ring, 64 << 10},
 			benchConfig{"ringbuf/" + size, true, ring, 0})
 	}
-	for _, c := range configs {
-		for _, impl := range []string{"bpfkit", "libbpf"} {
-			b.Run(c.name+"/"+impl, func(b *testing.B) {
-				if impl == "libbpf" && libbpfReader(b) == "" {
-					b.Skip("gcc or libbpf-dev is missing: no libbpf reader to compare with")
-				}
-				for b.Loop() {
-					runScenario(b, c, impl)
-				}
-			})
-		}
+	impls := []string{"bpfkit"}
+	if libbpfReader(b) != "" {
+		impls = append(impls, "libbpf")
+	} else {
+		b.Log("gcc or libbpf-dev is missing: no libbpf reader to compare with")
 	}
+	for _, c := range configs {
+		cpu := map[string][]float64{}
+		lost := map[string]float64{}
+		var ratios []float64
+		for round := range *rounds {
+			last := map[string]float64{}
+			for k := range impls {
+				impl := impls[(k+round)%len(impls)]
+				b.Run(c.name+"/"+impl, func(b *testing.B) {
+					for b.Loop() {
+						r := runScenario(b, c, impl)
+						cpu[impl] = append(cpu[impl], r.cpuPerRecord)
+						lost[impl] = max(lost[impl], r.lost)
+						last[impl] = r.cpuPerRecord
+					}
+				})
+			}
+			if last["libbpf"] > 0 && last["bpfkit"] > 0 {
+				ratios = append(ratios, last["bpfkit"]/last["libbpf"])
+			}
+		}
+		// The medians, as a benchmark line of their own.
+		b.Run(c.name+"/median", func(b *testing.B) {
+			for b.Loop() {
+			}
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(median(cpu["bpfkit"]), "cpu-ns/record")
+			b.ReportMetric(lost["bpfkit"], "max-lost")
+			if len(ratios) > 0 {
+				b.ReportMetric(median(cpu["libbpf"]), "libbpf-cpu-ns/record")
+				b.ReportMetric(lost["libbpf"], "libbpf-max-lost")
+				b.ReportMetric(median(ratios), "x-libbpf")
+			}
+		})
+	}
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(v))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 var libbpf struct {
@@ -109,7 +156,9 @@ type consumer interface {
 	finish() (samples, lost uint64, cpu time.Duration, allocs uint64)
 }
 
-func runScenario(b *testing.B, c benchConfig, impl string) {
+type result struct{ cpuPerRecord, lost float64 }
+
+func runScenario(b *testing.B, c benchConfig, impl string) result {
 	useLibbpf := impl == "libbpf"
 	var out *mapfd.Map
 	if c.ringbuf {
@@ -160,6 +209,7 @@ func runScenario(b *testing.B, c benchConfig, impl string) {
 	if !useLibbpf {
 		b.ReportMetric(float64(allocs)/float64(max(received, 1)), "allocs/record")
 	}
+	return result{float64(cpu.Nanoseconds()) / float64(max(received, 1)), float64(lost)}
 }
 
 // bpfkitConsumer reads in this process.
