@@ -255,15 +255,15 @@ func startBpfkit(b *testing.B, out *mapfd.Map, c benchConfig) *bpfkitConsumer {
 // readWhile measures from its start, as libbpf_reader does: the producer's
 // start and the program's load are not the reader's cost.
 func (bc *bpfkitConsumer) readWhile(done <-chan struct{}) {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	bc.mallocs0 = ms.Mallocs
-	unix.Getrusage(unix.RUSAGE_SELF, &bc.ru0)
 	// When the producer is done, give the reader 50 ms to drain, then stop it.
 	go func() {
 		<-done
 		bc.setDeadline(time.Now().Add(50 * time.Millisecond))
 	}()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	bc.mallocs0 = ms.Mallocs
+	unix.Getrusage(unix.RUSAGE_SELF, &bc.ru0)
 	for {
 		if _, err := bc.r.ReadFunc(context.Background(), bc.count); err != nil {
 			break

@@ -255,8 +255,8 @@ func (ring *perfRing) refresh() bool {
 // looked. Looking only then is what makes a watermark pay: a reader that
 // looks whenever it has caught up chases the producer's head, reading a
 // few records at a time from cache lines the producer is still writing;
-// at a 64 KiB watermark that doubled the reader's CPU per record. It is
-// also how libbpf's perf_buffer__poll reads.
+// at a 64 KiB watermark, looking only when woken cost 5-20% less CPU per
+// record. It is also how libbpf's perf_buffer__poll reads.
 func (ring *perfRing) look() bool {
 	if !ring.woken {
 		return false
