@@ -279,6 +279,64 @@ func TestPerfLostExact(t *testing.T) {
 	t.Logf("received %d, lost %d of %d", len(c.seen), c.lost, sent)
 }
 
+// TestPerfWatermark: records below the watermark wake nobody and wait for
+// the deadline, which delivers them; crossing the watermark wakes the
+// reader at once; a reader that has caught up does not look again until
+// the kernel wakes it.
+func TestPerfWatermark(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	array := perfArray(t)
+	r, err := perfring.NewPerfReader(array, perfring.Options{RingBytes: 64 << 10, Watermark: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	emitter(t, array, os.Getpid(), false)
+	c := newChecker(t)
+	// The first read looks at every ring; nothing is there yet.
+	r.SetDeadline(time.Now().Add(10 * time.Millisecond))
+	if n, err := r.ReadFunc(context.Background(), c.check); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("first read of empty rings: %d, %v", n, err)
+	}
+	cpu := 0
+	// 10 records of 80 bytes: below the watermark.
+	getppidOn(t, cpu, 10)
+	const wait = 200 * time.Millisecond
+	start := time.Now()
+	r.SetDeadline(start.Add(wait))
+	n, err := r.ReadFunc(context.Background(), c.check)
+	if err != nil || n != 10 || time.Since(start) < wait {
+		t.Fatalf("below the watermark: %d records, %v, after %v; want 10 at the deadline (%v)", n, err, time.Since(start), wait)
+	}
+	// 100 more cross the watermark (51 records of 80 bytes): the reader
+	// wakes long before the deadline.
+	start = time.Now()
+	r.SetDeadline(start.Add(10 * time.Second))
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.ReadFunc(context.Background(), c.check)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	getppidOn(t, cpu, 100)
+	if err := <-done; err != nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("crossing the watermark: %v after %v", err, time.Since(start))
+	}
+	// What the wake-up did not cover comes at the deadline.
+	r.SetDeadline(time.Now().Add(100 * time.Millisecond))
+	for {
+		if _, err := r.ReadFunc(context.Background(), c.check); errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.seen) != 110 || c.lost != 0 {
+		t.Fatalf("received %d, lost %d; want 110, 0", len(c.seen), c.lost)
+	}
+}
+
 func TestPerfPause(t *testing.T) {
 	testutil.RequireRoot(t)
 	array := perfArray(t)
