@@ -30,8 +30,9 @@
 // What remains is the runtime's own work at each wake-up, a few µs more
 // than a C reader's on a paravirtualized machine: at a wake-up every 64 KiB
 // that is 10-30% over libbpf's CPU per record, the reading itself being
-// level. With GOMAXPROCS=1 the runtime takes the only P from every wait
-// longer than a few tens of µs, and the reader costs nearly twice libbpf.
+// level. With GOMAXPROCS=1 the runtime would take the only P from every
+// wait longer than a few tens of µs; there such waits hold the P for up to
+// a millisecond instead.
 //
 // # Losses
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -364,9 +365,19 @@ func TestPerfPause(t *testing.T) {
 }
 
 // TestPerfCloseUnblocks: Close from another goroutine, a cancelled context
-// and a deadline each end a blocked read promptly; after Close the map's
-// entries are cleared and it stays usable.
+// and a deadline each end a blocked read promptly, also with GOMAXPROCS=1,
+// where a wait holds the only P; after Close the map's entries are cleared
+// and it stays usable.
 func TestPerfCloseUnblocks(t *testing.T) {
+	for _, procs := range []int{runtime.GOMAXPROCS(0), 1} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			testPerfCloseUnblocks(t)
+		})
+	}
+}
+
+func testPerfCloseUnblocks(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	array := perfArray(t)

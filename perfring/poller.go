@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,6 +25,8 @@ type poller struct {
 	events       []unix.EpollEvent
 	deadline     atomic.Int64  // unix nanoseconds, 0 for none
 	yielded      time.Duration // when epollWait last yielded to the scheduler, since epoch
+	oneP         bool          // GOMAXPROCS is 1, as of the last yield
+	waited       time.Duration // how long the last wait took, with oneP
 	closed       atomic.Bool
 	mu           sync.Mutex // held by a read; Close takes it to know no read uses the fds
 }
@@ -129,13 +132,52 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 // from the idle list on waking, waking sysmon out of its deep sleep. At a
 // 64 KiB watermark that cost the runtime's other threads about 20 ns per
 // record, as much as the reading. runtime.Gosched resets the clock.
+//
+// With a single P (GOMAXPROCS=1) yielding is not enough: sysmon takes the
+// P of any system call that lasts a tick, no other P being idle. There a
+// wait that is likely to last (the previous one did) holds the P instead,
+// for up to holdMs (sys.EpollWaitHoldingP), and other goroutines wait that
+// long at most. At a 64 KiB watermark that took the reader from 1.9 to 1.3
+// times libbpf's CPU per record.
 func (p *poller) epollWait(timeout int) (int, error) {
-	if now := time.Since(epoch); now-p.yielded > yieldEvery {
+	now := time.Since(epoch)
+	if now-p.yielded > yieldEvery {
 		runtime.Gosched()
 		p.yielded = now
+		p.oneP = runtime.GOMAXPROCS(0) == 1 // it may change (Go 1.25: cgroup limits)
 	}
-	return unix.EpollWait(p.epfd, p.events, timeout)
+	if !p.oneP {
+		return unix.EpollWait(p.epfd, p.events, timeout)
+	}
+	if timeout != 0 && p.waited > holdAbove {
+		hold := holdMs
+		if timeout > 0 && timeout < hold {
+			hold = timeout
+		}
+		n, err := sys.EpollWaitHoldingP(p.epfd, p.events, hold)
+		if err == unix.EINTR {
+			runtime.Gosched() // the runtime could not preempt us in the call
+		}
+		if err != nil || n > 0 || hold == timeout {
+			p.waited = time.Since(epoch) - now
+			return n, err
+		}
+		if timeout > 0 {
+			timeout -= hold
+		}
+	}
+	n, err := unix.EpollWait(p.epfd, p.events, timeout)
+	p.waited = time.Since(epoch) - now
+	return n, err
 }
+
+// With one P, a wait holds it (for up to holdMs) when the previous wait
+// lasted more than holdAbove, sysmon's shortest tick: shorter waits keep
+// the P anyway, and a held wait costs a kernel timer each time.
+const (
+	holdMs    = 1
+	holdAbove = 20 * time.Microsecond
+)
 
 // yieldEvery is below sysmon's 10 ms (forcePreemptNS), so that sysmon sees
 // the reader pass through the scheduler between two of its ticks.

@@ -15,9 +15,9 @@
 // command, keep the errno for errors.Is, and say which capability is missing
 // on EPERM. The Go runtime's own signals (SIGURG, SIGPROF) make the kernel
 // abandon a verification (EAGAIN) or a repeated test run (EINTR): ProgLoad
-// retries with them blocked, ProgTestRun blocks them. MapElemNoSleep skips
-// the runtime's system call bookkeeping where the caller knows it is not
-// needed. There is no other policy here: no
+// retries with them blocked, ProgTestRun blocks them. MapElemNoSleep and
+// EpollWaitHoldingP skip the runtime's system call bookkeeping where the
+// caller knows it is not needed. There is no other policy here: no
 // fallbacks, no feature probes.
 //
 // The journal records every call for security review, one line each: the
