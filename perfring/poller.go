@@ -146,10 +146,10 @@ func (p *poller) epollWait(timeout int) (int, error) {
 		p.yielded = now
 		p.oneP = runtime.GOMAXPROCS(0) == 1 // it may change (Go 1.25: cgroup limits)
 	}
-	if !p.oneP {
+	if !p.oneP || timeout == 0 {
 		return unix.EpollWait(p.epfd, p.events, timeout)
 	}
-	if timeout != 0 && p.waited > holdAbove {
+	if p.waited > holdAbove {
 		hold := holdMs
 		if timeout > 0 && timeout < hold {
 			hold = timeout
