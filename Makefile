@@ -23,8 +23,8 @@ example:
 
 # Every test, as root: gofmt and vet, the kernel tests on this machine
 # (tests needing a feature this kernel lacks, kprobes say, skip and say so),
-# then the integration tests in VMs booted from Debian's 5.10, 6.1, 6.12 and
-# 7.2 kernels, which have kprobes. test-vm installs qemu-system-x86,
+# then the integration tests and perfring's in VMs booted from Debian's 5.10,
+# 6.1, 6.12 and 7.2 kernels, which have kprobes. test-vm installs qemu-system-x86,
 # busybox-static and cpio if missing and caches the kernels outside the
 # repository (/var/cache/bpfkit-vm); see tests/vm/README.md.
 test: lint test-host test-vm
@@ -35,6 +35,7 @@ test-host:
 
 test-vm:
 	tests/vm/run.sh
+	tests/vm/run.sh -p ./perfring/
 
 # Benchmarks, each beside its reference in the same run: maps and loads
 # beside a bare system call ("x-bare" is bpfkit's time over the bare
