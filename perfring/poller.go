@@ -69,7 +69,8 @@ func (p *poller) wake() {
 // os.ErrDeadlineExceeded after the deadline, and ctx's error when it is
 // done.
 func (p *poller) wait(ctx context.Context) (int, error) {
-	watching := ctx.Done() == nil
+	// watched: ctx cannot end, or context.AfterFunc wakes us when it does.
+	watched := ctx.Done() == nil
 	for {
 		if p.closed.Load() {
 			return 0, ErrClosed
@@ -85,7 +86,7 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 			}
 			timeout = int((left + time.Millisecond - 1) / time.Millisecond)
 		}
-		if !watching {
+		if !watched {
 			// Before blocking, have ctx wake us when it ends. That
 			// allocates, so look once without blocking first.
 			timeout = 0
@@ -110,10 +111,10 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 		if ready > 0 {
 			return ready, nil
 		}
-		if !watching {
+		if !watched {
 			stop := context.AfterFunc(ctx, p.wake)
 			defer stop()
-			watching = true
+			watched = true
 		}
 	}
 }
