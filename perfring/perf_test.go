@@ -243,6 +243,21 @@ func TestPerfRecordsIntact(t *testing.T) {
 
 // TestPerfLostExact overflows a one-page ring on purpose, by not reading
 // while the records are sent, and checks received + lost == sent exactly, after a
+
+// readUntilDeadline reads into c through ReadFunc until d from now, then
+// removes the deadline.
+func readUntilDeadline(t testing.TB, r *perfring.PerfReader, c *checker, d time.Duration) {
+	r.SetDeadline(time.Now().Add(d))
+	for {
+		if _, err := r.ReadFunc(context.Background(), c.check); errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.SetDeadline(time.Time{})
+}
+
 // flush write on each CPU makes the kernel report the losses.
 func TestPerfLostExact(t *testing.T) {
 	testutil.RequireRoot(t)
@@ -260,22 +275,11 @@ func TestPerfLostExact(t *testing.T) {
 		getppidOn(t, cpu, per)
 	}
 	c := newChecker(t)
-	drain := func() {
-		r.SetDeadline(time.Now().Add(50 * time.Millisecond))
-		for {
-			if _, err := r.ReadFunc(context.Background(), c.check); errors.Is(err, os.ErrDeadlineExceeded) {
-				break
-			} else if err != nil {
-				t.Fatal(err)
-			}
-		}
-		r.SetDeadline(time.Time{})
-	}
-	drain()
+	readUntilDeadline(t, r, c, 50*time.Millisecond)
 	for _, cpu := range cpus { // one more write each: the kernel reports the losses before it
 		getppidOn(t, cpu, 1)
 	}
-	drain()
+	readUntilDeadline(t, r, c, 50*time.Millisecond)
 	sent := uint64(per+1) * uint64(len(cpus))
 	if c.lost == 0 || uint64(len(c.seen))+c.lost != sent {
 		t.Fatalf("received %d + lost %d != sent %d", len(c.seen), c.lost, sent)
@@ -335,14 +339,7 @@ func TestPerfWatermark(t *testing.T) {
 		t.Fatalf("crossing the watermark: %v after %v", err, time.Since(start))
 	}
 	// What the wake-up did not cover comes at the deadline.
-	r.SetDeadline(time.Now().Add(100 * time.Millisecond))
-	for {
-		if _, err := r.ReadFunc(context.Background(), c.check); errors.Is(err, os.ErrDeadlineExceeded) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	}
+	readUntilDeadline(t, r, c, 100*time.Millisecond)
 	if len(c.seen) != 110 || c.lost != 0 {
 		t.Fatalf("received %d, lost %d; want 110, 0", len(c.seen), c.lost)
 	}
