@@ -241,9 +241,6 @@ func TestPerfRecordsIntact(t *testing.T) {
 	}
 }
 
-// TestPerfLostExact overflows a one-page ring on purpose, by not reading
-// while the records are sent, and checks received + lost == sent exactly, after a
-
 // readUntilDeadline reads into c through ReadFunc until d from now, then
 // removes the deadline.
 func readUntilDeadline(t testing.TB, r *perfring.PerfReader, c *checker, d time.Duration) {
@@ -258,6 +255,8 @@ func readUntilDeadline(t testing.TB, r *perfring.PerfReader, c *checker, d time.
 	r.SetDeadline(time.Time{})
 }
 
+// TestPerfLostExact overflows a one-page ring on purpose, by not reading
+// while the records are sent, and checks received + lost == sent exactly, after a
 // flush write on each CPU makes the kernel report the losses.
 func TestPerfLostExact(t *testing.T) {
 	testutil.RequireRoot(t)
