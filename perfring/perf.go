@@ -208,30 +208,20 @@ func (r *PerfReader) next(i int, ring *perfRing) (rec Record, ok bool, err error
 	return Record{}, false, nil
 }
 
-// sampleAt parses the record at pos, which must be 8-byte aligned, if it
-// is the common one: a sample that does not wrap around the end of the
-// ring. It returns the sample's bytes and the record's size; size 0 means
-// "not the common one": use next, which checks and explains everything.
+// isSample says whether a record whose header says typ, size and raw (the
+// u32 size of a PERF_SAMPLE_RAW sample), with left bytes published from it
+// to the end of the ring (span), is the common one: a sample lying whole
+// in those bytes. Anything else goes through next, which checks and
+// explains everything.
 //
-// It reads the header in place, in the kernel's byte order, without bounds
-// checks: its own checks keep the reads inside data. The ring is a power of
-// two of pages, so with pos aligned, the header and the raw size word (16
-// bytes) are inside when rest >= 16; the record is inside when size <=
-// rest, and the sample inside the record when raw+12 <= size. So written,
-// its cost is 80, the compiler's inlining budget (Go 1.26): inlined, the
-// reading loop is about as short as libbpf's.
-func sampleAt(data []byte, pos, avail uint64) ([]byte, uint64) {
-	off := pos & uint64(len(data)-1)
-	rest := uint64(len(data)) - off // to the end of the ring
-	if rest < 16 {
-		return nil, 0
-	}
-	h := (*sampleHeader)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(data)), off))
-	// raw+12 <= size and size%8 == 0 also mean size >= 16: progress.
-	if size := uint64(h.size); h.typ == perfRecordSample && size%8 == 0 && uint64(h.raw)+12 <= size && size <= min(avail, rest) {
-		return unsafe.Slice(&h.data[0], h.raw), size
-	}
-	return nil, 0
+// The fast paths read the header in place, in the kernel's byte order,
+// without bounds checks, and these checks keep their reads inside the
+// span: the header and the raw size word are the first 16 bytes, the
+// record is inside when size <= left, and the sample inside the record
+// when raw+12 <= size. raw+12 <= size and size%8 == 0 also mean size >= 16:
+// progress.
+func isSample(typ uint32, size, raw, left uint64) bool {
+	return typ == perfRecordSample && size%8 == 0 && raw+12 <= size && size <= left
 }
 
 // sampleHeader is struct perf_event_header and the u32 size of a
@@ -242,6 +232,13 @@ type sampleHeader struct {
 	size uint16
 	raw  uint32
 	data [1]byte
+}
+
+// span returns where the read position lies in the data, and how many
+// published bytes follow it before the end of the ring.
+func (ring *perfRing) span() (off, left uint64) {
+	off = ring.pos & uint64(len(ring.data)-1)
+	return off, min(ring.end-ring.pos, uint64(len(ring.data))-off)
 }
 
 // refresh loads the kernel's data_head (acquire: the records it covers are
@@ -348,11 +345,13 @@ func (r *PerfReader) drain(f func(Record) error) (int, error) {
 func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int, error) {
 	count := 0
 	for ring.pos != ring.end {
-		pos, k, err := samples(ring.data, ring.pos, ring.end, ring.cpu, f)
-		ring.pos = pos
-		count += k
-		if err != nil || pos == ring.end {
-			return count, err
+		if off, left := ring.span(); off%8 == 0 {
+			n, k, err := samples(unsafe.Pointer(unsafe.SliceData(ring.data)), off, left, ring.cpu, f)
+			ring.pos += n
+			count += k
+			if err != nil || ring.pos == ring.end {
+				return count, err
+			}
 		}
 		rec, ok, err := r.next(i, ring)
 		if err == nil && ok {
@@ -366,27 +365,31 @@ func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int
 	return count, nil
 }
 
-// samples delivers the common records from pos on, stopping before the
-// first other one, and returns where it stopped. It is a function of its
-// own so that little stays live across the call to f: Go keeps no register
-// across a call, and each live value is reloaded after every record.
-func samples(data []byte, pos, end uint64, cpu int, f func(Record) error) (uint64, int, error) {
-	if pos%8 != 0 { // sampleAt needs it; sizes are multiples of 8
-		return pos, 0, nil
-	}
-	count := 0
-	for pos != end {
-		sample, size := sampleAt(data, pos, end-pos)
-		if size == 0 {
+// samples delivers the common records in the span at off, stopping before
+// the first other one, and returns how many bytes and records it read.
+// off must be 8-byte aligned, as the header reads need: record sizes are
+// multiples of 8. It is a function of its own, with the checks written out
+// in the loop and positions kept as bytes left, so that little stays live
+// across the call to f: Go keeps no register across a call, and each live
+// value is reloaded after every record. BenchmarkDrain, interleaved runs:
+// 7.5 ns per record, against 8.9 with the checks in an inlined helper
+// returning the sample; a C copy of libbpf's loop takes 4.7.
+func samples(data unsafe.Pointer, off, left uint64, cpu int, f func(Record) error) (uint64, int, error) {
+	start, count := left, 0
+	for left >= 16 {
+		h := (*sampleHeader)(unsafe.Add(data, off))
+		size, raw := uint64(h.size), uint64(h.raw)
+		if !isSample(h.typ, size, raw, left) {
 			break
 		}
-		pos += size
+		off += size
+		left -= size
 		count++
-		if err := f(Record{CPU: cpu, Sample: sample}); err != nil {
-			return pos, count, err
+		if err := f(Record{CPU: cpu, Sample: unsafe.Slice(&h.data[0], raw)}); err != nil {
+			return start - left, count, err
 		}
 	}
-	return pos, count, nil
+	return start - left, count, nil
 }
 
 // Read returns the next record, waiting for one. Its Sample is valid until
@@ -413,10 +416,11 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 				r.cur = (r.cur + 1) % len(r.rings)
 				continue
 			}
-			if ring.pos%8 == 0 {
-				if sample, size := sampleAt(ring.data, ring.pos, ring.end-ring.pos); size != 0 {
+			if off, left := ring.span(); off%8 == 0 && left >= 16 {
+				h := (*sampleHeader)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(ring.data)), off))
+				if size, raw := uint64(h.size), uint64(h.raw); isSample(h.typ, size, raw, left) {
 					ring.pos += size
-					return Record{CPU: ring.cpu, Sample: sample}, nil
+					return Record{CPU: ring.cpu, Sample: unsafe.Slice(&h.data[0], raw)}, nil
 				}
 			}
 			rec, ok, err := r.next(r.cur, ring)
