@@ -48,7 +48,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1000000x ./mapfd
 	$(GO) test -run '^$$' -bench . -benchtime 3000x ./prog
 	$(GO) test -run '^$$' -bench Drain ./perfring
-	$(GO) test -run '^$$' -bench Read -benchtime 1x ./perfring -rounds 5
+	$(GO) test -run '^$$' -bench Read -benchtime 1x ./perfring -rounds 7
 
 # A short run of every fuzz target.
 FUZZTIME ?= 10s
