@@ -26,8 +26,6 @@ type poller struct {
 	events       []unix.EpollEvent
 	deadline     atomic.Int64  // unix nanoseconds, 0 for none
 	yielded      time.Duration // when epollWait last yielded to the scheduler, since epoch
-	clocked      time.Duration // when epollWait last read the clock, since epoch
-	waits, every int           // waits since then; read it again after every
 	oneP         bool          // GOMAXPROCS is 1, as of the last yield
 	waited       time.Duration // how long the last wait took, with oneP
 	closed       atomic.Bool
@@ -123,7 +121,7 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 }
 
 // epollWait waits up to timeout ms (-1: no limit), yielding to the Go
-// scheduler first if it has not done so for yieldEvery (pace).
+// scheduler first if it has not done so for yieldEvery.
 //
 // Why yield: sysmon, the Go runtime's monitor, takes the P of a goroutine
 // in a system call at its next tick (20 µs to 10 ms on) once that goroutine
@@ -145,11 +143,12 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 // long at most. At a 64 KiB watermark that took the reader from 1.9 to 1.3
 // times libbpf's CPU per record.
 func (p *poller) epollWait(timeout int) (int, error) {
-	if p.waits++; !p.oneP && p.waits < p.every {
-		return unix.EpollWait(p.epfd, p.events, timeout)
-	}
 	now := time.Since(epoch)
-	p.pace(now)
+	if now-p.yielded > yieldEvery {
+		goyield()
+		p.yielded = now
+		p.oneP = runtime.GOMAXPROCS(0) == 1 // it may change (Go 1.25: cgroup limits)
+	}
 	if !p.oneP || timeout == 0 {
 		return unix.EpollWait(p.epfd, p.events, timeout)
 	}
@@ -174,31 +173,6 @@ func (p *poller) epollWait(timeout int) (int, error) {
 	p.waited = time.Since(epoch) - now
 	return n, err
 }
-
-// pace yields to the scheduler if epollWait has not for yieldEvery, and
-// sets how many waits go by before it reads the clock again: about
-// clockEvery's worth, judging by the last ones, and at most maxUnclocked.
-// A clock read after a wake-up took about 0.3 µs here (the vDSO, cold):
-// reading it at every wait cost about 5% of the reader's CPU with a
-// wake-up per record. The price: when waits grow long all at once, a
-// yield may come up to maxUnclocked waits late, and sysmon takes the P
-// meanwhile.
-func (p *poller) pace(now time.Duration) {
-	if span := now - p.clocked; span > 0 {
-		p.every = int(min(max(clockEvery*time.Duration(p.waits)/span, 1), maxUnclocked))
-	}
-	p.waits, p.clocked = 0, now
-	if now-p.yielded > yieldEvery {
-		goyield()
-		p.yielded = now
-		p.oneP = runtime.GOMAXPROCS(0) == 1 // it may change (Go 1.25: cgroup limits)
-	}
-}
-
-const (
-	clockEvery   = time.Millisecond
-	maxUnclocked = 64
-)
 
 // With one P, a wait holds it (for up to holdMs) when the previous wait
 // lasted more than holdAbove, sysmon's shortest tick: shorter waits keep
