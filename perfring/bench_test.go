@@ -177,6 +177,9 @@ func runScenario(b *testing.B, c benchConfig, impl string) result {
 		b.Fatal(err)
 	}
 	e := emitter(b, out, cmd.Process.Pid, c.ringbuf)
+	// The setup's garbage is not the reader's: collect it now, so that no
+	// collection started by it runs during the reading.
+	runtime.GC()
 	done := make(chan struct{})
 	var elapsed time.Duration // the producer's run: records/s is its rate
 	start := time.Now()
