@@ -26,13 +26,16 @@
 // looks again whenever it catches up chases the producer, a few records at
 // a time, through cache lines the producer is still writing. And a reader
 // that only reads and waits must pass through the Go scheduler now and
-// then, or the runtime takes its P at every wait (see poller.epollWait).
-// What remains is the runtime's own work at each wake-up, a few µs more
-// than a C reader's on a paravirtualized machine: at a wake-up every 64 KiB
-// that is 10-30% over libbpf's CPU per record, the reading itself being
-// level. With GOMAXPROCS=1 the runtime would take the only P from every
-// wait longer than a few tens of µs; there such waits hold the P for up to
-// a millisecond instead.
+// then, or the runtime takes its P at every wait (see poller.epollWait);
+// it does so without waking another thread (runtime.goyield). What remains
+// over a C reader is the Go runtime's fixed work: its monitor thread,
+// which wakes 100 times a second while the reader waits, and the system
+// call bookkeeping and a clock read at each wake-up; and the reading loop
+// where records are in cache, since Go keeps no register across the call
+// to the callback. At a wake-up every 64 KiB the reader stays within about
+// 10% of libbpf's CPU per record, at times below it. With GOMAXPROCS=1 the runtime would take the
+// only P from every wait longer than a few tens of µs; there such waits
+// hold the P for up to a millisecond instead.
 //
 // # Losses
 //
