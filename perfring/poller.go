@@ -223,10 +223,10 @@ func (p *poller) close() {
 // again: with a reader woken every 200 µs, those threads used 4 ms of CPU
 // per second on this paravirtualized machine, where waking a thread costs
 // about 20 µs. goyield puts the goroutine on its own P's queue and wakes
-// nobody: 0.05 ms per second. The
-// runtime keeps this symbol, with this signature, for packages outside the
-// standard library (the go:linkname list of go.dev/issue/67401, used by
-// gVisor); were it ever removed, the build would fail, not misbehave.
+// nobody: 0.05 ms per second. The runtime keeps this symbol, with this
+// signature, for packages outside the standard library (the go:linkname
+// list of go.dev/issue/67401, used by gVisor); were it ever removed, the
+// build would fail, not misbehave.
 //
 //go:linkname goyield runtime.goyield
 func goyield()
