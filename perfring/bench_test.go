@@ -320,7 +320,14 @@ func startLibbpf(b *testing.B, m *mapfd.Map, c benchConfig) *libbpfConsumer {
 	return lc
 }
 
-func (lc *libbpfConsumer) readWhile(done <-chan struct{}) { <-done }
+// readWhile gives the reader, after the producer is done, the 50 ms that
+// bpfkit's gets to drain what the kernel woke it for: a flush record
+// written to a ring that is still full is lost itself, and the losses
+// before it then go unreported.
+func (lc *libbpfConsumer) readWhile(done <-chan struct{}) {
+	<-done
+	time.Sleep(50 * time.Millisecond)
+}
 
 func (lc *libbpfConsumer) finish() (uint64, uint64, time.Duration, uint64) {
 	time.Sleep(150 * time.Millisecond) // it polls every 100 ms: let it take the flush records
