@@ -27,7 +27,7 @@ type poller struct {
 	deadline     atomic.Int64  // unix nanoseconds, 0 for none
 	yielded      time.Duration // when epollWait last yielded to the scheduler, since epoch
 	oneP         bool          // GOMAXPROCS is 1, as of the last yield
-	waited       time.Duration // how long the last wait took, with oneP
+	waitedAt     time.Duration // when epollWait last began a wait, since epoch
 	closed       atomic.Bool
 	mu           sync.Mutex // held by a read; Close takes it to know no read uses the fds
 }
@@ -138,7 +138,7 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 //
 // With a single P (GOMAXPROCS=1) yielding is not enough: sysmon takes the
 // P of any system call that lasts a tick, no other P being idle. There a
-// wait that is likely to last (the previous one did) holds the P instead,
+// wait that is likely to last (the previous cycle did) holds the P instead,
 // for up to holdMs (sys.EpollWaitHoldingP), and other goroutines wait that
 // long at most. At a 64 KiB watermark that took the reader from 1.9 to 1.3
 // times libbpf's CPU per record.
@@ -149,34 +149,37 @@ func (p *poller) epollWait(timeout int) (int, error) {
 		p.yielded = now
 		p.oneP = runtime.GOMAXPROCS(0) == 1 // it may change (Go 1.25: cgroup limits)
 	}
-	if !p.oneP || timeout == 0 {
+	if timeout == 0 { // a look, not a wait
+		return unix.EpollWait(p.epfd, p.events, 0)
+	}
+	cycle := now - p.waitedAt // the previous wait, and the reading after it
+	p.waitedAt = now
+	if !p.oneP || cycle <= holdAbove {
 		return unix.EpollWait(p.epfd, p.events, timeout)
 	}
-	if p.waited > holdAbove {
-		hold := holdMs
-		if timeout > 0 && timeout < hold {
-			hold = timeout
-		}
-		n, err := sys.EpollWaitHoldingP(p.epfd, p.events, hold)
-		if err == unix.EINTR {
-			goyield() // the runtime could not preempt us in the call
-		}
-		if err != nil || n > 0 || hold == timeout {
-			p.waited = time.Since(epoch) - now
-			return n, err
-		}
-		if timeout > 0 {
-			timeout -= hold
-		}
+	hold := holdMs
+	if timeout > 0 && timeout < hold {
+		hold = timeout
 	}
-	n, err := unix.EpollWait(p.epfd, p.events, timeout)
-	p.waited = time.Since(epoch) - now
-	return n, err
+	n, err := sys.EpollWaitHoldingP(p.epfd, p.events, hold)
+	if err == unix.EINTR {
+		goyield() // the runtime could not preempt us in the call
+	}
+	if err != nil || n > 0 || hold == timeout {
+		return n, err
+	}
+	if timeout > 0 {
+		timeout -= hold
+	}
+	return unix.EpollWait(p.epfd, p.events, timeout)
 }
 
-// With one P, a wait holds it (for up to holdMs) when the previous wait
-// lasted more than holdAbove, sysmon's shortest tick: shorter waits keep
-// the P anyway, and a held wait costs a kernel timer each time.
+// With one P, a wait holds it (for up to holdMs) when the previous wait and
+// the reading after it lasted more than holdAbove, sysmon's shortest tick:
+// shorter waits keep the P anyway, and a held wait that sleeps costs a
+// kernel timer (epoll arms it only to sleep: after a long reading, a wait
+// that finds events at once costs nothing more held). Timing the whole
+// cycle takes one clock read per wait, not two.
 const (
 	holdMs    = 1
 	holdAbove = 20 * time.Microsecond
