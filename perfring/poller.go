@@ -138,9 +138,9 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 //
 // With a single P (GOMAXPROCS=1) yielding is not enough: sysmon takes the
 // P of any system call that lasts a tick, no other P being idle. There a
-// wait that is likely to last (the previous cycle did) holds the P instead,
-// for up to holdMs (sys.EpollWaitHoldingP), and other goroutines wait that
-// long at most. At a 64 KiB watermark that took the reader from 1.9 to 1.3
+// wait that is likely to last (the previous wait and the reading after it
+// did) holds the P instead, for up to holdMs (sys.EpollWaitHoldingP), and
+// other goroutines wait that long at most. At a 64 KiB watermark that took the reader from 1.9 to 1.3
 // times libbpf's CPU per record.
 func (p *poller) epollWait(timeout int) (int, error) {
 	now := time.Since(epoch)
