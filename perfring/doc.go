@@ -32,8 +32,8 @@
 // which wakes 100 times a second while the reader waits, and the system
 // call bookkeeping and a clock read at each wake-up; and the reading loop
 // where records are in cache, since Go keeps no register across the call
-// to the callback. At a wake-up every 64 KiB the reader stays within about
-// 10% of libbpf's CPU per record, at times below it. With GOMAXPROCS=1 the runtime would take the
+// to the callback. At a wake-up every 64 KiB the reader uses up to about
+// 15% more CPU per record than libbpf, at times less. With GOMAXPROCS=1 the runtime would take the
 // only P from every wait longer than a few tens of µs; there such waits
 // hold the P for up to a millisecond instead.
 //
