@@ -33,7 +33,7 @@
 // call bookkeeping and a clock read at each wake-up; and the reading loop
 // where records are in cache, since Go keeps no register across the call
 // to the callback. At a wake-up every 64 KiB the reader uses up to about
-// 15% more CPU per record than libbpf, at times less. With GOMAXPROCS=1 the runtime would take the
+// 20% more CPU per record than libbpf, at times less. With GOMAXPROCS=1 the runtime would take the
 // only P from every wait longer than a few tens of µs; there such waits
 // hold the P for up to a millisecond instead.
 //
