@@ -35,6 +35,10 @@ func produce(n string) {
 
 const produced = 2_000_000
 
+// drainTime is what a reader gets, once the producer is done, to read what
+// the kernel woke it for, and again before the flush is retried.
+const drainTime = 50 * time.Millisecond
+
 type benchConfig struct {
 	name      string
 	ringbuf   bool
@@ -205,7 +209,7 @@ func runScenario(b *testing.B, c benchConfig, impl string) result {
 		if failed == 0 {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(drainTime)
 	}
 	samples, lost, cpu, allocs := cons.finish()
 	if c.ringbuf {
@@ -269,10 +273,10 @@ func startBpfkit(b *testing.B, out *mapfd.Map, c benchConfig) *bpfkitConsumer {
 // readWhile measures from its start, as libbpf_reader does: the producer's
 // start and the program's load are not the reader's cost.
 func (bc *bpfkitConsumer) readWhile(done <-chan struct{}) {
-	// When the producer is done, give the reader 50 ms to drain, then stop it.
+	// When the producer is done, give the reader drainTime, then stop it.
 	go func() {
 		<-done
-		bc.setDeadline(time.Now().Add(50 * time.Millisecond))
+		bc.setDeadline(time.Now().Add(drainTime))
 	}()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -289,7 +293,7 @@ func (bc *bpfkitConsumer) readWhile(done <-chan struct{}) {
 }
 
 func (bc *bpfkitConsumer) finish() (uint64, uint64, time.Duration, uint64) {
-	bc.setDeadline(time.Now().Add(50 * time.Millisecond))
+	bc.setDeadline(time.Now().Add(drainTime))
 	for {
 		if _, err := bc.r.ReadFunc(context.Background(), bc.count); err != nil {
 			break
@@ -332,13 +336,13 @@ func startLibbpf(b *testing.B, m *mapfd.Map, c benchConfig) *libbpfConsumer {
 	return lc
 }
 
-// readWhile gives the reader, after the producer is done, the 50 ms that
+// readWhile gives the reader, after the producer is done, the drainTime that
 // bpfkit's gets to drain what the kernel woke it for: a flush record
 // written to a ring that is still full is lost itself, and the losses
 // before it then go unreported.
 func (lc *libbpfConsumer) readWhile(done <-chan struct{}) {
 	<-done
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(drainTime)
 }
 
 func (lc *libbpfConsumer) finish() (uint64, uint64, time.Duration, uint64) {
