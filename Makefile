@@ -60,7 +60,11 @@ fuzz:
 	  done; \
 	done
 
+# vet on other ports too: 32-bit words, and arm64, which has no epoll_wait.
 lint:
 	@out=$$(gofmt -l .); \
 	  [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
+	@for arch in arm64 arm 386 riscv64; do \
+	  echo "GOARCH=$$arch go vet ./..."; GOARCH=$$arch $(GO) vet ./... || exit 1; \
+	done

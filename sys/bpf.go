@@ -257,8 +257,15 @@ func blockRuntimeSignals() (restore func()) {
 
 const progLoadAttempts = 10
 
-// runtimeSignals is {SIGURG, SIGPROF}: bit n-1 stands for signal n.
-var runtimeSignals = unix.Sigset_t{Val: [16]uint64{1<<(unix.SIGURG-1) | 1<<(unix.SIGPROF-1)}}
+// runtimeSignals is {SIGURG, SIGPROF}: bit n-1 stands for signal n, in
+// words of 64 bits or, on 32-bit ports, 32.
+var runtimeSignals = func() (set unix.Sigset_t) {
+	bits := uint(unsafe.Sizeof(set.Val[0])) * 8
+	for _, sig := range []unix.Signal{unix.SIGURG, unix.SIGPROF} {
+		set.Val[uint(sig-1)/bits] |= 1 << (uint(sig-1) % bits)
+	}
+	return set
+}()
 
 // ObjPin is BPF_OBJ_PIN: it pins BPFFD at Pathname in a BPF file system.
 func ObjPin(attr *ObjAttr) error {
