@@ -374,23 +374,48 @@ func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int
 // value is reloaded after every record. BenchmarkDrain, interleaved runs:
 // 7.5 ns per record, against 8.9 with the checks in an inlined helper
 // returning the sample; a C copy of libbpf's loop takes 4.7.
+//
+// It also asks the CPU for the bytes prefetchAhead past those it reads, a
+// prefetchChunk at a time. The records were written on the ring's CPU and
+// usually wait in that CPU's cache, and the hardware's prefetcher, which
+// stops at each 4 KiB page, leaves most of the transfers to the loop, one
+// at a time. BenchmarkRead, 4 MiB rings, 64 KiB watermark, 20 interleaved
+// runs each: 24.0 ns per record, against 29.6 without (libbpf: 26.7 and
+// 27.7 in the same runs); with 256 KiB rings 24.0 against 28.1. Where the
+// reader runs on the ring's CPU, the records are in its own cache and the
+// prefetches are wasted: about 2 ns per record (BenchmarkDrain).
 func samples(data unsafe.Pointer, off, left uint64, cpu int, f func(Record) error) (uint64, int, error) {
 	start, count := left, 0
+	prefetch(unsafe.Add(data, off), uintptr(min(left, prefetchAhead)))
 	for left >= 16 {
-		h := (*sampleHeader)(unsafe.Add(data, off))
-		size, raw := uint64(h.size), uint64(h.raw)
-		if !isSample(h.typ, size, raw, left) {
-			break
+		// A chunk of records, and the prefetch of the chunk ahead.
+		if left > prefetchAhead {
+			prefetch(unsafe.Add(data, off+prefetchAhead), uintptr(min(left-prefetchAhead, prefetchChunk)))
 		}
-		off += size
-		left -= size
-		count++
-		if err := f(Record{CPU: cpu, Sample: unsafe.Slice(&h.data[0], raw)}); err != nil {
-			return start - left, count, err
+		stop := max(left-min(left, prefetchChunk), 15)
+		for left > stop {
+			h := (*sampleHeader)(unsafe.Add(data, off))
+			size, raw := uint64(h.size), uint64(h.raw)
+			if !isSample(h.typ, size, raw, left) {
+				return start - left, count, nil
+			}
+			off += size
+			left -= size
+			count++
+			if err := f(Record{CPU: cpu, Sample: unsafe.Slice(&h.data[0], raw)}); err != nil {
+				return start - left, count, err
+			}
 		}
 	}
 	return start - left, count, nil
 }
+
+// Of the distances tried, 1-8 KiB ahead in chunks of 256 bytes to 2 KiB,
+// these were among the best; all gained 10-20% from another CPU.
+const (
+	prefetchAhead = 2048
+	prefetchChunk = 1024
+)
 
 // Read returns the next record, waiting for one. Its Sample is valid until
 // the next call. Records come in order per CPU; the reader moves to another
