@@ -15,11 +15,14 @@
 //
 // # Cost
 //
-// Records are delivered in place: a callback (ReadFunc) sees the bytes in
-// the ring, and the position is handed back once per batch, not per record.
-// A perf record that wraps around the end of its ring is copied once into a
-// scratch buffer the reader reuses; the BPF ring buffer maps its data twice in
-// a row, so its records never wrap. No read path allocates per record.
+// ReadFunc delivers records in place: its callback sees the bytes in the
+// ring, and the position is handed back once per batch, not per record. A
+// perf record that wraps around the end of its ring is copied once into a
+// scratch buffer the reader reuses; the BPF ring buffer maps its data twice
+// in a row, so its records never wrap. Read copies each record into a
+// buffer it reuses, since the caller holds it past the call, when Close
+// from another goroutine may unmap the ring. No read path allocates per
+// record.
 //
 // Waiting is the other cost. A perf ring is read only when the kernel has
 // woken the reader for it (epoll says which), as libbpf does: a reader that

@@ -32,7 +32,8 @@ type PerfReader struct {
 	array   *mapfd.Map
 	rings   []*perfRing
 	poll    *poller
-	scratch []byte
+	scratch []byte          // a wrapped record, copied
+	kept    []byte          // the sample Read returned, copied
 	lost    []atomic.Uint64 // per CPU
 
 	// Read's position: the ring being read.
@@ -94,7 +95,7 @@ func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
 			}
 		}
 		if err != nil {
-			r.release()
+			r.Close()
 			return nil, fmt.Errorf("perf reader: CPU %d: %w", cpu, err)
 		}
 	}
@@ -139,15 +140,13 @@ func (r *PerfReader) release() {
 		unix.Close(ring.fd)
 	}
 	r.rings = nil
-	r.poll.close()
 }
 
-// Close stops the reader: a blocked read returns ErrClosed promptly. The
-// map's entries are cleared; the map stays open. Closing twice is harmless.
+// Close stops the reader: a blocked read returns ErrClosed promptly, as do
+// later ones. The map's entries are cleared; the map stays open. Closing
+// twice is harmless.
 func (r *PerfReader) Close() error {
-	if r.poll.shutdown() {
-		r.release()
-	}
+	r.poll.shutdown(r.release)
 	return nil
 }
 
@@ -389,9 +388,7 @@ func samples(data unsafe.Pointer, off, left uint64, cpu int, f func(Record) erro
 	prefetch(unsafe.Add(data, off), uintptr(min(left, prefetchAhead)))
 	for left >= 16 {
 		// A chunk of records, and the prefetch of the chunk ahead.
-		if left > prefetchAhead {
-			prefetch(unsafe.Add(data, off+prefetchAhead), uintptr(min(left-prefetchAhead, prefetchChunk)))
-		}
+		prefetchNext(data, off, left)
 		stop := max(left-min(left, prefetchChunk), 15)
 		for left > stop {
 			h := (*sampleHeader)(unsafe.Add(data, off))
@@ -417,12 +414,21 @@ const (
 	prefetchChunk = 1024
 )
 
-// Read returns the next record, waiting for one. Its Sample is valid until
-// the next call. Records come in order per CPU; the reader moves to another
-// CPU's ring when one is empty, and waits when all are, until the kernel
-// wakes it, as ReadFunc does. Space is handed back to the kernel when a
-// ring is emptied, and in the middle of a ring after a quarter of it has
-// been read.
+// prefetchNext prefetches the chunk prefetchAhead bytes past off, as much
+// of it as lies within the left bytes there are.
+func prefetchNext(data unsafe.Pointer, off, left uint64) {
+	if left > prefetchAhead {
+		prefetch(unsafe.Add(data, off+prefetchAhead), uintptr(min(left-prefetchAhead, prefetchChunk)))
+	}
+}
+
+// Read returns the next record, waiting for one. Its Sample is a copy, in a
+// buffer the reader reuses, valid until the next call (ReadFunc reads in
+// place). Records come in order per CPU; the reader moves to another CPU's
+// ring when one is empty, and waits when all are, until the kernel wakes
+// it, as ReadFunc does. Space is handed back to the kernel when a ring is
+// emptied, and in the middle of a ring after a quarter of it has been
+// read.
 func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 	r.poll.mu.Lock()
 	defer r.poll.mu.Unlock()
@@ -432,7 +438,6 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 		}
 		for range len(r.rings) + 1 {
 			ring := r.rings[r.cur]
-			// What the previous Read returned is no longer in use.
 			if ring.pos-ring.released >= uint64(len(ring.data))/4 {
 				ring.releaseTo(ring.pos)
 			}
@@ -442,14 +447,19 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 				continue
 			}
 			if off, left := ring.span(); off%8 == 0 && left >= 16 {
-				h := (*sampleHeader)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(ring.data)), off))
+				data := unsafe.Pointer(unsafe.SliceData(ring.data))
+				h := (*sampleHeader)(unsafe.Add(data, off))
 				if size, raw := uint64(h.size), uint64(h.raw); isSample(h.typ, size, raw, left) {
 					ring.pos += size
-					return Record{CPU: ring.cpu, Sample: unsafe.Slice(&h.data[0], raw)}, nil
+					if off%prefetchChunk+size >= prefetchChunk { // into the next chunk
+						prefetchNext(data, off+size, left-size)
+					}
+					return Record{CPU: ring.cpu, Sample: keep(&r.kept, unsafe.Slice(&h.data[0], raw))}, nil
 				}
 			}
 			rec, ok, err := r.next(r.cur, ring)
 			if err != nil || ok {
+				rec.Sample = keep(&r.kept, rec.Sample)
 				return rec, err
 			}
 		}

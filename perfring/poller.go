@@ -204,15 +204,19 @@ func (p *poller) setDeadline(t time.Time) {
 	p.wake()
 }
 
-// shutdown marks the poller closed, wakes a blocked read, and waits until
-// no read runs: then the caller may release what reads use.
-func (p *poller) shutdown() bool {
+// shutdown marks the poller closed, wakes a blocked read, waits until no
+// read runs, then calls release to free what reads use, and closes the
+// poller. Reads that come later find it closed and return ErrClosed.
+// Closing twice is harmless.
+func (p *poller) shutdown(release func()) {
 	if p.closed.Swap(true) {
-		return false
+		return
 	}
 	p.wake()
 	p.mu.Lock()
-	return true
+	defer p.mu.Unlock()
+	release()
+	p.close()
 }
 
 func (p *poller) close() {

@@ -11,13 +11,28 @@ import (
 type Record struct {
 	CPU int
 	// Sample is what the program passed to bpf_perf_event_output or
-	// bpf_ringbuf_output. It points into the ring (or, for a perf record
-	// that wrapped, into the reader's scratch buffer) and is valid only
-	// until the callback returns or the next Read.
+	// bpf_ringbuf_output. From ReadFunc it points into the ring (or, for a
+	// perf record that wrapped, into the reader's scratch buffer) and is
+	// valid until the callback returns; from Read it is a copy, valid
+	// until the next Read.
 	Sample []byte
 	// Lost counts samples dropped on this CPU because its ring was full;
 	// non-zero only in a loss report, whose Sample is nil.
 	Lost uint64
+}
+
+// keep copies a sample Read returns into *buf, which grows to the largest
+// sample seen: the caller may use it until its next call, while Close, from
+// another goroutine, unmaps the rings. A nil sample (a loss report) stays
+// nil.
+func keep(buf *[]byte, sample []byte) []byte {
+	if sample == nil {
+		return nil
+	}
+	if cap(*buf) < len(sample) {
+		*buf = make([]byte, max(len(sample), 256))
+	}
+	return (*buf)[:copy((*buf)[:cap(*buf)], sample)]
 }
 
 // Record types of struct perf_event_header.

@@ -27,12 +27,13 @@ type RingBufReader struct {
 	pos, end  uint64
 	released  uint64
 	discarded atomic.Uint64
+	kept      []byte // the sample Read returned, copied
 }
 
 // NewRingBufReader maps the ring buffer: its consumer page read-write at
 // offset 0, then its producer page and its data read-only. The kernel maps
 // the data pages twice in a row, so a record that wraps around the end of
-// the ring is contiguous in memory: no record is ever copied.
+// the ring is contiguous in memory: ReadFunc never copies a record.
 func NewRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
 	if m.Type() != mapfd.RingBuf {
 		return nil, fmt.Errorf("ring buffer reader: map %q is not a ring buffer", m.Name())
@@ -66,14 +67,13 @@ func NewRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
 	return r, nil
 }
 
-// Close stops the reader: a blocked read returns ErrClosed promptly. The map
-// stays open. Closing twice is harmless.
+// Close stops the reader: a blocked read returns ErrClosed promptly, as do
+// later ones. The map stays open. Closing twice is harmless.
 func (r *RingBufReader) Close() error {
-	if r.poll.shutdown() {
+	r.poll.shutdown(func() {
 		unix.Munmap(r.consMem)
 		unix.Munmap(r.prodMem)
-		r.poll.close()
-	}
+	})
 	return nil
 }
 
@@ -158,8 +158,9 @@ func (r *RingBufReader) ReadFunc(ctx context.Context, f func(Record) error) (int
 	}
 }
 
-// Read returns the next record, waiting for one; its Sample is valid until
-// the next call.
+// Read returns the next record, waiting for one. Its Sample is a copy, in a
+// buffer the reader reuses, valid until the next call (ReadFunc reads in
+// place).
 func (r *RingBufReader) Read(ctx context.Context) (Record, error) {
 	r.poll.mu.Lock()
 	defer r.poll.mu.Unlock()
@@ -173,6 +174,7 @@ func (r *RingBufReader) Read(ctx context.Context) (Record, error) {
 		if r.pos != r.end || r.refresh() {
 			rec, ok, err := r.next()
 			if err != nil || ok {
+				rec.Sample = keep(&r.kept, rec.Sample)
 				return rec, err
 			}
 		}

@@ -180,3 +180,57 @@ func seqMap(t *testing.T) (*mapfd.Map, *mapfd.Typed[uint32, uint64]) {
 	tm, _ := mapfd.NewTyped[uint32, uint64](m)
 	return m, tm
 }
+
+// TestReadSampleOutlivesClose: a Sample from Read is the caller's until its
+// next call, even when another goroutine closes the reader meanwhile (Close
+// unmaps the rings: a Sample pointing into them would fault); reads after
+// Close return ErrClosed.
+func TestReadSampleOutlivesClose(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, kind := range []string{"perf", "ringbuf"} {
+		t.Run(kind, func(t *testing.T) {
+			testutil.CheckNoLeaks(t)
+			var r interface {
+				Read(context.Context) (perfring.Record, error)
+				ReadFunc(context.Context, func(perfring.Record) error) (int, error)
+				Close() error
+			}
+			var out *mapfd.Map
+			var err error
+			if kind == "perf" {
+				out = perfArray(t)
+				r, err = perfring.NewPerfReader(out, perfring.Options{})
+			} else {
+				out = ringbuf(t, 4096)
+				r, err = perfring.NewRingBufReader(out)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			emitter(t, out, os.Getpid(), kind == "ringbuf")
+			getppidOn(t, 0, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			rec, err := r.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := make(chan error)
+			go func() { closed <- r.Close() }()
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+			rec.CPU = int(rec.Sample[8])
+			newChecker(t).check(rec)
+			if _, err := r.Read(ctx); !errors.Is(err, perfring.ErrClosed) {
+				t.Fatalf("Read after Close: %v", err)
+			}
+			if _, err := r.ReadFunc(ctx, newChecker(t).check); !errors.Is(err, perfring.ErrClosed) {
+				t.Fatalf("ReadFunc after Close: %v", err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+		})
+	}
+}
