@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -52,20 +53,20 @@ var rounds = flag.Int("rounds", 7, "BenchmarkRead: runs of each reader per confi
 // on sys_enter_getppid sends a 64-byte record for each; the reader counts
 // samples and losses. Then one more record on each CPU, from this process,
 // makes the kernel report losses not yet reported, and received + lost must
-// equal what was sent. Each configuration runs with bpfkit's reader and,
-// when gcc and libbpf-dev are installed, with libbpf's (testdata/
-// libbpf_reader.c), -rounds times each, alternating and changing which goes
-// first, so that a noisy machine slows both alike. Reported per run:
-// records received per second, lost, the consumer's CPU time per record
-// (getrusage of the reading process; the producer is another), and, for
-// bpfkit, allocations per record; then, as .../median, the medians and
-// their ratio (x-libbpf, bpfkit's over libbpf's). The ratio is of the
+// equal what was sent. Each configuration runs with bpfkit's reader
+// (ReadFunc; and, at a watermark and for the ring buffer, Read too, as
+// bpfkit-read) and, when gcc and libbpf-dev are installed, with libbpf's
+// (testdata/libbpf_reader.c), -rounds times each, alternating and changing
+// which goes first, so that a noisy machine slows all alike. Reported per
+// run: records received per second, lost, the consumer's CPU time per
+// record (getrusage of the reading process; the producer is another), and,
+// for bpfkit, allocations per record; then, as .../median, the medians and
+// their ratio to libbpf's (x-libbpf; read- for Read's). The ratio is of the
 // medians, not the median of each round's ratio: the kernel wakes the
 // reader on the producer's CPU in some runs and not in others, which
-// halves or doubles either reader's cost, and the two runs of a round do
-// not share that draw. The
-// ring buffer has no loss records: there the program counts the outputs
-// that failed.
+// halves or doubles either reader's cost, and the runs of a round do not
+// share that draw. The ring buffer has no loss records: there the program
+// counts the outputs that failed.
 func BenchmarkRead(b *testing.B) {
 	testutil.RequireRoot(b)
 	var configs []benchConfig
@@ -76,13 +77,18 @@ func BenchmarkRead(b *testing.B) {
 			benchConfig{"perf/" + size + "/watermark-64KiB", false, ring, 64 << 10},
 			benchConfig{"ringbuf/" + size, true, ring, 0})
 	}
-	impls := []string{"bpfkit"}
-	if libbpfReader(b) != "" {
-		impls = append(impls, "libbpf")
-	} else {
+	withLibbpf := libbpfReader(b) != ""
+	if !withLibbpf {
 		b.Log("gcc or libbpf-dev is missing: no libbpf reader to compare with")
 	}
 	for _, c := range configs {
+		impls := []string{"bpfkit"}
+		if c.ringbuf || c.watermark > 0 {
+			impls = append(impls, "bpfkit-read")
+		}
+		if withLibbpf {
+			impls = append(impls, "libbpf")
+		}
 		cpu := map[string][]float64{}
 		lost := map[string]float64{}
 		for round := range *rounds {
@@ -102,12 +108,16 @@ func BenchmarkRead(b *testing.B) {
 			for b.Loop() {
 			}
 			b.ReportMetric(0, "ns/op")
-			b.ReportMetric(median(cpu["bpfkit"]), "cpu-ns/record")
-			b.ReportMetric(lost["bpfkit"], "max-lost")
-			if len(cpu["libbpf"]) > 0 {
-				b.ReportMetric(median(cpu["libbpf"]), "libbpf-cpu-ns/record")
-				b.ReportMetric(lost["libbpf"], "libbpf-max-lost")
-				b.ReportMetric(median(cpu["bpfkit"])/median(cpu["libbpf"]), "x-libbpf")
+			for _, impl := range impls {
+				prefix := strings.TrimPrefix(strings.TrimPrefix(impl, "bpfkit"), "-")
+				if prefix != "" {
+					prefix += "-"
+				}
+				b.ReportMetric(median(cpu[impl]), prefix+"cpu-ns/record")
+				b.ReportMetric(lost[impl], prefix+"max-lost")
+				if withLibbpf && impl != "libbpf" {
+					b.ReportMetric(median(cpu[impl])/median(cpu["libbpf"]), prefix+"x-libbpf")
+				}
 			}
 		})
 	}
@@ -172,7 +182,7 @@ func runScenario(b *testing.B, c benchConfig, impl string) result {
 	if useLibbpf {
 		cons = startLibbpf(b, out, c)
 	} else {
-		cons = startBpfkit(b, out, c)
+		cons = startBpfkit(b, out, c, impl == "bpfkit-read")
 	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "BPFKIT_PRODUCER="+strconv.Itoa(produced))
@@ -234,7 +244,9 @@ func runScenario(b *testing.B, c benchConfig, impl string) result {
 type bpfkitConsumer struct {
 	r interface {
 		ReadFunc(context.Context, func(perfring.Record) error) (int, error)
+		Read(context.Context) (perfring.Record, error)
 	}
+	viaRead        bool // Read, one record per call, rather than ReadFunc
 	setDeadline    func(time.Time)
 	samples, lost  uint64
 	count          func(perfring.Record) error
@@ -242,8 +254,8 @@ type bpfkitConsumer struct {
 	mallocs0, used uint64
 }
 
-func startBpfkit(b *testing.B, out *mapfd.Map, c benchConfig) *bpfkitConsumer {
-	bc := &bpfkitConsumer{}
+func startBpfkit(b *testing.B, out *mapfd.Map, c benchConfig, viaRead bool) *bpfkitConsumer {
+	bc := &bpfkitConsumer{viaRead: viaRead}
 	if c.ringbuf {
 		r, err := perfring.NewRingBufReader(out)
 		if err != nil {
@@ -282,23 +294,30 @@ func (bc *bpfkitConsumer) readWhile(done <-chan struct{}) {
 	runtime.ReadMemStats(&ms)
 	bc.mallocs0 = ms.Mallocs
 	unix.Getrusage(unix.RUSAGE_SELF, &bc.ru0)
-	for {
-		if _, err := bc.r.ReadFunc(context.Background(), bc.count); err != nil {
-			break
-		}
-	}
+	bc.readAll()
 	unix.Getrusage(unix.RUSAGE_SELF, &bc.ru1)
 	runtime.ReadMemStats(&ms)
 	bc.used = ms.Mallocs - bc.mallocs0
 }
 
-func (bc *bpfkitConsumer) finish() (uint64, uint64, time.Duration, uint64) {
-	bc.setDeadline(time.Now().Add(drainTime))
+// readAll reads until the deadline.
+func (bc *bpfkitConsumer) readAll() {
 	for {
-		if _, err := bc.r.ReadFunc(context.Background(), bc.count); err != nil {
-			break
+		if bc.viaRead {
+			rec, err := bc.r.Read(context.Background())
+			if err != nil {
+				return
+			}
+			bc.count(rec)
+		} else if _, err := bc.r.ReadFunc(context.Background(), bc.count); err != nil {
+			return
 		}
 	}
+}
+
+func (bc *bpfkitConsumer) finish() (uint64, uint64, time.Duration, uint64) {
+	bc.setDeadline(time.Now().Add(drainTime))
+	bc.readAll()
 	cpu := time.Duration(bc.ru1.Utime.Nano() + bc.ru1.Stime.Nano() - bc.ru0.Utime.Nano() - bc.ru0.Stime.Nano())
 	return bc.samples, bc.lost, cpu, bc.used
 }
