@@ -143,19 +143,21 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 // other goroutines wait that long at most. At a 64 KiB watermark that took
 // the reader from 1.9 to 1.3 times libbpf's CPU per record.
 //
-// What sysmon still costs: while any P is not idle (ours, in the wait),
-// it wakes every 10 ms or more often, 170-180 times in a 1.3 s benchmark
-// run, at 9-30 µs each here: 1-2.5 ns per record at a 64 KiB watermark,
-// most of what bpfkit's reader costs over libbpf's (per-thread schedstat:
-// the reading thread itself was at par with libbpf's reader). Only with every P idle does it sleep for long, and
-// for that the reader would have to park in Go's netpoller, our epoll fd
-// nested in the runtime's. That loses wake-ups: perf_poll consumes a
-// ring's pending wake-up (atomic_xchg(&rb->poll, 0), kernel/events/
-// core.c), so the runtime's epoll, checking our epoll fd, swallows the
-// event ours would have reported (TestPerfWatermark hung when tried). Nor
-// did waits bounded to yield in time, so that sysmon never takes the P
-// mid-run, pay: the kernel timer each such wait arms cost the reader more
-// than sysmon saved.
+// What sysmon still costs: while any P is not idle (ours, in the wait), it
+// wakes every 10 ms or more often, 170-180 times in a 1.3 s benchmark run,
+// at 9-30 µs each here: 1-2.5 ns per record at a 64 KiB watermark, most of
+// what bpfkit's reader costs over libbpf's (per-thread schedstat: the
+// reading thread itself was at par with libbpf's reader). Only with every P
+// idle does it sleep for long, and for that the reader would have to park in
+// Go's netpoller, our epoll fd nested in the runtime's. That loses wake-ups:
+// perf_poll consumes a ring's pending wake-up (atomic_xchg(&rb->poll, 0),
+// kernel/events/core.c), so the runtime's epoll, checking our epoll fd,
+// swallows the event ours would have reported (TestPerfWatermark hung when
+// tried); with every ring read after any wake-up instead, parking and waking
+// through the scheduler cost the reading thread 3 ns per record more than
+// sysmon costs. Nor did waits bounded to yield in time, so that sysmon never
+// takes the P mid-run, pay: the kernel timer each such wait arms cost the
+// reader more than sysmon saved.
 func (p *poller) epollWait(timeout int) (int, error) {
 	now := time.Since(epoch)
 	if now-p.yielded > yieldEvery {
