@@ -146,3 +146,22 @@ func inside(b, mem []byte) bool {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	return p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(mem))
 }
+
+// TestKeep: Read's copy keeps what a loss report and a sample are told
+// apart by: nil for the report, non-nil for a sample, even an empty one.
+func TestKeep(t *testing.T) {
+	var buf []byte
+	if keep(&buf, nil) != nil {
+		t.Fatal("a loss report's nil sample came back non-nil")
+	}
+	if got := keep(&buf, []byte{}); got == nil || len(got) != 0 {
+		t.Fatalf("empty sample: %v", got)
+	}
+	big := bytes.Repeat([]byte{7}, 300)
+	if got := keep(&buf, big); !bytes.Equal(got, big) || &got[0] == &big[0] {
+		t.Fatal("a 300-byte sample was not copied")
+	}
+	if got := keep(&buf, []byte{1, 2}); !bytes.Equal(got, []byte{1, 2}) || cap(buf) < 300 {
+		t.Fatalf("a short sample after a long one: %v, buffer %d", got, cap(buf))
+	}
+}

@@ -29,7 +29,7 @@ func keep(buf *[]byte, sample []byte) []byte {
 	if sample == nil {
 		return nil
 	}
-	if cap(*buf) < len(sample) {
+	if *buf == nil || cap(*buf) < len(sample) { // an empty sample stays non-nil
 		*buf = make([]byte, max(len(sample), 256))
 	}
 	return (*buf)[:copy((*buf)[:cap(*buf)], sample)]
