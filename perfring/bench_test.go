@@ -109,10 +109,7 @@ func BenchmarkRead(b *testing.B) {
 			}
 			b.ReportMetric(0, "ns/op")
 			for _, impl := range impls {
-				prefix := strings.TrimPrefix(strings.TrimPrefix(impl, "bpfkit"), "-")
-				if prefix != "" {
-					prefix += "-"
-				}
+				prefix := strings.TrimPrefix(impl+"-", "bpfkit-") // "", "read-", "libbpf-"
 				b.ReportMetric(median(cpu[impl]), prefix+"cpu-ns/record")
 				b.ReportMetric(lost[impl], prefix+"max-lost")
 				if withLibbpf && impl != "libbpf" {

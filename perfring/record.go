@@ -32,7 +32,7 @@ func keep(buf *[]byte, sample []byte) []byte {
 	if *buf == nil || cap(*buf) < len(sample) { // an empty sample stays non-nil
 		*buf = make([]byte, max(len(sample), 256))
 	}
-	return (*buf)[:copy((*buf)[:cap(*buf)], sample)]
+	return (*buf)[:copy(*buf, sample)]
 }
 
 // Record types of struct perf_event_header.
