@@ -10,7 +10,7 @@ import (
 // values are fds. The kernel swaps the entry atomically: a program running a
 // tail call sees the old program or the new one, never an empty slot.
 func (m *Map) SetFD(index uint32, fd int) error {
-	if m.fd < 0 {
+	if m.fd.Int() < 0 {
 		return ErrClosed
 	}
 	if m.keySize != 4 || m.valueSize != 4 {
@@ -23,7 +23,7 @@ func (m *Map) SetFD(index uint32, fd int) error {
 // ClearFD empties index of an fd array; an empty prog array slot makes
 // bpf_tail_call fall through to the caller's next instruction.
 func (m *Map) ClearFD(index uint32) error {
-	if m.fd < 0 {
+	if m.fd.Int() < 0 {
 		return ErrClosed
 	}
 	return m.delete(unsafe.Pointer(&index))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"unsafe"
 
 	"github.com/bpfkit/bpfkit/sys"
@@ -25,7 +26,7 @@ func (m *Map) All(errp *error) iter.Seq2[[]byte, []byte] {
 			}
 		}
 		setErr(nil)
-		if m.fd < 0 {
+		if m.fd.Int() < 0 {
 			setErr(ErrClosed)
 			return
 		}
@@ -69,22 +70,31 @@ type BatchCursor struct {
 	started bool
 }
 
-// LookupBatch copies up to len(keys)/KeySize elements into keys and values
-// (each ValueSize bytes) with BPF_MAP_LOOKUP_BATCH (5.6) and returns how
+// LookupBatch copies up to len(keys)/KeySize elements, and no more than
+// values holds at ValueSize bytes each, into keys and values with BPF_MAP_LOOKUP_BATCH (5.6) and returns how
 // many it copied. After the last element it returns ErrBatchEnd, with the
 // final count. Hash maps may return fewer than asked in the middle of a walk,
 // or ENOSPC if a bucket holds more elements than fit.
 func (m *Map) LookupBatch(c *BatchCursor, keys, values []byte) (int, error) {
-	if m.fd < 0 {
+	if m.fd.Int() < 0 {
 		return 0, ErrClosed
 	}
-	n := uint32(len(keys)) / m.keySize
-	if n == 0 || uint32(len(values)) < n*m.valueSize {
-		return 0, fmt.Errorf("map %q: batch buffers of %d and %d bytes hold no whole element", m.name, len(keys), len(values))
+	if c == nil {
+		return 0, fmt.Errorf("map %q: lookup batch: nil cursor", m.name)
+	}
+	if m.keySize == 0 {
+		return 0, fmt.Errorf("map %q: lookup batch: a %s map has no keys to walk", m.name, m.typ)
+	}
+	// Sizes multiply in 64 bits: in 32 a large value size wraps the
+	// product, and the kernel would write past values.
+	n := min(uint64(len(keys))/uint64(m.keySize), uint64(len(values))/max(uint64(m.valueSize), 1), math.MaxUint32)
+	if n == 0 {
+		return 0, fmt.Errorf("map %q: lookup batch: buffers of %d and %d bytes hold no whole element (key %d bytes, value %d)",
+			m.name, len(keys), len(values), m.keySize, m.valueSize)
 	}
 	var out uint64
-	attr := sys.MapBatchAttr{MapFD: uint32(m.fd), Keys: sys.SlicePointer(keys), Values: sys.SlicePointer(values),
-		Count: n, OutBatch: sys.NewPointer(unsafe.Pointer(&out))}
+	attr := sys.MapBatchAttr{MapFD: uint32(m.fd.Int()), Keys: sys.SlicePointer(keys), Values: sys.SlicePointer(values),
+		Count: uint32(n), OutBatch: sys.NewPointer(unsafe.Pointer(&out))}
 	if c.started {
 		attr.InBatch = sys.NewPointer(unsafe.Pointer(&c.token))
 	}

@@ -3,6 +3,7 @@ package mapfd
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -31,6 +32,10 @@ const (
 	Stack          Type = unix.BPF_MAP_TYPE_STACK
 	RingBuf        Type = unix.BPF_MAP_TYPE_RINGBUF // 5.8; MaxEntries is the size in bytes, a power of 2 and of the page size
 )
+
+// String is the type's name as in the uapi's enum bpf_map_type, without
+// its prefix and in lower case ("percpu_hash"), as the journal prints it.
+func (t Type) String() string { return sys.MapTypeName(uint32(t)) }
 
 // PerCPU reports whether the map holds one value per possible CPU.
 func (t Type) PerCPU() bool {
@@ -76,7 +81,7 @@ type Spec struct {
 // Map is an open BPF map. Its methods may be called from several goroutines,
 // but not concurrently with Close.
 type Map struct {
-	fd         int
+	fd         sys.FD
 	typ        Type
 	keySize    uint32
 	valueSize  uint32 // of the buffer a lookup fills: stride × CPUs for per-CPU maps
@@ -88,16 +93,23 @@ type Map struct {
 
 // Create makes a new map.
 func Create(spec Spec) (*Map, error) {
+	name, err := sys.NewObjName(spec.Name)
+	if err != nil {
+		return nil, fmt.Errorf("map create: %w", err)
+	}
 	attr := sys.MapCreateAttr{
 		MapType:    uint32(spec.Type),
 		KeySize:    spec.KeySize,
 		ValueSize:  spec.ValueSize,
 		MaxEntries: spec.MaxEntries,
 		MapFlags:   spec.Flags,
-		MapName:    sys.NewObjName(spec.Name),
+		MapName:    name,
 	}
 	if spec.InnerMap != nil {
-		attr.InnerMapFD = uint32(spec.InnerMap.fd)
+		if spec.InnerMap.fd.Int() < 0 {
+			return nil, fmt.Errorf("map create %q: inner map: %w", spec.Name, ErrClosed)
+		}
+		attr.InnerMapFD = uint32(spec.InnerMap.fd.Int())
 	}
 	fd, err := sys.MapCreate(&attr)
 	if err != nil {
@@ -108,26 +120,44 @@ func Create(spec Spec) (*Map, error) {
 }
 
 func newMap(fd int, typ Type, key, value, max, flags uint32, name string) (*Map, error) {
-	m := &Map{fd: fd, typ: typ, keySize: key, valueSize: value, maxEntries: max, flags: flags, name: name}
+	m := &Map{typ: typ, keySize: key, valueSize: value, maxEntries: max, flags: flags, name: name}
 	switch typ {
 	case Hash, Array, PerCPUHash, PerCPUArray, LRUHash, LRUPerCPUHash:
 		m.noSleep = true
 	}
+	m.fd.Set(fd)
 	if typ.PerCPU() {
 		n, err := PossibleCPUs()
 		if err != nil {
 			unix.Close(fd)
 			return nil, err
 		}
-		m.valueSize = uint32(n) * ((value + 7) &^ 7)
+		// In 64 bits: value+7 and the product both wrap in 32.
+		size := uint64(n) * ((uint64(value) + 7) &^ 7)
+		if size > math.MaxUint32 {
+			unix.Close(fd)
+			return nil, fmt.Errorf("map %q: per-CPU value of %d bytes times %d CPUs is more than a lookup can take", name, value, n)
+		}
+		m.valueSize = uint32(size)
 	}
 	return m, nil
 }
 
 // Open opens the map pinned at path in a BPF file system.
 func Open(path string) (*Map, error) {
-	fd, err := sys.ObjGet(&sys.ObjAttr{Pathname: sys.StringPointer(path)})
+	attr, err := sys.ObjPath(path, 0)
 	if err != nil {
+		return nil, fmt.Errorf("open pinned map: %w", err)
+	}
+	fd, err := sys.ObjGet(attr)
+	if err != nil {
+		return nil, fmt.Errorf("open pinned map %s: %w", path, err)
+	}
+	if kind, err := sys.ObjKind(fd); kind != "map" {
+		unix.Close(fd)
+		if err == nil {
+			err = fmt.Errorf("a BPF %s is pinned there, not a map: %w", kind, unix.EINVAL)
+		}
 		return nil, fmt.Errorf("open pinned map %s: %w", path, err)
 	}
 	return fromFD(fd)
@@ -153,7 +183,7 @@ func fromFD(fd int) (*Map, error) {
 
 // FD is the map's file descriptor, for programs that reference it
 // (insn.LoadMapFD) and for prog and perf event arrays. -1 once closed.
-func (m *Map) FD() int { return m.fd }
+func (m *Map) FD() int { return m.fd.Int() }
 
 // Type, KeySize, MaxEntries and Name describe the map.
 func (m *Map) Type() Type         { return m.typ }
@@ -168,23 +198,20 @@ func (m *Map) ValueSize() uint32 { return m.valueSize }
 // Close releases the map's fd; the kernel frees the map when nothing else
 // (a program, a pin, another fd) holds it. Closing twice is harmless.
 func (m *Map) Close() error {
-	if m.fd < 0 {
-		return nil
-	}
-	err := unix.Close(m.fd)
-	m.fd = -1
-	return err
+	return m.fd.Close()
 }
 
 func (m *Map) elem(key, value unsafe.Pointer, flags uint64) sys.MapElemAttr {
-	return sys.MapElemAttr{MapFD: uint32(m.fd), Key: sys.NewPointer(key), Value: sys.NewPointer(value), Flags: flags}
+	return sys.MapElemAttr{MapFD: uint32(m.fd.Int()), Key: sys.NewPointer(key), Value: sys.NewPointer(value), Flags: flags}
 }
 
-func (m *Map) check(key, value []byte) error {
-	if m.fd < 0 {
+// check checks key, and value unless the call takes none, against the
+// map's sizes.
+func (m *Map) check(key, value []byte, takesValue bool) error {
+	if m.fd.Int() < 0 {
 		return ErrClosed
 	}
-	if uint32(len(key)) != m.keySize || (value != nil && uint32(len(value)) != m.valueSize) {
+	if len(key) != int(m.keySize) || (takesValue && len(value) != int(m.valueSize)) {
 		return fmt.Errorf("map %q: key of %d bytes and value of %d, want %d and %d", m.name, len(key), len(value), m.keySize, m.valueSize)
 	}
 	return nil
@@ -201,7 +228,7 @@ func ptr(b []byte) unsafe.Pointer {
 
 // Lookup copies the value of key into value, which must be ValueSize bytes.
 func (m *Map) Lookup(key, value []byte) error {
-	if err := m.check(key, value); err != nil {
+	if err := m.check(key, value, true); err != nil {
 		return err
 	}
 	return m.lookup(ptr(key), ptr(value))
@@ -238,7 +265,7 @@ func (m *Map) lookup(key, value unsafe.Pointer) error {
 // Update sets key to value with flags BPF_ANY, BPF_NOEXIST or BPF_EXIST,
 // optionally with BPF_F_LOCK.
 func (m *Map) Update(key, value []byte, flags uint64) error {
-	if err := m.check(key, value); err != nil {
+	if err := m.check(key, value, true); err != nil {
 		return err
 	}
 	return m.update(ptr(key), ptr(value), flags)
@@ -254,7 +281,7 @@ func (m *Map) update(key, value unsafe.Pointer, flags uint64) error {
 
 // Delete removes key.
 func (m *Map) Delete(key []byte) error {
-	if err := m.check(key, nil); err != nil {
+	if err := m.check(key, nil, false); err != nil {
 		return err
 	}
 	return m.delete(ptr(key))
@@ -275,10 +302,10 @@ func (m *Map) delete(key unsafe.Pointer) error {
 // At the end it returns ErrKeyNotExist. (A hash map whose key was deleted
 // meanwhile restarts from its first key.)
 func (m *Map) NextKey(key, next []byte) error {
-	if err := m.check(next, nil); err != nil {
+	if err := m.check(next, nil, false); err != nil {
 		return err
 	}
-	if key != nil && uint32(len(key)) != m.keySize {
+	if key != nil && len(key) != int(m.keySize) {
 		return fmt.Errorf("map %q: key of %d bytes, want %d", m.name, len(key), m.keySize)
 	}
 	return m.nextKey(ptr(key), ptr(next))
@@ -299,7 +326,7 @@ func (m *Map) nextKey(key, next unsafe.Pointer) error {
 // step (hash maps since 5.14; for queues and stacks key is empty and the
 // element popped is the next one).
 func (m *Map) LookupAndDelete(key, value []byte) error {
-	if err := m.check(key, value); err != nil {
+	if err := m.check(key, value, true); err != nil {
 		return err
 	}
 	attr := m.elem(ptr(key), ptr(value), 0)
@@ -315,7 +342,7 @@ func (m *Map) LookupAndDelete(key, value []byte) error {
 // Freeze makes the map read-only to user space (5.2); programs may still write
 // unless it was created with BPF_F_RDONLY_PROG.
 func (m *Map) Freeze() error {
-	if m.fd < 0 {
+	if m.fd.Int() < 0 {
 		return ErrClosed
 	}
 	attr := m.elem(nil, nil, 0)
@@ -325,20 +352,30 @@ func (m *Map) Freeze() error {
 	return nil
 }
 
-// Pin makes the map outlive the process at path, in a BPF file system.
+// Pin makes the map outlive the process at path, in a BPF file system
+// (sys.BPFFSPath says which paths are accepted).
 func (m *Map) Pin(path string) error {
-	if m.fd < 0 {
+	if m.fd.Int() < 0 {
 		return ErrClosed
 	}
-	if err := sys.ObjPin(&sys.ObjAttr{Pathname: sys.StringPointer(path), BPFFD: uint32(m.fd)}); err != nil {
+	attr, err := sys.ObjPath(path, m.fd.Int())
+	if err == nil {
+		err = sys.ObjPin(attr)
+	}
+	if err != nil {
 		return m.wrap("pin at "+path, err)
 	}
 	return nil
 }
 
 // Unpin removes a pinned object, map or program, from a BPF file system.
+// It removes nothing else: a path outside a BPF file system and a
+// directory are errors.
 func Unpin(path string) error {
-	return os.Remove(path)
+	if err := sys.Unpin(path); err != nil {
+		return fmt.Errorf("mapfd: unpin: %w", err)
+	}
+	return nil
 }
 
 // Info is what the kernel reports about an open map.
@@ -353,10 +390,10 @@ type Info struct {
 // Info asks the kernel about the map (BPF_OBJ_GET_INFO_BY_FD).
 func (m *Map) Info() (Info, error) {
 	var i sys.MapInfo
-	if m.fd < 0 {
+	if m.fd.Int() < 0 {
 		return Info{}, ErrClosed
 	}
-	if err := sys.MapInfoByFD(m.fd, &i); err != nil {
+	if err := sys.MapInfoByFD(m.fd.Int(), &i); err != nil {
 		return Info{}, m.wrap("info", err)
 	}
 	return Info{ID: i.ID, Type: Type(i.Type), KeySize: i.KeySize, ValueSize: i.ValueSize, MaxEntries: i.MaxEntries,
@@ -395,8 +432,12 @@ func readCPUList(which string) ([]int, error) {
 	return ParseCPUList(string(b))
 }
 
+// MaxCPUs bounds the CPU numbers ParseCPUList accepts: the largest
+// CONFIG_NR_CPUS any architecture's Kconfig allows.
+const MaxCPUs = 8192
+
 // ParseCPUList expands a kernel CPU list such as "0-3,5" into the CPU
-// numbers, in order.
+// numbers, in order; numbers must be below MaxCPUs.
 func ParseCPUList(s string) ([]int, error) {
 	var cpus []int
 	for part := range strings.SplitSeq(strings.TrimSpace(s), ",") {
@@ -408,6 +449,9 @@ func ParseCPUList(s string) ([]int, error) {
 		b, err2 := strconv.Atoi(top)
 		if err1 != nil || err2 != nil || a < 0 || b < a || len(cpus) > 0 && a <= cpus[len(cpus)-1] {
 			return nil, fmt.Errorf("bad CPU list %q", s)
+		}
+		if b >= MaxCPUs {
+			return nil, fmt.Errorf("CPU list %q: CPU %d is not below %d, the most a kernel can have", s, b, MaxCPUs)
 		}
 		for c := a; c <= b; c++ {
 			cpus = append(cpus, c)

@@ -1,6 +1,7 @@
 package mapfd
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 	"reflect"
@@ -10,34 +11,74 @@ import (
 // Typed gives a map with fixed-size keys and values a Go type for each. K and
 // V must hold no pointers (no strings, slices, maps or interfaces) and have
 // the map's key and value sizes, padding included. Its calls do not allocate.
+// Only NewTyped makes a usable one: a Typed built otherwise (a zero value)
+// answers every call with ErrNotTyped, since its sizes were never checked.
 type Typed[K, V any] struct {
-	*Map
+	m *Map
 }
+
+// ErrNotTyped is returned by a Typed that NewTyped did not make.
+var ErrNotTyped = errors.New("mapfd: Typed not made by NewTyped")
 
 // NewTyped checks that K and V fit m. For a per-CPU map, V is one CPU's
 // value and its size must be a multiple of 8; use LookupPerCPU.
 func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
 	var k K
 	var v V
+	if m == nil {
+		return nil, errors.New("mapfd: NewTyped of a nil map")
+	}
 	if err := plainData(reflect.TypeOf(&k).Elem()); err != nil {
 		return nil, fmt.Errorf("map %q key: %w", m.name, err)
 	}
 	if err := plainData(reflect.TypeOf(&v).Elem()); err != nil {
 		return nil, fmt.Errorf("map %q value: %w", m.name, err)
 	}
-	vs := uint32(unsafe.Sizeof(v))
+	vs := uint64(unsafe.Sizeof(v))
 	if m.typ.PerCPU() {
 		n, _ := PossibleCPUs()
-		if vs%8 != 0 || vs*uint32(n) != m.valueSize {
+		if vs%8 != 0 || vs*uint64(n) != uint64(m.valueSize) {
 			return nil, fmt.Errorf("map %q: per-CPU value type of %d bytes, want a multiple of 8 that times %d CPUs is %d", m.name, vs, n, m.valueSize)
 		}
-	} else if vs != m.valueSize {
+	} else if vs != uint64(m.valueSize) {
 		return nil, fmt.Errorf("map %q: value type of %d bytes, the map's values are %d", m.name, vs, m.valueSize)
 	}
-	if ks := uint32(unsafe.Sizeof(k)); ks != m.keySize {
+	if ks := uint64(unsafe.Sizeof(k)); ks != uint64(m.keySize) {
 		return nil, fmt.Errorf("map %q: key type of %d bytes, the map's keys are %d", m.name, ks, m.keySize)
 	}
 	return &Typed[K, V]{m}, nil
+}
+
+// Map is the map t types; its byte API takes sizes unchecked by t.
+func (t *Typed[K, V]) Map() *Map { return t.m }
+
+// Close closes the map.
+func (t *Typed[K, V]) Close() error {
+	if t.m == nil {
+		return nil
+	}
+	return t.m.Close()
+}
+
+// open returns t's map, or why it cannot be used.
+func (t *Typed[K, V]) open() (*Map, error) {
+	switch {
+	case t.m == nil:
+		return nil, ErrNotTyped
+	case t.m.fd.Int() < 0:
+		return nil, ErrClosed
+	}
+	return t.m, nil
+}
+
+// single returns t's map for the calls that move one value, which a
+// per-CPU map does not hold.
+func (t *Typed[K, V]) single(call string) (*Map, error) {
+	m, err := t.open()
+	if err == nil && m.typ.PerCPU() {
+		err = fmt.Errorf("map %q: %s needs one value per CPU on a per-CPU map: use %sPerCPU", m.name, call, call)
+	}
+	return m, err
 }
 
 // plainData refuses types that hold Go pointers: the kernel would copy their
@@ -63,50 +104,109 @@ func plainData(t reflect.Type) error {
 // Lookup returns the value of k, or ErrKeyNotExist.
 func (t *Typed[K, V]) Lookup(k K) (V, error) {
 	var v V
-	if t.fd < 0 {
-		return v, ErrClosed
+	m, err := t.single("Lookup")
+	if err != nil {
+		return v, err
 	}
-	err := t.lookup(unsafe.Pointer(&k), unsafe.Pointer(&v))
-	return v, err
+	return v, m.lookup(unsafe.Pointer(&k), unsafe.Pointer(&v))
 }
 
 // LookupPerCPU fills out, which must hold PossibleCPUs values, with each
 // CPU's value of k.
 func (t *Typed[K, V]) LookupPerCPU(k K, out []V) error {
+	m, err := t.perCPU(out)
+	if err != nil {
+		return err
+	}
+	return m.lookup(unsafe.Pointer(&k), unsafe.Pointer(&out[0]))
+}
+
+// perCPU checks that t is a per-CPU map and out holds a value per CPU.
+func (t *Typed[K, V]) perCPU(out []V) (*Map, error) {
+	m, err := t.open()
+	if err != nil {
+		return nil, err
+	}
 	var v V
-	if t.fd < 0 {
-		return ErrClosed
+	size := uint64(unsafe.Sizeof(v))
+	if !m.typ.PerCPU() || size == 0 || uint64(len(out))*size != uint64(m.valueSize) {
+		return nil, fmt.Errorf("map %q: per-CPU access needs a per-CPU map and %d values", m.name, uint64(m.valueSize)/max(size, 1))
 	}
-	if !t.typ.PerCPU() || uint32(len(out))*uint32(unsafe.Sizeof(v)) != t.valueSize {
-		return fmt.Errorf("map %q: LookupPerCPU needs a per-CPU map and %d values", t.name, t.valueSize/max(uint32(unsafe.Sizeof(v)), 1))
-	}
-	return t.lookup(unsafe.Pointer(&k), unsafe.Pointer(&out[0]))
+	return m, nil
 }
 
 // Update sets k to v with flags BPF_ANY, BPF_NOEXIST or BPF_EXIST.
 func (t *Typed[K, V]) Update(k K, v V, flags uint64) error {
-	if t.fd < 0 {
-		return ErrClosed
+	m, err := t.single("Update")
+	if err != nil {
+		return err
 	}
-	if t.typ.PerCPU() {
-		return fmt.Errorf("map %q: per-CPU maps take one value per CPU: use the byte API", t.name)
+	return m.update(unsafe.Pointer(&k), unsafe.Pointer(&v), flags)
+}
+
+// UpdatePerCPU sets k to one value per CPU, vals[i] on CPU i; vals must
+// hold PossibleCPUs values.
+func (t *Typed[K, V]) UpdatePerCPU(k K, vals []V, flags uint64) error {
+	m, err := t.perCPU(vals)
+	if err != nil {
+		return err
 	}
-	return t.update(unsafe.Pointer(&k), unsafe.Pointer(&v), flags)
+	return m.update(unsafe.Pointer(&k), unsafe.Pointer(&vals[0]), flags)
 }
 
 // Delete removes k, or returns ErrKeyNotExist.
 func (t *Typed[K, V]) Delete(k K) error {
-	if t.fd < 0 {
-		return ErrClosed
+	m, err := t.open()
+	if err != nil {
+		return err
 	}
-	return t.delete(unsafe.Pointer(&k))
+	return m.delete(unsafe.Pointer(&k))
 }
 
-// All iterates over keys and values as Map.All does (not per-CPU maps).
+// All iterates over keys and values as Map.All does. A per-CPU map has no
+// single value per key: use AllPerCPU.
 func (t *Typed[K, V]) All(errp *error) iter.Seq2[K, V] {
 	return func(yield func(K, V) bool) {
-		for kb, vb := range t.Map.All(errp) {
-			if !yield(*(*K)(unsafe.Pointer(&kb[0])), *(*V)(unsafe.Pointer(&vb[0]))) {
+		m, err := t.single("All")
+		if err != nil {
+			if errp != nil {
+				*errp = err
+			}
+			return
+		}
+		for kb, vb := range m.All(errp) {
+			if !yield(at[K](kb), at[V](vb)) {
+				return
+			}
+		}
+	}
+}
+
+// at reads a T from b, which holds one (or nothing, for a zero-sized T).
+func at[T any](b []byte) (v T) {
+	if len(b) > 0 {
+		v = *(*T)(unsafe.Pointer(&b[0]))
+	}
+	return v
+}
+
+// AllPerCPU iterates over a per-CPU map's keys, each with its value on
+// every possible CPU (index i is CPU i). The slice is reused at every step.
+func (t *Typed[K, V]) AllPerCPU(errp *error) iter.Seq2[K, []V] {
+	return func(yield func(K, []V) bool) {
+		n, err := PossibleCPUs()
+		var m *Map
+		if err == nil {
+			m, err = t.perCPU(make([]V, n))
+		}
+		if err != nil {
+			if errp != nil {
+				*errp = err
+			}
+			return
+		}
+		for kb, vb := range m.All(errp) {
+			if !yield(at[K](kb), unsafe.Slice((*V)(unsafe.Pointer(&vb[0])), n)) {
 				return
 			}
 		}

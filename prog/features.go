@@ -25,7 +25,7 @@ func HavePerfLink() (bool, error) {
 			return
 		}
 		defer p.Close()
-		_, err = sys.LinkCreate(&sys.LinkCreateAttr{ProgFD: uint32(p.fd), TargetFD: ^uint32(0), AttachType: unix.BPF_PERF_EVENT})
+		_, err = sys.LinkCreate(&sys.LinkCreateAttr{ProgFD: uint32(p.fd.Int()), TargetFD: ^uint32(0), AttachType: unix.BPF_PERF_EVENT})
 		switch {
 		case errors.Is(err, unix.EBADF):
 			perfLink.ok = true

@@ -29,11 +29,11 @@ type Info struct {
 // Info asks the kernel about the program: once for the sizes, once for the
 // instructions and map ids.
 func (p *Program) Info() (*Info, error) {
-	if p.fd < 0 {
+	if p.fd.Int() < 0 {
 		return nil, ErrClosed
 	}
 	var si sys.ProgInfo
-	if err := sys.ProgInfoByFD(p.fd, &si); err != nil {
+	if err := sys.ProgInfoByFD(p.fd.Int(), &si); err != nil {
 		return nil, fmt.Errorf("program %q info: %w", p.name, err)
 	}
 	xlated := make([]byte, si.XlatedProgLen)
@@ -42,7 +42,7 @@ func (p *Program) Info() (*Info, error) {
 	if len(mapIDs) > 0 {
 		si.MapIDs = sys.NewPointer(unsafePointer(&mapIDs[0]))
 	}
-	if err := sys.ProgInfoByFD(p.fd, &si); err != nil {
+	if err := sys.ProgInfoByFD(p.fd.Int(), &si); err != nil {
 		return nil, fmt.Errorf("program %q info: %w", p.name, err)
 	}
 	insns, err := insn.Decode(xlated[:min(int(si.XlatedProgLen), len(xlated))])

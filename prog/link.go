@@ -14,8 +14,8 @@ import (
 // the perf event, the tracefs event. Closing twice is harmless.
 type Link struct {
 	desc   string
-	linkFD int                 // BPF link (perf link, raw tracepoint), or -1
-	perfFD int                 // perf event, or -1
+	linkFD sys.FD              // BPF link (perf link, raw tracepoint), or none
+	perfFD sys.FD              // perf event, or none
 	event  *tracefs.ProbeEvent // created in kprobe_events/uprobe_events, or nil
 }
 
@@ -24,25 +24,17 @@ func (l *Link) String() string { return l.desc }
 // FD is the BPF link's fd, or the perf event's when the program was attached
 // with PERF_EVENT_IOC_SET_BPF; -1 once closed.
 func (l *Link) FD() int {
-	if l.linkFD >= 0 {
-		return l.linkFD
+	if fd := l.linkFD.Int(); fd >= 0 {
+		return fd
 	}
-	return l.perfFD
+	return l.perfFD.Int()
 }
 
 // Close detaches: the link first, then the perf event (which detaches an
 // ioctl-attached program), then the tracefs event, which the kernel refuses
 // to remove while a perf event uses it.
 func (l *Link) Close() error {
-	var errs []error
-	if l.linkFD >= 0 {
-		errs = append(errs, unix.Close(l.linkFD))
-		l.linkFD = -1
-	}
-	if l.perfFD >= 0 {
-		errs = append(errs, unix.Close(l.perfFD))
-		l.perfFD = -1
-	}
+	errs := []error{l.linkFD.Close(), l.perfFD.Close()}
 	if l.event != nil {
 		errs = append(errs, l.event.Remove())
 		l.event = nil
@@ -69,12 +61,13 @@ type AttachOptions struct {
 // PERF_EVENT_IOC_SET_BPF; then it enables the event. On success the Link
 // owns perfFD and event; on failure both are released.
 func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, o AttachOptions) (*Link, error) {
-	l := &Link{desc: desc, linkFD: -1, perfFD: perfFD, event: event}
+	l := &Link{desc: desc, event: event}
+	l.perfFD.Set(perfFD)
 	fail := func(err error) (*Link, error) {
 		l.Close()
 		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
 	}
-	if p.fd < 0 {
+	if p.fd.Int() < 0 {
 		return fail(ErrClosed)
 	}
 	useLink := false
@@ -89,12 +82,12 @@ func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, 
 		return fail(fmt.Errorf("a cookie needs a BPF perf link (Linux 5.15) and Legacy is set or the kernel has none: %w", sys.ErrNotSupported))
 	}
 	if useLink {
-		fd, err := sys.LinkCreate(&sys.LinkCreateAttr{ProgFD: uint32(p.fd), TargetFD: uint32(perfFD), AttachType: unix.BPF_PERF_EVENT, Cookie: o.Cookie})
+		fd, err := sys.LinkCreate(&sys.LinkCreateAttr{ProgFD: uint32(p.fd.Int()), TargetFD: uint32(perfFD), AttachType: unix.BPF_PERF_EVENT, Cookie: o.Cookie})
 		if err != nil {
 			return fail(err)
 		}
-		l.linkFD = fd
-	} else if err := sys.PerfEventSetBPF(perfFD, p.fd); err != nil {
+		l.linkFD.Set(fd)
+	} else if err := sys.PerfEventSetBPF(perfFD, p.fd.Int()); err != nil {
 		return fail(err)
 	}
 	if err := sys.PerfEventEnable(perfFD); err != nil {
@@ -132,15 +125,21 @@ func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, e
 // A cookie needs Linux 6.10.
 func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error) {
 	desc := "raw tracepoint " + name
-	if p.fd < 0 {
+	if p.fd.Int() < 0 {
 		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, ErrClosed)
 	}
-	fd, err := sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: sys.StringPointer(name), ProgFD: uint32(p.fd), Cookie: o.Cookie})
+	tp, err := sys.StringPointer(name)
+	if err != nil {
+		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+	}
+	fd, err := sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie})
 	if err != nil {
 		if o.Cookie != 0 && errors.Is(err, unix.EINVAL) {
 			err = fmt.Errorf("%w (a raw tracepoint cookie needs Linux 6.10: %w)", err, sys.ErrNotSupported)
 		}
 		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
 	}
-	return &Link{desc: desc, linkFD: fd, perfFD: -1}, nil
+	l := &Link{desc: desc}
+	l.linkFD.Set(fd)
+	return l, nil
 }

@@ -92,7 +92,7 @@ func attachProbe(p *Program, spec tracefs.ProbeSpec, pid int, useTracefs bool, o
 		desc = fmt.Sprintf("%s %s:%#x", spec.Kind, spec.Path, spec.Offset)
 	}
 	fail := func(err error) (*Link, error) { return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err) }
-	if p.fd < 0 {
+	if p.fd.Int() < 0 {
 		return fail(ErrClosed)
 	}
 	cpu := 0 // all processes: the program runs on every CPU whatever the event's

@@ -25,6 +25,10 @@ const (
 	RawTracepoint Type = unix.BPF_PROG_TYPE_RAW_TRACEPOINT
 )
 
+// String is the type's name as in the uapi's enum bpf_prog_type, without
+// its prefix and in lower case ("tracepoint"), as the journal prints it.
+func (t Type) String() string { return sys.ProgTypeName(uint32(t)) }
+
 // Spec describes a program to load.
 type Spec struct {
 	Type    Type
@@ -54,7 +58,7 @@ const MaxLogSize = 64 << 20
 
 // Program is a loaded program.
 type Program struct {
-	fd   int
+	fd   sys.FD
 	name string
 	typ  Type
 	log  string
@@ -78,16 +82,24 @@ func LoadInstructions(spec Spec, insns []insn.Instruction) (*Program, error) {
 	}
 	buf := codePool.Get().(*[]byte)
 	defer codePool.Put(buf)
+	name, err := sys.NewObjName(spec.Name)
+	if err != nil {
+		return nil, fmt.Errorf("program load: %w", err)
+	}
+	license, err := sys.StringPointer(spec.License)
+	if err != nil {
+		return nil, fmt.Errorf("program %q: license: %w", spec.Name, err)
+	}
 	code := insn.AppendEncode((*buf)[:0], insns)
 	*buf = code
 	attr := sys.ProgLoadAttr{
 		ProgType:           uint32(spec.Type),
 		InsnCnt:            uint32(len(insns)),
 		Insns:              sys.SlicePointer(code),
-		License:            sys.StringPointer(spec.License),
+		License:            license,
 		KernVersion:        spec.KernVersion,
 		ProgFlags:          spec.Flags,
-		ProgName:           sys.NewObjName(spec.Name),
+		ProgName:           name,
 		ExpectedAttachType: spec.ExpectedAttachType,
 	}
 	if spec.Type == Kprobe && attr.KernVersion == 0 {
@@ -113,7 +125,9 @@ func LoadInstructions(spec Spec, insns []insn.Instruction) (*Program, error) {
 	if err != nil {
 		return nil, newVerifierError(spec.Name, err, cString(log), insns)
 	}
-	return &Program{fd: fd, name: attr.ProgName.String(), typ: spec.Type, log: cString(log)}, nil
+	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: cString(log)}
+	p.fd.Set(fd)
+	return p, nil
 }
 
 // codePool recycles the encoded instructions: the kernel copies them during
@@ -129,7 +143,7 @@ func logSize(n int) int {
 }
 
 // FD is the program's file descriptor; -1 once closed.
-func (p *Program) FD() int { return p.fd }
+func (p *Program) FD() int { return p.fd.Int() }
 
 // Name and Type describe the program.
 func (p *Program) Name() string { return p.name }
@@ -141,21 +155,20 @@ func (p *Program) Log() string { return p.log }
 // Close releases the program's fd; attachments and pins keep it alive in
 // the kernel. Closing twice is harmless.
 func (p *Program) Close() error {
-	if p.fd < 0 {
-		return nil
-	}
-	err := unix.Close(p.fd)
-	p.fd = -1
-	return err
+	return p.fd.Close()
 }
 
 // Pin makes the program outlive the process at path, in a BPF file system.
 // mapfd.Unpin removes it.
 func (p *Program) Pin(path string) error {
-	if p.fd < 0 {
+	if p.fd.Int() < 0 {
 		return ErrClosed
 	}
-	if err := sys.ObjPin(&sys.ObjAttr{Pathname: sys.StringPointer(path), BPFFD: uint32(p.fd)}); err != nil {
+	attr, err := sys.ObjPath(path, p.fd.Int())
+	if err == nil {
+		err = sys.ObjPin(attr)
+	}
+	if err != nil {
 		return fmt.Errorf("program %q: pin at %s: %w", p.name, path, err)
 	}
 	return nil
@@ -163,8 +176,19 @@ func (p *Program) Pin(path string) error {
 
 // Open opens the program pinned at path.
 func Open(path string) (*Program, error) {
-	fd, err := sys.ObjGet(&sys.ObjAttr{Pathname: sys.StringPointer(path)})
+	attr, err := sys.ObjPath(path, 0)
 	if err != nil {
+		return nil, fmt.Errorf("open pinned program: %w", err)
+	}
+	fd, err := sys.ObjGet(attr)
+	if err != nil {
+		return nil, fmt.Errorf("open pinned program %s: %w", path, err)
+	}
+	if kind, err := sys.ObjKind(fd); kind != "prog" {
+		unix.Close(fd)
+		if err == nil {
+			err = fmt.Errorf("a BPF %s is pinned there, not a program: %w", kind, unix.EINVAL)
+		}
 		return nil, fmt.Errorf("open pinned program %s: %w", path, err)
 	}
 	return fromFD(fd)
@@ -185,5 +209,7 @@ func fromFD(fd int) (*Program, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("program info: %w", err)
 	}
-	return &Program{fd: fd, name: info.Name.String(), typ: Type(info.Type)}, nil
+	p := &Program{name: info.Name.String(), typ: Type(info.Type)}
+	p.fd.Set(fd)
+	return p, nil
 }

@@ -35,11 +35,11 @@ type RunResult struct {
 // TestRun runs the program once (or Repeat times) in the kernel on the given
 // input with BPF_PROG_TEST_RUN.
 func (p *Program) TestRun(o RunOptions) (RunResult, error) {
-	if p.fd < 0 {
+	if p.fd.Int() < 0 {
 		return RunResult{}, ErrClosed
 	}
 	attr := sys.TestRunAttr{
-		ProgFD:      uint32(p.fd),
+		ProgFD:      uint32(p.fd.Int()),
 		DataIn:      sys.SlicePointer(o.Data),
 		DataSizeIn:  uint32(len(o.Data)),
 		DataOut:     sys.SlicePointer(o.DataOut),

@@ -1,6 +1,12 @@
 package sys
 
-import "unsafe"
+import (
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // AttrSize is the size of every attr struct passed to bpf(2). It covers union
 // bpf_attr of every kernel we know (144 bytes in 6.1, 168 in 6.18) with room to
@@ -28,21 +34,34 @@ func SlicePointer(b []byte) Pointer {
 	return Pointer{unsafe.Pointer(&b[0])}
 }
 
-// StringPointer points at a NUL-terminated copy of s.
-func StringPointer(s string) Pointer {
+// StringPointer points at a NUL-terminated copy of s. The kernel reads a C
+// string up to its first NUL, so a NUL inside s is an error (EINVAL):
+// "a\x00b" would silently mean "a" to it.
+func StringPointer(s string) (Pointer, error) {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return Pointer{}, fmt.Errorf("string %q holds a NUL byte at %d, where the kernel would end it: %w", s, i, unix.EINVAL)
+	}
 	b := make([]byte, len(s)+1)
 	copy(b, s)
-	return Pointer{unsafe.Pointer(&b[0])}
+	return Pointer{unsafe.Pointer(&b[0])}, nil
 }
 
 // ObjName is char[BPF_OBJ_NAME_LEN], the name of a map or program.
 type ObjName [16]byte
 
-// NewObjName truncates name to 15 bytes and NUL-terminates it.
-func NewObjName(name string) ObjName {
+// NewObjName checks name against the characters the kernel accepts in an
+// object name (bpf_obj_name_cpy: letters, digits, '_' and '.'; '.' since
+// 5.1), an EINVAL error naming the first other one, and keeps its first 15
+// bytes, NUL-terminated.
+func NewObjName(name string) (ObjName, error) {
 	var n ObjName
+	for i := range len(name) {
+		if c := name[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.') {
+			return n, fmt.Errorf("name %q: byte %q at %d is not allowed (only A-Z, a-z, 0-9, '_' and '.'): %w", name, []byte{c}, i, unix.EINVAL)
+		}
+	}
 	copy(n[:len(n)-1], name)
-	return n
+	return n, nil
 }
 
 func (n ObjName) String() string {

@@ -16,6 +16,9 @@ func call(cmd int, attr unsafe.Pointer) (int, error) { return doCall(cmd, attr, 
 // doCall is call; noSleep makes it with unix.RawSyscall, for commands that
 // cannot sleep (see MapElemNoSleep).
 func doCall(cmd int, attr unsafe.Pointer, noSleep bool) (int, error) {
+	if attr == nil {
+		return -1, &Error{Op: cmdName(cmd), Errno: unix.EFAULT, Hint: "nil attr"}
+	}
 	j := journal.Load()
 	var start time.Time
 	if j != nil {
@@ -89,7 +92,7 @@ func callFD(cmd int, attr unsafe.Pointer) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	return safeFD(fd, cmdNames[cmd])
+	return safeFD(fd, cmdName(cmd))
 }
 
 // safeFD moves fd above 2: a BPF object on fd 0, 1 or 2 is one careless
@@ -121,7 +124,7 @@ func bpfError(cmd int, attr unsafe.Pointer, errno unix.Errno) error {
 	if errno == unix.ENOENT && cmd < len(enoent) {
 		return enoent[cmd]
 	}
-	e := &Error{Op: cmdNames[cmd], Errno: errno}
+	e := &Error{Op: cmdName(cmd), Errno: errno}
 	switch errno {
 	case unix.EPERM:
 		switch cmd {
@@ -134,14 +137,38 @@ func bpfError(cmd int, attr unsafe.Pointer, errno unix.Errno) error {
 			unix.BPF_ENABLE_STATS, unix.BPF_PROG_QUERY:
 			e.Hint = permHint(CAP_SYS_ADMIN)
 		case unix.BPF_OBJ_PIN, unix.BPF_OBJ_GET:
-			e.Hint = "check the permissions of the path in the BPF file system"
+			e.Hint = "the path's permissions in the BPF file system refuse it"
+		case unix.BPF_MAP_UPDATE_ELEM, unix.BPF_MAP_DELETE_ELEM:
+			// map_get_sys_perms: a frozen map, or one made with
+			// BPF_F_RDONLY, is not writable from user space.
+			e.Hint = "the map is read-only to user space: frozen (BPF_MAP_FREEZE) or created with BPF_F_RDONLY"
 		default:
 			e.Hint = permHint(CAP_BPF)
 		}
 	case unix.E2BIG:
-		e.Hint = "the attr sets a field this kernel does not know"
+		e.Hint = e2bigHint(cmd)
 	}
 	return e
+}
+
+// e2bigHint lists, most likely first, what makes the kernel answer cmd with
+// E2BIG. Every command does when the attr sets a byte past the kernel's
+// union (bpf_check_uarg_tail_zero), which kernelAttrSize prevents for our
+// structs; that cause comes last.
+func e2bigHint(cmd int) string {
+	const unknownField = "or the attr sets a field this kernel does not know"
+	switch cmd {
+	case unix.BPF_MAP_UPDATE_ELEM:
+		return "the map is full (max_entries elements are in it), or an array index is not below max_entries"
+	case unix.BPF_MAP_CREATE:
+		return "the key, value or max_entries is larger than this map type allows, " + unknownField
+	case unix.BPF_PROG_LOAD:
+		return "the program is too large: over 1M instructions (4096 without CAP_BPF), over 1M processed by the verifier, " +
+			"or bpf-to-bpf calls nested too deep, " + unknownField
+	case unix.BPF_LINK_CREATE:
+		return "too many programs are attached to the target (64 on a perf event), " + unknownField
+	}
+	return "the attr sets a field this kernel does not know"
 }
 
 // MapCreate is BPF_MAP_CREATE; it returns the new map's fd.
@@ -187,7 +214,7 @@ func MapElemNoSleep(cmd int, attr *MapElemAttr) error {
 	switch cmd {
 	case unix.BPF_MAP_LOOKUP_ELEM, unix.BPF_MAP_UPDATE_ELEM, unix.BPF_MAP_DELETE_ELEM, unix.BPF_MAP_GET_NEXT_KEY:
 	default:
-		return &Error{Op: cmdNames[cmd], Errno: unix.EINVAL, Hint: "not an element command"}
+		return &Error{Op: cmdName(cmd), Errno: unix.EINVAL, Hint: "not an element command"}
 	}
 	_, err := doCall(cmd, unsafe.Pointer(attr), true)
 	return err

@@ -20,6 +20,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// cstr and objName are sys.StringPointer and sys.NewObjName for strings
+// known to be valid.
+func cstr(s string) sys.Pointer {
+	p, err := sys.StringPointer(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func objName(s string) sys.ObjName {
+	n, err := sys.NewObjName(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
 func TestMain(m *testing.M) { os.Exit(testutil.LeakMain(m)) }
 
 // retZero is "r0 = 0; exit" in raw bytes: sys knows no instruction set.
@@ -27,7 +45,7 @@ var retZero = []byte{0xb7, 0, 0, 0, 0, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0}
 
 func createMap(t *testing.T, typ, key, value, max uint32) int {
 	t.Helper()
-	fd, err := sys.MapCreate(&sys.MapCreateAttr{MapType: typ, KeySize: key, ValueSize: value, MaxEntries: max, MapName: sys.NewObjName("systest")})
+	fd, err := sys.MapCreate(&sys.MapCreateAttr{MapType: typ, KeySize: key, ValueSize: value, MaxEntries: max, MapName: objName("systest")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +56,7 @@ func createMap(t *testing.T, typ, key, value, max uint32) int {
 func loadProg(t testing.TB, typ uint32, code []byte) int {
 	t.Helper()
 	attr := sys.ProgLoadAttr{ProgType: typ, InsnCnt: uint32(len(code) / 8), Insns: sys.SlicePointer(code),
-		License: sys.StringPointer("GPL"), ProgName: sys.NewObjName("systest")}
+		License: cstr("GPL"), ProgName: objName("systest")}
 	fd, err := sys.ProgLoad(&attr)
 	if err != nil {
 		t.Fatal(err)
@@ -229,11 +247,11 @@ func TestPinGet(t *testing.T) {
 	dir := testutil.BPFFS(t)
 	fd := createMap(t, unix.BPF_MAP_TYPE_ARRAY, 4, 8, 4)
 	path := filepath.Join(dir, "m")
-	if err := sys.ObjPin(&sys.ObjAttr{Pathname: sys.StringPointer(path), BPFFD: uint32(fd)}); err != nil {
+	if err := sys.ObjPin(&sys.ObjAttr{Pathname: cstr(path), BPFFD: uint32(fd)}); err != nil {
 		t.Fatal(err)
 	}
 	defer os.Remove(path)
-	fd2, err := sys.ObjGet(&sys.ObjAttr{Pathname: sys.StringPointer(path)})
+	fd2, err := sys.ObjGet(&sys.ObjAttr{Pathname: cstr(path)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +262,7 @@ func TestPinGet(t *testing.T) {
 	if a.ID == 0 || a.ID != b.ID {
 		t.Fatalf("pinned map id %d, opened %d", a.ID, b.ID)
 	}
-	_, err = sys.ObjGet(&sys.ObjAttr{Pathname: sys.StringPointer(filepath.Join(dir, "absent"))})
+	_, err = sys.ObjGet(&sys.ObjAttr{Pathname: cstr(filepath.Join(dir, "absent"))})
 	if !errors.Is(err, unix.ENOENT) {
 		t.Fatalf("BPF_OBJ_GET of a missing path: %v", err)
 	}
@@ -379,12 +397,12 @@ func TestRawTracepointOpen(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	prog := loadProg(t, unix.BPF_PROG_TYPE_RAW_TRACEPOINT, retZero)
-	fd, err := sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: sys.StringPointer("sys_enter"), ProgFD: uint32(prog)})
+	fd, err := sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: cstr("sys_enter"), ProgFD: uint32(prog)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	unix.Close(fd)
-	_, err = sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: sys.StringPointer("no_such_tracepoint"), ProgFD: uint32(prog)})
+	_, err = sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: cstr("no_such_tracepoint"), ProgFD: uint32(prog)})
 	if !errors.Is(err, unix.ENOENT) {
 		t.Fatalf("unknown raw tracepoint: %v, want ENOENT", err)
 	}
@@ -432,7 +450,7 @@ func TestFDHygiene(t *testing.T) {
 		unix.Close(i)
 	}
 	mfd, merr := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
-	pfd, perr := sys.ProgLoad(&sys.ProgLoadAttr{ProgType: unix.BPF_PROG_TYPE_SOCKET_FILTER, InsnCnt: 2, Insns: sys.SlicePointer(retZero), License: sys.StringPointer("GPL")})
+	pfd, perr := sys.ProgLoad(&sys.ProgLoadAttr{ProgType: unix.BPF_PROG_TYPE_SOCKET_FILTER, InsnCnt: 2, Insns: sys.SlicePointer(retZero), License: cstr("GPL")})
 	_, free0 := unix.FcntlInt(0, unix.F_GETFD, 0)
 	for i := range saved {
 		unix.Dup3(saved[i], i, 0)
@@ -483,7 +501,7 @@ func TestEPERMNamesCapability(t *testing.T) {
 			err = e
 			return
 		}
-		_, err = sys.ProgLoad(&sys.ProgLoadAttr{ProgType: unix.BPF_PROG_TYPE_TRACEPOINT, InsnCnt: 2, Insns: sys.SlicePointer(retZero), License: sys.StringPointer("GPL")})
+		_, err = sys.ProgLoad(&sys.ProgLoadAttr{ProgType: unix.BPF_PROG_TYPE_TRACEPOINT, InsnCnt: 2, Insns: sys.SlicePointer(retZero), License: cstr("GPL")})
 	}()
 	wg.Wait()
 	if !errors.Is(err, unix.EPERM) {
@@ -526,7 +544,7 @@ func TestManyLoads(t *testing.T) {
 		}()
 	}
 	defer func() { close(stop); wg.Wait() }()
-	attr := sys.ProgLoadAttr{ProgType: unix.BPF_PROG_TYPE_SOCKET_FILTER, InsnCnt: uint32(len(code) / 8), Insns: sys.SlicePointer(code), License: sys.StringPointer("GPL")}
+	attr := sys.ProgLoadAttr{ProgType: unix.BPF_PROG_TYPE_SOCKET_FILTER, InsnCnt: uint32(len(code) / 8), Insns: sys.SlicePointer(code), License: cstr("GPL")}
 	for i := range 10000 {
 		fd, err := sys.ProgLoad(&attr)
 		if err != nil {
@@ -540,14 +558,14 @@ func TestJournal(t *testing.T) {
 	testutil.RequireRoot(t)
 	var buf bytes.Buffer
 	sys.SetJournal(&buf)
-	fd, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_HASH, KeySize: 8, ValueSize: 8, MaxEntries: 4096, MapName: sys.NewObjName("drops")})
+	fd, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_HASH, KeySize: 8, ValueSize: 8, MaxEntries: 4096, MapName: objName("drops")})
 	if err != nil {
 		sys.SetJournal(nil)
 		t.Fatal(err)
 	}
 	k, v := uint64(1), uint64(0)
 	sys.MapLookupElem(elem(fd, unsafe.Pointer(&k), unsafe.Pointer(&v), 0))
-	pfd, _ := sys.ProgLoad(&sys.ProgLoadAttr{ProgType: unix.BPF_PROG_TYPE_SOCKET_FILTER, InsnCnt: 2, Insns: sys.SlicePointer(retZero), License: sys.StringPointer("GPL"), ProgName: sys.NewObjName("ret0")})
+	pfd, _ := sys.ProgLoad(&sys.ProgLoadAttr{ProgType: unix.BPF_PROG_TYPE_SOCKET_FILTER, InsnCnt: 2, Insns: sys.SlicePointer(retZero), License: cstr("GPL"), ProgName: objName("ret0")})
 	sys.SetJournal(nil)
 	unix.Close(fd)
 	unix.Close(pfd)

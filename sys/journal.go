@@ -63,7 +63,7 @@ func (j *Journal) record(op, args string, r int, errno unix.Errno, d time.Durati
 
 // describe renders the attr fields a reviewer cares about for cmd.
 func describe(cmd int, p unsafe.Pointer) string {
-	name := cmdNames[cmd]
+	name := cmdName(cmd)
 	switch cmd {
 	case unix.BPF_MAP_CREATE:
 		a := (*MapCreateAttr)(p)
@@ -129,11 +129,27 @@ func cString(p Pointer) string {
 	return string(b) + "..."
 }
 
+// MapTypeName is the name of enum bpf_map_type value t as the journal
+// prints it ("hash", "percpu_array"), or its number.
+func MapTypeName(t uint32) string { return lookupName(mapTypeNames, t) }
+
+// ProgTypeName is the name of enum bpf_prog_type value t as the journal
+// prints it ("tracepoint", "socket_filter"), or its number.
+func ProgTypeName(t uint32) string { return lookupName(progTypeNames, t) }
+
 func lookupName(names []string, v uint32) string {
 	if int(v) < len(names) && names[v] != "" {
 		return names[v]
 	}
 	return fmt.Sprint(v)
+}
+
+// cmdName is the name of command cmd, or its number.
+func cmdName(cmd int) string {
+	if cmd >= 0 && cmd < len(cmdNames) {
+		return cmdNames[cmd]
+	}
+	return fmt.Sprintf("bpf cmd %d", cmd)
 }
 
 // Names as in enum bpf_cmd, bpf_map_type, bpf_prog_type and bpf_attach_type,

@@ -2,6 +2,10 @@ package sys
 
 import (
 	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -11,6 +15,9 @@ import (
 // PerfEventOpen is perf_event_open(2); PERF_FLAG_FD_CLOEXEC is always added
 // to flags. attr.Size is set to the size of unix.PerfEventAttr if zero.
 func PerfEventOpen(attr *unix.PerfEventAttr, pid, cpu, groupFD, flags int) (int, error) {
+	if attr == nil {
+		return -1, &Error{Op: "perf_event_open", Errno: unix.EFAULT, Hint: "nil attr"}
+	}
 	if attr.Size == 0 {
 		attr.Size = uint32(unsafe.Sizeof(*attr))
 	}
@@ -29,7 +36,7 @@ func PerfEventOpen(attr *unix.PerfEventAttr, pid, cpu, groupFD, flags int) (int,
 		e := &Error{Op: "perf_event_open", Errno: errnoOf(err)}
 		switch e.Errno {
 		case unix.EPERM, unix.EACCES:
-			e.Hint = permHint(CAP_PERFMON) + "; see also kernel.perf_event_paranoid"
+			e.Hint = perfPermHint(attr)
 		case unix.ENODEV, unix.EOPNOTSUPP:
 			e.Hint = "this kernel has no such event or PMU"
 		}
@@ -53,6 +60,38 @@ func PerfEventEnable(perfFD int) error {
 // PerfEventDisable is the PERF_EVENT_IOC_DISABLE ioctl.
 func PerfEventDisable(perfFD int) error {
 	return perfIoctl(perfFD, unix.PERF_EVENT_IOC_DISABLE, 0, "PERF_EVENT_IOC_DISABLE")
+}
+
+// perfPermHint explains a refused perf_event_open by what the event needs:
+// the uprobe PMU asks for CAP_SYS_ADMIN (perf_uprobe_event_init), where
+// other events take CAP_PERFMON; Debian's perf_event_paranoid level 3 asks
+// for CAP_SYS_ADMIN for every event.
+func perfPermHint(attr *unix.PerfEventAttr) string {
+	paranoid := -1
+	if b, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid"); err == nil {
+		paranoid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	switch {
+	case attr.Type == pmuType("uprobe"):
+		return permHint(CAP_SYS_ADMIN) + " (the uprobe PMU needs it)"
+	case paranoid >= 3:
+		return permHint(CAP_SYS_ADMIN) + fmt.Sprintf(" (kernel.perf_event_paranoid is %d, Debian's level that needs it)", paranoid)
+	}
+	return permHint(CAP_PERFMON) + fmt.Sprintf("; see also kernel.perf_event_paranoid (%d)", paranoid)
+}
+
+// pmuType is the type number of the perf PMU name, from sysfs, or
+// math.MaxUint32 if there is none.
+func pmuType(name string) uint32 {
+	b, err := os.ReadFile("/sys/bus/event_source/devices/" + name + "/type")
+	if err != nil {
+		return math.MaxUint32
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return math.MaxUint32
+	}
+	return uint32(n)
 }
 
 func perfIoctl(fd int, req uint, arg int, op string) error {

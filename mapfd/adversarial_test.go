@@ -1,0 +1,407 @@
+package mapfd_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/mapfd"
+	"github.com/bpfkit/bpfkit/prog"
+	"golang.org/x/sys/unix"
+)
+
+// The tests in this file call mapfd as a hostile caller would: sizes at
+// their wrap points, zero and closed handles, strings the kernel would read
+// otherwise than Go, paths outside the BPF file system. Each checks the
+// exact answer, and that nothing is written or removed where it must not be.
+
+// wantErr fails t unless err is non-nil and its message holds every part.
+func wantErr(t *testing.T, what string, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error, want one saying %q", what, parts)
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Fatalf("%s: error %q does not say %q", what, err, p)
+		}
+	}
+}
+
+// TestLookupBatchSizesIn64Bits: with 1 MiB values, 4096 keys' worth of key
+// buffer and a 16-byte value buffer, n × ValueSize wraps to 0 in 32 bits;
+// the check passed and the kernel wrote a MiB into the 16 bytes.
+func TestLookupBatchSizesIn64Bits(t *testing.T) {
+	testutil.RequireRoot(t)
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Hash, KeySize: 4, ValueSize: 1 << 20, MaxEntries: 4096,
+		Flags: unix.BPF_F_NO_PREALLOC, Name: "bigvals"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Update(make([]byte, 4), make([]byte, 1<<20), mapfd.BPF_ANY); err != nil {
+		t.Fatal(err)
+	}
+	values := make([]byte, 16+64)
+	canary := values[16:]
+	for i := range canary {
+		canary[i] = 0xa5
+	}
+	var c mapfd.BatchCursor
+	n, err := m.LookupBatch(&c, make([]byte, 4*4096), values[:16:16])
+	wantErr(t, "LookupBatch into a 16-byte value buffer", err, "hold no whole element", "value 1048576")
+	if n != 0 {
+		t.Fatalf("LookupBatch copied %d elements", n)
+	}
+	for _, b := range canary {
+		if b != 0xa5 {
+			t.Fatal("the kernel wrote past the value buffer")
+		}
+	}
+	// Whole elements: as many as the smaller buffer holds.
+	got, err := m.LookupBatch(&c, make([]byte, 4*4096), make([]byte, 1<<20))
+	if !errors.Is(err, mapfd.ErrBatchEnd) || got != 1 {
+		t.Fatalf("LookupBatch with room for one value: %d, %v", got, err)
+	}
+}
+
+func TestLookupBatchHostile(t *testing.T) {
+	testutil.RequireRoot(t)
+	q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 8, MaxEntries: 4, Name: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	var c mapfd.BatchCursor
+	// A queue's keys are 0 bytes: len(keys)/KeySize divided by zero.
+	_, err = q.LookupBatch(&c, make([]byte, 8), make([]byte, 8))
+	wantErr(t, "LookupBatch on a queue", err, "a queue map has no keys to walk")
+	a := newMap(t, mapfd.Array, 4, 8, 4)
+	_, err = a.LookupBatch(nil, make([]byte, 16), make([]byte, 32))
+	wantErr(t, "LookupBatch with a nil cursor", err, "nil cursor")
+	_, err = a.LookupBatch(&c, nil, nil)
+	wantErr(t, "LookupBatch with no buffers", err, "hold no whole element")
+}
+
+func newMap(t *testing.T, typ mapfd.Type, key, value, entries uint32) *mapfd.Map {
+	t.Helper()
+	m, err := mapfd.Create(mapfd.Spec{Type: typ, KeySize: key, ValueSize: value, MaxEntries: entries, Name: "adv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// TestZeroMapHoldsNoFD: a Map{} reported fd 0, its Close closed stdin and
+// its calls handed fd 0 to the kernel.
+func TestZeroMapHoldsNoFD(t *testing.T) {
+	var m mapfd.Map
+	if fd := m.FD(); fd != -1 {
+		t.Fatalf("zero Map's FD is %d, want -1", fd)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("zero Map's Close: %v", err)
+	}
+	if _, err := unix.FcntlInt(0, unix.F_GETFD, 0); err != nil {
+		t.Fatalf("fd 0 was closed by a zero Map's Close: %v", err)
+	}
+	if err := m.Lookup(nil, nil); !errors.Is(err, mapfd.ErrClosed) {
+		t.Fatalf("zero Map's Lookup: %v, want ErrClosed", err)
+	}
+	if err := m.Pin("/sys/fs/bpf/x"); !errors.Is(err, mapfd.ErrClosed) {
+		t.Fatalf("zero Map's Pin: %v, want ErrClosed", err)
+	}
+	if _, err := mapfd.Create(mapfd.Spec{Type: mapfd.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1, InnerMap: &m}); !errors.Is(err, mapfd.ErrClosed) {
+		t.Fatalf("Create with a zero inner map: %v, want ErrClosed", err)
+	}
+}
+
+// TestTypedNeedsNewTyped: a Typed not made by NewTyped skipped the size
+// check; a lookup then wrote the map's value size into a smaller V.
+func TestTypedNeedsNewTyped(t *testing.T) {
+	var tm mapfd.Typed[uint32, uint8]
+	if _, err := tm.Lookup(0); !errors.Is(err, mapfd.ErrNotTyped) {
+		t.Fatalf("zero Typed's Lookup: %v, want ErrNotTyped", err)
+	}
+	if err := tm.Update(0, 1, 0); !errors.Is(err, mapfd.ErrNotTyped) {
+		t.Fatalf("zero Typed's Update: %v", err)
+	}
+	if err := tm.Delete(0); !errors.Is(err, mapfd.ErrNotTyped) {
+		t.Fatalf("zero Typed's Delete: %v", err)
+	}
+	var err error
+	for range tm.All(&err) {
+		t.Fatal("zero Typed yielded")
+	}
+	if !errors.Is(err, mapfd.ErrNotTyped) {
+		t.Fatalf("zero Typed's All: %v", err)
+	}
+	if err := tm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mapfd.NewTyped[uint32, uint64](nil); err == nil {
+		t.Fatal("NewTyped of a nil map")
+	}
+}
+
+// TestTypedPerCPU: on a per-CPU map Lookup wrote a value per CPU into one V,
+// and All yielded CPU 0's value only.
+func TestTypedPerCPU(t *testing.T) {
+	testutil.RequireRoot(t)
+	ncpu, err := mapfd.PossibleCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMap(t, mapfd.PerCPUArray, 4, 8, 2)
+	tm, err := mapfd.NewTyped[uint32, uint64](m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tm.Lookup(0)
+	wantErr(t, "Typed.Lookup on a per-CPU map", err, "use LookupPerCPU")
+	wantErr(t, "Typed.Update on a per-CPU map", tm.Update(0, 1, 0), "use UpdatePerCPU")
+	var allErr error
+	for range tm.All(&allErr) {
+		t.Fatal("All yielded on a per-CPU map")
+	}
+	wantErr(t, "Typed.All on a per-CPU map", allErr, "use AllPerCPU")
+
+	vals := make([]uint64, ncpu)
+	for i := range vals {
+		vals[i] = uint64(100 + i)
+	}
+	if err := tm.UpdatePerCPU(1, vals, mapfd.BPF_ANY); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "UpdatePerCPU with too few values", tm.UpdatePerCPU(1, vals[:ncpu-1], 0), "per-CPU access needs")
+	wantErr(t, "LookupPerCPU into nothing", tm.LookupPerCPU(1, nil), "per-CPU access needs")
+	seen := 0
+	for k, v := range tm.AllPerCPU(&allErr) {
+		if len(v) != ncpu {
+			t.Fatalf("key %d: %d values, want %d", k, len(v), ncpu)
+		}
+		for cpu, x := range v {
+			want := uint64(0)
+			if k == 1 {
+				want = uint64(100 + cpu)
+			}
+			if x != want {
+				t.Fatalf("key %d cpu %d: %d, want %d", k, cpu, x, want)
+			}
+		}
+		seen++
+	}
+	if allErr != nil || seen != 2 {
+		t.Fatalf("AllPerCPU: %d keys, %v", seen, allErr)
+	}
+	plain, err := mapfd.NewTyped[uint32, uint64](newMap(t, mapfd.Array, 4, 8, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range plain.AllPerCPU(&allErr) {
+	}
+	wantErr(t, "AllPerCPU on an array", allErr, "needs a per-CPU map")
+}
+
+// TestPinPathsStayInBPFFS: Unpin was os.Remove, so a path through ".."
+// deleted a regular file, and empty directories went too; Pin outside a BPF
+// file system blamed permissions.
+func TestPinPathsStayInBPFFS(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	fs := testutil.BPFFS(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(fs, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	escape := fs + "/" + rel // <bpffs>/../../<tmp>/victim
+	wantErr(t, "Unpin through ..", mapfd.Unpin(escape), "is not on a BPF file system")
+	wantErr(t, "Unpin of a regular file", mapfd.Unpin(victim), "is not on a BPF file system")
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("the file outside bpffs is gone: %v", err)
+	}
+	emptyDir := filepath.Join(fs, "dir")
+	if err := os.Mkdir(emptyDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(emptyDir)
+	if err := mapfd.Unpin(emptyDir); !errors.Is(err, unix.EISDIR) {
+		t.Fatalf("Unpin of a directory: %v, want EISDIR", err)
+	}
+	if _, err := os.Stat(emptyDir); err != nil {
+		t.Fatalf("Unpin removed a directory: %v", err)
+	}
+	for _, bad := range []string{"", fs + "/", fs + "/..", fs + "/a\x00b"} {
+		if err := mapfd.Unpin(bad); err == nil {
+			t.Fatalf("Unpin(%q) succeeded", bad)
+		}
+	}
+
+	m := newMap(t, mapfd.Array, 4, 8, 1)
+	wantErr(t, "Pin outside bpffs", m.Pin(filepath.Join(t.TempDir(), "m")), "is not on a BPF file system")
+	wantErr(t, "Pin through ..", m.Pin(fs+"/../m"), "is not on a BPF file system")
+	// "a\x00b" landed at "a".
+	if err := m.Pin(filepath.Join(fs, "a\x00b")); !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("Pin at a path with NUL: %v, want EINVAL", err)
+	}
+	if _, err := os.Stat(filepath.Join(fs, "a")); err == nil {
+		os.Remove(filepath.Join(fs, "a"))
+		t.Fatal("a pin with NUL landed at its prefix")
+	}
+	// Through a symbolic link to the BPF file system: resolved, accepted.
+	link := filepath.Join(t.TempDir(), "tobpffs")
+	if err := os.Symlink(fs, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Pin(filepath.Join(link, "m")); err != nil {
+		t.Fatalf("Pin through a symlink to bpffs: %v", err)
+	}
+	if err := mapfd.Unpin(filepath.Join(link, "m")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = mapfd.Open(filepath.Join(t.TempDir(), "none"))
+	wantErr(t, "Open outside bpffs", err, "is not on a BPF file system")
+}
+
+func TestNamesAndStrings(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	for name, want := range map[string]string{
+		"bad-name":  `byte "-" at 3`,
+		"caf\u00e9": `byte "\xc3" at 3`,
+		"nul\x00x":  `byte "\x00" at 3`,
+		"new\nline": `byte "\n" at 3`,
+		// Cut at 15 bytes, this one ended in the middle of a character.
+		"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9": `byte "\xc3" at 0`,
+	} {
+		_, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1, Name: name})
+		wantErr(t, "Create named "+name, err, want, "not allowed")
+		if !errors.Is(err, unix.EINVAL) {
+			t.Fatalf("%v is not EINVAL", err)
+		}
+	}
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1, Name: strings.Repeat("a", 300)})
+	if err != nil {
+		t.Fatalf("a long valid name is cut to 15 bytes: %v", err)
+	}
+	defer m.Close()
+	if m.Name() != strings.Repeat("a", 15) {
+		t.Fatalf("name %q", m.Name())
+	}
+}
+
+// TestOpenChecksKind: Open of a program's pin read the program's info as a
+// map's and returned a map with garbage sizes.
+func TestOpenChecksKind(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	fs := testutil.BPFFS(t)
+	p, err := prog.Load(prog.Spec{Type: prog.SocketFilter, License: "GPL", Insns: []insn.Item{insn.Mov64Imm(insn.R0, 0), insn.Exit()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ps := filepath.Join(fs, "p")
+	if err := p.Pin(ps); err != nil {
+		t.Fatal(err)
+	}
+	defer mapfd.Unpin(ps)
+	_, err = mapfd.Open(ps)
+	wantErr(t, "Open of a program's pin", err, "a BPF prog is pinned there, not a map")
+}
+
+func TestParseCPUListBounded(t *testing.T) {
+	for _, s := range []string{"0-4294967295", "8192", "0-9223372036854775807", "0,8192"} {
+		cpus, err := mapfd.ParseCPUList(s)
+		wantErr(t, "ParseCPUList("+s+")", err, "not below 8192")
+		if cpus != nil {
+			t.Fatalf("ParseCPUList(%q) returned %d CPUs", s, len(cpus))
+		}
+	}
+	if cpus, err := mapfd.ParseCPUList("0-8191\n"); err != nil || len(cpus) != 8192 {
+		t.Fatalf("ParseCPUList of the largest list: %d, %v", len(cpus), err)
+	}
+	for _, s := range []string{"", "-1", "3-1", "1,1", "a", "1-", "-"} {
+		if _, err := mapfd.ParseCPUList(s); err == nil {
+			t.Fatalf("ParseCPUList(%q) accepted", s)
+		}
+	}
+}
+
+// TestErrnoHints: E2BIG said "a field this kernel does not know" for a full
+// map, and an update of a frozen map blamed lockdown or an LSM.
+func TestErrnoHints(t *testing.T) {
+	testutil.RequireRoot(t)
+	h := newMap(t, mapfd.Hash, 4, 4, 1)
+	if err := h.Update([]byte{1, 0, 0, 0}, make([]byte, 4), mapfd.BPF_ANY); err != nil {
+		t.Fatal(err)
+	}
+	err := h.Update([]byte{2, 0, 0, 0}, make([]byte, 4), mapfd.BPF_ANY)
+	wantErr(t, "update of a full map", err, "the map is full")
+	if !errors.Is(err, unix.E2BIG) {
+		t.Fatalf("%v is not E2BIG", err)
+	}
+	a := newMap(t, mapfd.Array, 4, 4, 1)
+	if err := a.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	err = a.Update(make([]byte, 4), make([]byte, 4), mapfd.BPF_ANY)
+	wantErr(t, "update of a frozen map", err, "frozen")
+	if !errors.Is(err, unix.EPERM) || strings.Contains(err.Error(), "lockdown") {
+		t.Fatalf("update of a frozen map: %v", err)
+	}
+}
+
+func TestClosedMapCalls(t *testing.T) {
+	testutil.RequireRoot(t)
+	m := newMap(t, mapfd.Array, 4, 8, 1)
+	m.Close()
+	k, v := make([]byte, 4), make([]byte, 8)
+	var c mapfd.BatchCursor
+	_, batchErr := m.LookupBatch(&c, k, v)
+	_, infoErr := m.Info()
+	for what, err := range map[string]error{
+		"Lookup": m.Lookup(k, v), "Update": m.Update(k, v, 0), "Delete": m.Delete(k), "NextKey": m.NextKey(nil, k),
+		"LookupAndDelete": m.LookupAndDelete(k, v), "Freeze": m.Freeze(), "Pin": m.Pin("/sys/fs/bpf/x"),
+		"SetFD": m.SetFD(0, 0), "ClearFD": m.ClearFD(0), "LookupBatch": batchErr, "Info": infoErr, "Close": m.Close(),
+	} {
+		if what == "Close" {
+			if err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+			continue
+		}
+		if !errors.Is(err, mapfd.ErrClosed) {
+			t.Fatalf("%s after Close: %v, want ErrClosed", what, err)
+		}
+	}
+	if m.FD() != -1 {
+		t.Fatalf("FD after Close: %d", m.FD())
+	}
+}
+
+func TestSizeMismatches(t *testing.T) {
+	testutil.RequireRoot(t)
+	m := newMap(t, mapfd.Array, 4, 8, 1)
+	for what, err := range map[string]error{
+		"Lookup into nil":       m.Lookup(make([]byte, 4), nil),
+		"Lookup short value":    m.Lookup(make([]byte, 4), make([]byte, 7)),
+		"Lookup long key":       m.Lookup(make([]byte, 5), make([]byte, 8)),
+		"Update nil value":      m.Update(make([]byte, 4), nil, 0),
+		"NextKey short next":    m.NextKey(nil, make([]byte, 3)),
+		"NextKey long key":      m.NextKey(make([]byte, 8), make([]byte, 4)),
+		"Delete nil key":        m.Delete(nil),
+		"LookupAndDelete empty": m.LookupAndDelete(nil, nil),
+	} {
+		wantErr(t, what, err, "want 4")
+	}
+}

@@ -1,0 +1,138 @@
+package prog_test
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/mapfd"
+	"github.com/bpfkit/bpfkit/prog"
+	"golang.org/x/sys/unix"
+)
+
+// The tests in this file call prog as a hostile caller would: zero and
+// closed handles, strings the kernel would cut at a NUL, names it refuses,
+// pins of the wrong kind. Each checks the exact answer.
+
+func wantErr(t *testing.T, what string, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error, want one saying %q", what, parts)
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Fatalf("%s: error %q does not say %q", what, err, p)
+		}
+	}
+}
+
+func fdOpen(fd int) bool {
+	_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	return err == nil
+}
+
+// TestZeroHandles: a Program{} or Link{} reported fd 0; Close closed stdin
+// and attach calls handed fd 0 to the kernel as the program.
+func TestZeroHandles(t *testing.T) {
+	var p prog.Program
+	var l prog.Link
+	if p.FD() != -1 || l.FD() != -1 {
+		t.Fatalf("zero handles' fds: program %d, link %d", p.FD(), l.FD())
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !fdOpen(0) {
+		t.Fatal("a zero handle's Close closed fd 0")
+	}
+	if _, err := prog.AttachTracepoint(&p, "syscalls", "sys_enter_getpid", prog.AttachOptions{}); !errors.Is(err, prog.ErrClosed) {
+		t.Fatalf("attach of a zero Program: %v, want ErrClosed", err)
+	}
+	if _, err := prog.AttachRawTracepoint(&p, "sys_enter", prog.AttachOptions{}); !errors.Is(err, prog.ErrClosed) {
+		t.Fatalf("raw attach of a zero Program: %v, want ErrClosed", err)
+	}
+	if err := p.Pin("/sys/fs/bpf/x"); !errors.Is(err, prog.ErrClosed) {
+		t.Fatalf("Pin of a zero Program: %v", err)
+	}
+}
+
+func retZeroSpec(typ prog.Type) prog.Spec {
+	return prog.Spec{Type: typ, License: "GPL", Insns: []insn.Item{insn.Mov64Imm(insn.R0, 0), insn.Exit()}}
+}
+
+// TestStringsWithNUL: the kernel reads C strings, so "GPL\x00…" counted as
+// GPL and "sys_enter\x00x" attached to sys_enter.
+func TestStringsWithNUL(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	spec := retZeroSpec(prog.SocketFilter)
+	spec.License = "GPL\x00 but really proprietary"
+	_, err := prog.Load(spec)
+	wantErr(t, "load with a license holding NUL", err, "license", "holds a NUL byte")
+	if !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("%v is not EINVAL", err)
+	}
+	spec = retZeroSpec(prog.SocketFilter)
+	spec.Name = "bad name"
+	_, err = prog.Load(spec)
+	wantErr(t, "load named 'bad name'", err, `byte " " at 3 is not allowed`)
+
+	p, err := prog.Load(retZeroSpec(prog.RawTracepoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	l, err := prog.AttachRawTracepoint(p, "sys_enter\x00x", prog.AttachOptions{})
+	if err == nil {
+		l.Close()
+		t.Fatal(`"sys_enter\x00x" attached`)
+	}
+	wantErr(t, "raw tracepoint with NUL", err, "holds a NUL byte")
+	l = &prog.Link{}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenChecksKind: Open of a map's pin read the map's info as a
+// program's.
+func TestOpenChecksKind(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	fs := testutil.BPFFS(t)
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	path := filepath.Join(fs, "m")
+	if err := m.Pin(path); err != nil {
+		t.Fatal(err)
+	}
+	defer mapfd.Unpin(path)
+	_, err = prog.Open(path)
+	wantErr(t, "prog.Open of a map's pin", err, "a BPF map is pinned there, not a program")
+	p, err := prog.Load(retZeroSpec(prog.SocketFilter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	wantErr(t, "Pin outside bpffs", p.Pin(filepath.Join(t.TempDir(), "p")), "is not on a BPF file system")
+}
+
+func TestTypeString(t *testing.T) {
+	for typ, want := range map[prog.Type]string{prog.Tracepoint: "tracepoint", prog.SocketFilter: "socket_filter", prog.Kprobe: "kprobe", 1000: "1000"} {
+		if got := typ.String(); got != want {
+			t.Fatalf("Type(%d).String() = %q, want %q", uint32(typ), got, want)
+		}
+	}
+	if got := mapfd.PerCPUHash.String(); got != "percpu_hash" {
+		t.Fatalf("mapfd.PerCPUHash.String() = %q", got)
+	}
+}

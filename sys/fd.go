@@ -1,0 +1,32 @@
+package sys
+
+import (
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// FD is a file descriptor owned by a handle (a map, a program, a link).
+// Its zero value holds none: Int reports -1 and Close does nothing, so a
+// handle built as a zero value never hands fd 0 (stdin) to the kernel nor
+// closes it. Close may be called from several goroutines at once: exactly
+// one of them closes the fd.
+type FD struct {
+	n atomic.Int64 // the fd plus one; 0 holds none
+}
+
+// Set makes f hold fd; a negative fd holds none.
+func (f *FD) Set(fd int) { f.n.Store(int64(max(fd, -1)) + 1) }
+
+// Int is the fd, or -1 when f holds none (a zero FD, or after Close).
+func (f *FD) Int() int { return int(f.n.Load()) - 1 }
+
+// Close closes the fd once and makes f hold none; closing again, or a zero
+// FD, returns nil.
+func (f *FD) Close() error {
+	n := f.n.Swap(0)
+	if n == 0 {
+		return nil
+	}
+	return unix.Close(int(n - 1))
+}
