@@ -405,3 +405,34 @@ func TestSizeMismatches(t *testing.T) {
 		wantErr(t, what, err, "want 4")
 	}
 }
+
+// TestHostileSpecs: sizes at 0, the maximum and the wrap points are the
+// kernel's to refuse, with its errno, and leave no fd.
+func TestHostileSpecs(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	for _, s := range []mapfd.Spec{
+		{Type: mapfd.Hash, KeySize: 0, ValueSize: 8, MaxEntries: 1},
+		{Type: mapfd.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 0},
+		{Type: mapfd.Array, KeySize: 4, ValueSize: ^uint32(0), MaxEntries: 1},
+		{Type: mapfd.PerCPUArray, KeySize: 4, ValueSize: ^uint32(0) - 6, MaxEntries: 1},
+		{Type: mapfd.Hash, KeySize: ^uint32(0), ValueSize: 8, MaxEntries: ^uint32(0)},
+		{Type: mapfd.Type(^uint32(0)), KeySize: 4, ValueSize: 4, MaxEntries: 1},
+		{Type: mapfd.RingBuf, MaxEntries: 4097},
+	} {
+		m, err := mapfd.Create(s)
+		if err == nil {
+			m.Close()
+			t.Fatalf("Create(%+v) succeeded", s)
+		}
+		if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.E2BIG) && !errors.Is(err, unix.ENOMEM) {
+			t.Fatalf("Create(%+v): %v, want the kernel's EINVAL, E2BIG or ENOMEM", s, err)
+		}
+	}
+	if _, err := mapfd.OpenID(0); !errors.Is(err, unix.ENOENT) {
+		t.Fatalf("OpenID(0): %v", err)
+	}
+	if _, err := mapfd.OpenID(^uint32(0)); !errors.Is(err, unix.ENOENT) {
+		t.Fatalf("OpenID(max): %v", err)
+	}
+}

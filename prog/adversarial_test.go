@@ -136,3 +136,33 @@ func TestTypeString(t *testing.T) {
 		t.Fatalf("mapfd.PerCPUHash.String() = %q", got)
 	}
 }
+
+func TestHostileSpecs(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	_, err := prog.Load(prog.Spec{})
+	wantErr(t, "Load of an empty spec", err, "no instructions")
+	_, err = prog.LoadInstructions(prog.Spec{Type: prog.SocketFilter}, nil)
+	wantErr(t, "LoadInstructions of none", err, "no instructions")
+	for _, size := range []int{-1, 0, 1, 1 << 62} {
+		spec := retZeroSpec(prog.SocketFilter)
+		spec.LogLevel, spec.LogSize = 1, size
+		p, err := prog.Load(spec)
+		if err != nil {
+			t.Fatalf("LogSize %d: %v", size, err)
+		}
+		p.Close()
+	}
+	spec := retZeroSpec(prog.Type(1 << 31))
+	_, err = prog.Load(spec)
+	if !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("load of program type 1<<31: %v", err)
+	}
+	var p prog.Program
+	if _, err := p.TestRun(prog.RunOptions{Data: make([]byte, 64)}); !errors.Is(err, prog.ErrClosed) {
+		t.Fatalf("TestRun of a zero Program: %v", err)
+	}
+	if _, err := p.Info(); !errors.Is(err, prog.ErrClosed) {
+		t.Fatalf("Info of a zero Program: %v", err)
+	}
+}
