@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -230,4 +231,60 @@ func TestUprobePMUNamesSysAdmin(t *testing.T) {
 	}()
 	wg.Wait()
 	wantErr(t, "uprobe PMU without CAP_SYS_ADMIN", err, unix.EACCES, "missing CAP_SYS_ADMIN", "uprobe PMU")
+}
+
+// TestJournalFailsClosed: a BPFKIT_JOURNAL value that is not an absolute
+// path, and a journal that cannot be written, let the program run
+// unrecorded. Now the calls fail, and a new fd is not leaked.
+func TestJournalFailsClosed(t *testing.T) {
+	testutil.RequireRoot(t)
+	if v, ok := os.LookupEnv("BPFKIT_JOURNAL_CHILD"); ok {
+		fd, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+		if err == nil {
+			unix.Close(fd)
+		}
+		if v == "fail" {
+			if !errors.Is(err, sys.ErrJournal) {
+				t.Fatalf("MapCreate with BPFKIT_JOURNAL=%q: %v, want ErrJournal", os.Getenv("BPFKIT_JOURNAL"), err)
+			}
+			t.Log(err)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	for env, want := range map[string]string{
+		"relative/file": "fail", "true": "fail", "/nonexistent-dir/j": "fail", "/dev/full": "fail",
+		"0": "ok", "": "ok", "stderr": "ok", "1": "ok",
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestJournalFailsClosed$", "-test.v")
+		cmd.Env = append(os.Environ(), "BPFKIT_JOURNAL="+env, "BPFKIT_JOURNAL_CHILD="+want)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("BPFKIT_JOURNAL=%q: %v\n%s", env, err, out)
+		}
+		if journaled := strings.Contains(string(out), "bpf(BPF_MAP_CREATE"); journaled != (env == "stderr" || env == "1") {
+			t.Fatalf("BPFKIT_JOURNAL=%q: journaled to stderr: %v\n%s", env, journaled, out)
+		}
+	}
+
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer full.Close()
+	testutil.CheckNoLeaks(t)
+	sys.SetJournal(full)
+	fd, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	sys.SetJournal(nil)
+	if !errors.Is(err, sys.ErrJournal) || !errors.Is(err, unix.ENOSPC) || fd != -1 {
+		t.Fatalf("MapCreate journaled to /dev/full: %d, %v", fd, err)
+	}
+	sys.SetJournalBestEffort(full)
+	fd, err = sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	sys.SetJournal(nil)
+	if err != nil {
+		t.Fatalf("best-effort journal to /dev/full: %v", err)
+	}
+	unix.Close(fd)
 }

@@ -1,6 +1,7 @@
 package sys
 
 import (
+	"errors"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,9 @@ func doCall(cmd int, attr unsafe.Pointer, noSleep bool) (int, error) {
 	j := journal.Load()
 	var start time.Time
 	if j != nil {
+		if j.broken != nil {
+			return -1, j.broken
+		}
 		start = time.Now()
 	}
 	var r uintptr
@@ -32,7 +36,12 @@ func doCall(cmd int, attr unsafe.Pointer, noSleep bool) (int, error) {
 		r, _, errno = unix.Syscall(unix.SYS_BPF, uintptr(cmd), uintptr(attr), kernelAttrSize())
 	}
 	if j != nil {
-		j.record("bpf", describe(cmd, attr), int(r), errno, time.Since(start))
+		if err := j.record("bpf", describe(cmd, attr), int(r), errno, time.Since(start)); err != nil {
+			if errno != 0 {
+				return -1, err
+			}
+			return int(r), err
+		}
 	}
 	if errno != 0 {
 		return -1, bpfError(cmd, attr, errno)
@@ -90,6 +99,9 @@ func KernelAttrSize() int { return int(kernelAttrSize()) }
 func callFD(cmd int, attr unsafe.Pointer) (int, error) {
 	fd, err := call(cmd, attr)
 	if err != nil {
+		if fd >= 0 { // made, but the journal failed
+			unix.Close(fd)
+		}
 		return -1, err
 	}
 	return safeFD(fd, cmdName(cmd))
@@ -253,13 +265,13 @@ func MapLookupBatch(attr *MapBatchAttr) error {
 // calls, 10% of loading a small program.
 func ProgLoad(attr *ProgLoadAttr) (int, error) {
 	fd, err := callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
-	if err == nil || err.(*Error).Errno != unix.EAGAIN {
+	if !errors.Is(err, unix.EAGAIN) {
 		return fd, err
 	}
 	defer blockRuntimeSignals()()
 	for range progLoadAttempts - 2 {
 		fd, err := callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
-		if err == nil || err.(*Error).Errno != unix.EAGAIN {
+		if !errors.Is(err, unix.EAGAIN) {
 			return fd, err
 		}
 	}

@@ -1,9 +1,11 @@
 package sys
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,53 +14,96 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Journal writes one line per system call made by this package, in strace's
-// shape: the command, its meaningful attr fields, the result, the duration.
-//
-//	bpf(BPF_MAP_CREATE, map_type=hash key_size=8 value_size=8 max_entries=4096 map_flags=0x0 name="drops") = 5 <14µs>
-//	bpf(BPF_PROG_LOAD, prog_type=tracepoint insn_cnt=12 license="GPL" name="count" ...) = -1 EACCES <80µs>
-type Journal struct {
-	mu sync.Mutex
-	w  io.Writer
+// The journal writes one line per kernel-facing call made by this package,
+// in strace's shape: the call, its meaningful arguments, the result, the
+// duration (see the package doc for the format).
+type journalT struct {
+	mu         sync.Mutex
+	w          io.Writer
+	bestEffort bool  // a failed write is ignored
+	broken     error // BPFKIT_JOURNAL names no usable journal: every call fails with it
 }
 
-var journal atomic.Pointer[Journal]
+var journal atomic.Pointer[journalT]
+
+// ErrJournal is wrapped by the error of a call that was not made, or whose
+// result was discarded, because the journal could not record it.
+var ErrJournal = errors.New("bpfkit journal")
 
 // SetJournal starts recording every call to w, or stops recording if w is
-// nil. Writes to w are serialized.
-func SetJournal(w io.Writer) {
+// nil. Writes to w are serialized. A call whose line cannot be written
+// fails with an error wrapping ErrJournal and the write's error; a new fd
+// it made is closed.
+func SetJournal(w io.Writer) { setJournal(w, false) }
+
+// SetJournalBestEffort is SetJournal for a program that would rather run
+// unrecorded than fail: a line that cannot be written is lost, and the
+// call's result stands.
+func SetJournalBestEffort(w io.Writer) { setJournal(w, true) }
+
+func setJournal(w io.Writer, bestEffort bool) {
 	if w == nil {
 		journal.Store(nil)
 		return
 	}
-	journal.Store(&Journal{w: w})
+	journal.Store(&journalT{w: w, bestEffort: bestEffort})
 }
 
-// BPFKIT_JOURNAL=1 records to stderr, any other non-empty value names a file
-// to append to.
+// init reads BPFKIT_JOURNAL: "1" or "stderr" record to stderr; "0", empty
+// or unset, nothing; any other value must be an absolute path to append to.
+// A value that is neither, or a file that cannot be opened, fails every
+// call with the reason, rather than letting the program run unrecorded.
 func init() {
-	switch v := os.Getenv("BPFKIT_JOURNAL"); v {
-	case "", "0":
-	case "1":
+	v := os.Getenv("BPFKIT_JOURNAL")
+	switch {
+	case v == "" || v == "0":
+	case v == "1" || v == "stderr":
 		SetJournal(os.Stderr)
+	case !filepath.IsAbs(v):
+		journal.Store(&journalT{broken: fmt.Errorf("BPFKIT_JOURNAL=%q: want 1 or stderr, 0, or an absolute path: %w", v, ErrJournal)})
 	default:
-		f, err := os.OpenFile(v, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := os.OpenFile(v, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "bpfkit: BPFKIT_JOURNAL: %v\n", err)
+			journal.Store(&journalT{broken: fmt.Errorf("BPFKIT_JOURNAL: %w: %w", ErrJournal, err)})
 			return
 		}
 		SetJournal(f)
 	}
 }
 
-func (j *Journal) record(op, args string, r int, errno unix.Errno, d time.Duration) {
+// record writes one line; an error means the line is lost and the call must
+// fail.
+func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Duration) error {
 	res := fmt.Sprint(r)
 	if errno != 0 {
 		res = fmt.Sprintf("-1 %s (%v)", unix.ErrnoName(errno), errno)
 	}
 	j.mu.Lock()
-	fmt.Fprintf(j.w, "%s(%s) = %s <%v>\n", op, args, res, d.Round(time.Microsecond/10))
+	_, err := fmt.Fprintf(j.w, "%s(%s) = %s <%v>\n", op, args, res, d.Round(time.Microsecond/10))
 	j.mu.Unlock()
+	if err != nil && !j.bestEffort {
+		return fmt.Errorf("%s: the journal could not record it, so its result is discarded: %w: %w", op, ErrJournal, err)
+	}
+	return nil
+}
+
+// traced makes a journaled call other than bpf(2): do makes it, args
+// describes it (asked only when the journal is on). When the journal fails,
+// r is do's result and err wraps ErrJournal: the caller closes a new fd.
+func traced(op string, args func() string, do func() (int, error)) (r int, err error) {
+	j := journal.Load()
+	if j == nil {
+		return do()
+	}
+	if j.broken != nil {
+		return -1, j.broken
+	}
+	start := time.Now()
+	r, err = do()
+	if jerr := j.record(op, args(), r, errnoOf(err), time.Since(start)); jerr != nil {
+		return r, jerr
+	}
+	return r, err
 }
 
 // describe renders the attr fields a reviewer cares about for cmd.

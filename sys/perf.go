@@ -1,12 +1,12 @@
 package sys
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -22,15 +22,15 @@ func PerfEventOpen(attr *unix.PerfEventAttr, pid, cpu, groupFD, flags int) (int,
 		attr.Size = uint32(unsafe.Sizeof(*attr))
 	}
 	flags |= unix.PERF_FLAG_FD_CLOEXEC
-	j := journal.Load()
-	var start time.Time
-	if j != nil {
-		start = time.Now()
-	}
-	fd, err := unix.PerfEventOpen(attr, pid, cpu, groupFD, flags)
-	if j != nil {
-		j.record("perf_event_open", fmt.Sprintf("type=%d config=%#x sample_type=%#x wakeup=%d bits=%#x, pid=%d, cpu=%d, group_fd=%d, flags=%#x",
-			attr.Type, attr.Config, attr.Sample_type, attr.Wakeup, attr.Bits, pid, cpu, groupFD, flags), fd, errnoOf(err), time.Since(start))
+	fd, err := traced("perf_event_open", func() string {
+		return fmt.Sprintf("type=%d config=%#x sample_type=%#x wakeup=%d bits=%#x, pid=%d, cpu=%d, group_fd=%d, flags=%#x",
+			attr.Type, attr.Config, attr.Sample_type, attr.Wakeup, attr.Bits, pid, cpu, groupFD, flags)
+	}, func() (int, error) { return unix.PerfEventOpen(attr, pid, cpu, groupFD, flags) })
+	if errors.Is(err, ErrJournal) {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return -1, err
 	}
 	if err != nil {
 		e := &Error{Op: "perf_event_open", Errno: errnoOf(err)}
@@ -95,14 +95,10 @@ func pmuType(name string) uint32 {
 }
 
 func perfIoctl(fd int, req uint, arg int, op string) error {
-	j := journal.Load()
-	var start time.Time
-	if j != nil {
-		start = time.Now()
-	}
-	err := unix.IoctlSetInt(fd, req, arg)
-	if j != nil {
-		j.record("ioctl", fmt.Sprintf("%d, %s, %d", fd, op, arg), 0, errnoOf(err), time.Since(start))
+	_, err := traced("ioctl", func() string { return fmt.Sprintf("%d, %s, %d", fd, op, arg) },
+		func() (int, error) { return 0, unix.IoctlSetInt(fd, req, arg) })
+	if errors.Is(err, ErrJournal) {
+		return err
 	}
 	if err != nil {
 		e := &Error{Op: op, Errno: errnoOf(err)}

@@ -1,11 +1,11 @@
 package sys
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -63,14 +63,9 @@ func Unpin(path string) error {
 	if err != nil {
 		return err
 	}
-	j := journal.Load()
-	var start time.Time
-	if j != nil {
-		start = time.Now()
-	}
-	err = unix.Unlink(real)
-	if j != nil {
-		j.record("unlink", fmt.Sprintf("%q", real), 0, errnoOf(err), time.Since(start))
+	_, err = traced("unlink", func() string { return fmt.Sprintf("%q", real) }, func() (int, error) { return 0, unix.Unlink(real) })
+	if errors.Is(err, ErrJournal) {
+		return err
 	}
 	if err != nil {
 		return &Error{Op: "unlink " + real, Errno: errnoOf(err)}
