@@ -111,7 +111,8 @@ func perfIoctl(fd int, req uint, arg int, op string) error {
 }
 
 func errnoOf(err error) unix.Errno {
-	if e, ok := err.(unix.Errno); ok {
+	var e unix.Errno
+	if errors.As(err, &e) {
 		return e
 	}
 	if err != nil {

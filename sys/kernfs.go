@@ -1,0 +1,90 @@
+package sys
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Mmap maps length bytes of the perf event or BPF map fd at offset, shared,
+// as perf and BPF ring buffers are read.
+func Mmap(fd int, offset int64, length int, prot int) ([]byte, error) {
+	var mem []byte
+	_, err := traced("mmap", func() string {
+		return fmt.Sprintf("NULL, %d, %s, MAP_SHARED, %d, %#x", length, protNames(prot), fd, offset)
+	}, func() (int, error) {
+		var err error
+		mem, err = unix.Mmap(fd, offset, length, prot, unix.MAP_SHARED)
+		return 0, err
+	})
+	if errors.Is(err, ErrJournal) {
+		if mem != nil {
+			unix.Munmap(mem)
+		}
+		return nil, err
+	}
+	if err != nil {
+		return nil, &Error{Op: "mmap", Errno: errnoOf(err)}
+	}
+	return mem, nil
+}
+
+// Munmap unmaps memory from Mmap.
+func Munmap(mem []byte) error {
+	_, err := traced("munmap", func() string { return fmt.Sprintf("%p, %d", unsafe.SliceData(mem), len(mem)) },
+		func() (int, error) { return 0, unix.Munmap(mem) })
+	if err != nil && !errors.Is(err, ErrJournal) {
+		return &Error{Op: "munmap", Errno: errnoOf(err)}
+	}
+	return err
+}
+
+func protNames(prot int) string {
+	var p []string
+	if prot&unix.PROT_READ != 0 {
+		p = append(p, "PROT_READ")
+	}
+	if prot&unix.PROT_WRITE != 0 {
+		p = append(p, "PROT_WRITE")
+	}
+	if len(p) == 0 {
+		return "PROT_NONE"
+	}
+	return strings.Join(p, "|")
+}
+
+// Mount is mount(2), for tracefs and bpffs.
+func Mount(source, target, fstype string) error {
+	_, err := traced("mount", func() string { return fmt.Sprintf("%q, %q, %q, 0, NULL", source, target, fstype) },
+		func() (int, error) { return 0, unix.Mount(source, target, fstype, 0, "") })
+	if err != nil && !errors.Is(err, ErrJournal) {
+		e := &Error{Op: "mount " + fstype + " at " + target, Errno: errnoOf(err)}
+		if e.Errno == unix.EPERM {
+			e.Hint = permHint(CAP_SYS_ADMIN)
+		}
+		return e
+	}
+	return err
+}
+
+// WriteControl appends text to a kernel control file, such as tracefs's
+// kprobe_events, in one write(2): the kernel parses each write as a whole
+// command, and opening without O_APPEND would clear the file.
+func WriteControl(path, text string) error {
+	_, err := traced("write", func() string { return fmt.Sprintf("%q, %q", path, text) }, func() (int, error) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return -1, err
+		}
+		n, err := f.WriteString(text)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return n, err
+	})
+	return err
+}
