@@ -52,8 +52,8 @@ func doCall(cmd int, attr unsafe.Pointer, noSleep bool) (int, error) {
 // kernelAttrSize is the size passed with every attr: the running kernel's
 // sizeof(union bpf_attr), all of which the kernel may read and write. Our
 // structs are AttrSize bytes, never less, but passing more than the kernel
-// knows only makes it check the excess for zeroes, which costs 7% of a map
-// lookup (256 bytes against 168 on 6.18).
+// knows only makes it check the excess for zeroes, a cost paid on every map
+// lookup (BENCHMARKS.md).
 //
 // The size is learned once by trying: __sys_bpf checks that the bytes past
 // its union are zero (bpf_check_uarg_tail_zero, since 4.18 with BTF and
@@ -217,7 +217,7 @@ func MapGetNextKey(attr *MapElemAttr) error {
 // BPF_MAP_DELETE_ELEM and BPF_MAP_GET_NEXT_KEY, for a map whose element
 // operations never sleep: hash and array maps, their per-CPU and LRU kinds.
 // It skips the Go runtime's system call bookkeeping (entersyscall and
-// exitsyscall, 9% of a map lookup measured on a paravirtualized host), which
+// exitsyscall, a measurable share of a map lookup: BENCHMARKS.md), which
 // exists so that a thread blocked in the kernel gives its P to another. The
 // cost of being wrong is that a call which does sleep (a prog array's update
 // takes a mutex; sockmaps lock the socket; a user buffer may page-fault) holds
@@ -257,12 +257,13 @@ func MapLookupBatch(attr *MapBatchAttr) error {
 // The verifier abandons a program with EAGAIN when a signal is pending, and
 // the Go runtime signals its threads: SIGURG to preempt goroutines, SIGPROF
 // when profiling. Such a signal can be meant for the goroutine that ran on
-// this thread a moment ago, and under load we measured ten EAGAINs in a row.
+// this thread a moment ago, and under load EAGAIN can come many times in a
+// row.
 // So after a first EAGAIN the load is retried on a locked thread with those
 // two signals blocked (they are delivered when unblocked, and the runtime
 // copes with a late one); an EAGAIN that still comes, from another signal,
 // is retried too. The first attempt goes without: blocking costs two system
-// calls, 10% of loading a small program.
+// calls, a visible share of loading a small program.
 func ProgLoad(attr *ProgLoadAttr) (int, error) {
 	fd, err := callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
 	if !errors.Is(err, unix.EAGAIN) {
