@@ -2,6 +2,7 @@ package prog_test
 
 import (
 	"errors"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -144,7 +145,7 @@ func TestHostileSpecs(t *testing.T) {
 	wantErr(t, "Load of an empty spec", err, "no instructions")
 	_, err = prog.LoadInstructions(prog.Spec{Type: prog.SocketFilter}, nil)
 	wantErr(t, "LoadInstructions of none", err, "no instructions")
-	for _, size := range []int{-1, 0, 1, 1 << 62} {
+	for _, size := range []int{-1, 0, 1, math.MaxInt} {
 		spec := retZeroSpec(prog.SocketFilter)
 		spec.LogLevel, spec.LogSize = 1, size
 		p, err := prog.Load(spec)
