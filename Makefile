@@ -41,14 +41,12 @@ test-vm:
 # beside a bare system call ("x-bare" is bpfkit's time over the bare
 # call's), the perf and ring buffer readers beside libbpf's (built from
 # perfring/testdata with gcc and Debian's libbpf-dev, installed if missing).
+# tests/bench/run.sh writes the figures to BENCHMARKS.md.
 bench:
 	@command -v gcc >/dev/null && [ -e /usr/include/bpf/libbpf.h ] || \
 	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc libc6-dev libbpf-dev >/dev/null; } || \
 	  echo "bench: no gcc or libbpf-dev: the perf reader runs without libbpf beside it"
-	$(GO) test -run '^$$' -bench . -benchtime 1000000x ./mapfd
-	$(GO) test -run '^$$' -bench . -benchtime 3000x ./prog
-	$(GO) test -run '^$$' -bench Drain ./perfring
-	$(GO) test -run '^$$' -bench Read -benchtime 1x ./perfring -rounds 7
+	GO=$(GO) tests/bench/run.sh
 
 # A short run of every fuzz target.
 FUZZTIME ?= 10s

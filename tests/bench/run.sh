@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# make bench: runs every Go benchmark, each figure beside its reference in
+# the same run (a bare system call, libbpf's reader), shows them as they
+# come, and writes them to BENCHMARKS.md with the date, machine and kernel.
+# Measured figures live there, never in code comments.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+GO=${GO:-go}
+out=BENCHMARKS.md
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+
+section() { # section TITLE -- COMMAND...: run it, keep the benchmark lines
+	local title=$1
+	shift 2
+	printf '\n## %s\n\n`%s`\n\n```\n' "$title" "$*" >>"$tmp"
+	"$@" 2>&1 | tee /dev/stderr | grep -E '^(Benchmark|cpu:|---)' >>"$tmp" || true
+	printf '```\n' >>"$tmp"
+}
+
+section "Maps: bpfkit beside a bare bpf(2) (x-bare = bpfkit / bare)" -- \
+	$GO test -run '^$' -bench . -benchtime 1000000x ./mapfd
+section "Program load beside a bare BPF_PROG_LOAD" -- \
+	$GO test -run '^$' -bench . -benchtime 3000x ./prog
+section "Perf ring: the sample loop on records in cache" -- \
+	$GO test -run '^$' -bench Drain ./perfring
+section "Perf ring and BPF ring buffer readers beside libbpf's (x-libbpf = bpfkit / libbpf, medians of 7 rounds)" -- \
+	$GO test -run '^$' -bench Read -benchtime 1x ./perfring -rounds 7
+
+{
+	echo "# Benchmarks"
+	echo
+	echo "Written by \`make bench\` on $(date -u '+%Y-%m-%d %H:%M UTC'); do not edit by hand."
+	echo
+	echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+	echo "- kernel: $(uname -r)"
+	echo "- go: $($GO env GOVERSION)"
+	echo
+	echo "Each figure stands beside its reference measured in the same run; on a"
+	echo "shared machine, compare the ratios, not the absolute times."
+	cat "$tmp"
+} >"$out"
+echo "bench: wrote $out"
