@@ -13,25 +13,20 @@ import (
 // grow. The kernel copies min(AttrSize, its own size) and returns E2BIG if a
 // byte past its own size is not zero, so a zeroed tail is always accepted.
 //
-// Passing less is unsafe as well as fragile: kernels 6.17 to 7.2 write
-// query.revision (offset 56) back into a BPF_PROG_QUERY attr of any size.
+// Passing less is unsafe as well as fragile: the kernel writes some answers
+// back whatever size it was told, BPF_PROG_QUERY's prog_cnt (offset 24)
+// among them (TestProgQueryFullAttr).
 const AttrSize = 256
 
-// Pointer is a user-space address inside an attr (__aligned_u64 in the uapi).
-// It holds an unsafe.Pointer rather than a uint64 so that the garbage collector
-// sees it: the memory stays alive and, if it lives on a goroutine stack that
-// moves before the syscall, the address moves with it.
-type Pointer struct{ ptr unsafe.Pointer }
-
 // NewPointer wraps p.
-func NewPointer(p unsafe.Pointer) Pointer { return Pointer{p} }
+func NewPointer(p unsafe.Pointer) Pointer { return Pointer{ptr: p} }
 
 // SlicePointer points at the first byte of b, or is nil for an empty b.
 func SlicePointer(b []byte) Pointer {
 	if len(b) == 0 {
 		return Pointer{}
 	}
-	return Pointer{unsafe.Pointer(&b[0])}
+	return Pointer{ptr: unsafe.Pointer(&b[0])}
 }
 
 // StringPointer points at a NUL-terminated copy of s. The kernel reads a C
@@ -43,7 +38,7 @@ func StringPointer(s string) (Pointer, error) {
 	}
 	b := make([]byte, len(s)+1)
 	copy(b, s)
-	return Pointer{unsafe.Pointer(&b[0])}, nil
+	return Pointer{ptr: unsafe.Pointer(&b[0])}, nil
 }
 
 // ObjName is char[BPF_OBJ_NAME_LEN], the name of a map or program.

@@ -91,9 +91,6 @@ const invalidCmd = 0xbfbf
 
 var attrSize atomic.Uint32
 
-// KernelAttrSize reports the running kernel's sizeof(union bpf_attr) as
-// probed (AttrSize if it could not be probed, or is larger).
-func KernelAttrSize() int { return int(kernelAttrSize()) }
 
 // callFD is call for the commands that return a new file descriptor.
 func callFD(cmd int, attr unsafe.Pointer) (int, error) {

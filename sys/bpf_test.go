@@ -408,32 +408,6 @@ func TestRawTracepointOpen(t *testing.T) {
 	}
 }
 
-// TestProgQueryFullAttr checks the kernel writes query results (the
-// revision at offset 56 on 6.6+) inside our attr and never beyond it.
-func TestProgQueryFullAttr(t *testing.T) {
-	testutil.RequireRoot(t)
-	cg, err := unix.Open(testutil.Cgroup2(t), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(cg)
-	var buf struct {
-		attr   sys.ProgQueryAttr
-		canary [64]byte
-	}
-	for i := range buf.canary {
-		buf.canary[i] = 0xa5
-	}
-	buf.attr = sys.ProgQueryAttr{TargetFD: uint32(cg), AttachType: unix.BPF_CGROUP_INET_INGRESS}
-	if err := sys.ProgQuery(&buf.attr); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(buf.canary[:], bytes.Repeat([]byte{0xa5}, 64)) {
-		t.Fatal("the kernel wrote past the attr")
-	}
-	t.Logf("programs %d, revision %d", buf.attr.ProgCnt, buf.attr.Revision)
-}
-
 // TestFDHygiene: with fds 0-2 closed, new BPF fds still land above 2, and
 // every BPF fd is close-on-exec.
 func TestFDHygiene(t *testing.T) {

@@ -6,9 +6,9 @@
 // union bpf_attr, padded to AttrSize: at least the union of every kernel we
 // know, so nothing the kernel may read or write lies outside it. The size
 // passed is the running kernel's own sizeof(union bpf_attr), learned once by
-// trying: the kernel reads all of its union, never a short one (6.17 to 7.2
-// write past a short BPF_PROG_QUERY attr), and is not made to check a tail
-// it does not know for zeroes.
+// trying: the kernel gets all of its union, never a short one (it writes
+// some answers past a short attr: see AttrSize), and is not made to check a
+// tail it does not know for zeroes.
 //
 // The package owns hygiene and nothing else: file descriptors are
 // close-on-exec and never 0, 1 or 2; errors are *Error values that name the
