@@ -185,11 +185,28 @@ func fromFD(fd int) (*Map, error) {
 // (insn.LoadMapFD) and for prog and perf event arrays. -1 once closed.
 func (m *Map) FD() int { return m.fd.Int() }
 
-// Type, KeySize, MaxEntries and Name describe the map.
-func (m *Map) Type() Type         { return m.typ }
-func (m *Map) KeySize() uint32    { return m.keySize }
+// String says what the map is: `map "drops" (hash, key 16, value 8, 10240
+// entries, fd 4)`.
+func (m *Map) String() string {
+	fd := fmt.Sprintf("fd %d", m.fd.Int())
+	if m.fd.Int() < 0 {
+		fd = "closed"
+	}
+	return fmt.Sprintf("map %q (%s, key %d, value %d, %d entries, %s)", m.name, m.typ, m.keySize, m.valueSize, m.maxEntries, fd)
+}
+
+// Type is the map's type.
+func (m *Map) Type() Type { return m.typ }
+
+// KeySize is the size of a key in bytes.
+func (m *Map) KeySize() uint32 { return m.keySize }
+
+// MaxEntries is the map's max_entries: its capacity, or for a ring buffer
+// its size in bytes.
 func (m *Map) MaxEntries() uint32 { return m.maxEntries }
-func (m *Map) Name() string       { return m.name }
+
+// Name is the map's name as the kernel keeps it (at most 15 bytes).
+func (m *Map) Name() string { return m.name }
 
 // ValueSize is the size of the buffer Lookup fills and Update reads: for a
 // per-CPU map, the value rounded up to 8 bytes times PossibleCPUs.

@@ -285,3 +285,16 @@ func TestSpecialTypes(t *testing.T) {
 		t.Fatalf("queue pop: %x %v", v, err)
 	}
 }
+
+// TestString: fmt.Print of a map says what it is.
+func TestString(t *testing.T) {
+	testutil.RequireRoot(t)
+	m := create(t, mapfd.Spec{Type: mapfd.Hash, KeySize: 16, ValueSize: 8, MaxEntries: 64, Name: "drops"})
+	if got, want := fmt.Sprint(m), fmt.Sprintf(`map "drops" (hash, key 16, value 8, 64 entries, fd %d)`, m.FD()); got != want {
+		t.Fatalf("%q, want %q", got, want)
+	}
+	m.Close()
+	if got := fmt.Sprint(m); got != `map "drops" (hash, key 16, value 8, 64 entries, closed)` {
+		t.Fatalf("closed: %q", got)
+	}
+}

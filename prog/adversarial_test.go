@@ -143,8 +143,11 @@ func TestHostileSpecs(t *testing.T) {
 	testutil.CheckNoLeaks(t)
 	_, err := prog.Load(prog.Spec{})
 	wantErr(t, "Load of an empty spec", err, "no instructions")
-	_, err = prog.LoadInstructions(prog.Spec{Type: prog.SocketFilter}, nil)
-	wantErr(t, "LoadInstructions of none", err, "no instructions")
+	_, err = prog.Load(prog.Spec{Type: prog.SocketFilter, Instructions: []insn.Instruction{}})
+	wantErr(t, "Load of no Instructions", err, "no instructions")
+	_, err = prog.Load(prog.Spec{Type: prog.SocketFilter, Insns: retZeroSpec(prog.SocketFilter).Insns,
+		Instructions: []insn.Instruction{{Code: insn.BPF_JMP | insn.BPF_EXIT}}})
+	wantErr(t, "Load of both Insns and Instructions", err, "both Insns and Instructions")
 	for _, size := range []int{-1, 0, 1, math.MaxInt} {
 		spec := retZeroSpec(prog.SocketFilter)
 		spec.LogLevel, spec.LogSize = 1, size

@@ -75,7 +75,7 @@ func BenchmarkLoad(b *testing.B) {
 				}
 				unix.Close(int(fd))
 			}, func(int) {
-				p, err := prog.LoadInstructions(prog.Spec{Type: prog.SocketFilter, License: "GPL"}, ins)
+				p, err := prog.Load(prog.Spec{Type: prog.SocketFilter, License: "GPL", Instructions: ins})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -35,6 +35,9 @@ type Spec struct {
 	Name    string // at most 15 bytes are kept
 	License string // "GPL" unlocks GPL-only helpers such as bpf_probe_read
 	Insns   []insn.Item
+	// Instructions is the program already assembled (insn.Assemble), for
+	// loading one program many times; set it or Insns, not both.
+	Instructions []insn.Instruction
 
 	// KernVersion is LINUX_VERSION_CODE for kprobe programs, which kernels
 	// before 5.0 check. Zero means: the running kernel's, from the vDSO.
@@ -64,19 +67,20 @@ type Program struct {
 	log  string
 }
 
-// Load assembles spec.Insns, resolving labels and map references, and loads
-// the program. A program the verifier rejects returns a *VerifierError.
+// Load assembles spec.Insns, resolving labels and map references (or takes
+// spec.Instructions as they are), and loads the program. A program the
+// verifier rejects returns a *VerifierError.
 func Load(spec Spec) (*Program, error) {
-	insns, err := insn.Assemble(spec.Insns)
-	if err != nil {
-		return nil, fmt.Errorf("program %q: %w", spec.Name, err)
+	insns := spec.Instructions
+	switch {
+	case len(spec.Insns) > 0 && len(insns) > 0:
+		return nil, fmt.Errorf("program %q: both Insns and Instructions are set", spec.Name)
+	case len(spec.Insns) > 0:
+		var err error
+		if insns, err = insn.Assemble(spec.Insns); err != nil {
+			return nil, fmt.Errorf("program %q: %w", spec.Name, err)
+		}
 	}
-	return LoadInstructions(spec, insns)
-}
-
-// LoadInstructions loads already assembled instructions; spec.Insns is
-// ignored.
-func LoadInstructions(spec Spec, insns []insn.Instruction) (*Program, error) {
 	if len(insns) == 0 {
 		return nil, fmt.Errorf("program %q: no instructions", spec.Name)
 	}
@@ -142,12 +146,22 @@ func logSize(n int) int {
 	return min(max(n, 128), MaxLogSize)
 }
 
+// String says what the program is: `program "dropmon" (tracepoint, fd 5)`.
+func (p *Program) String() string {
+	if p.fd.Int() < 0 {
+		return fmt.Sprintf("program %q (%s, closed)", p.name, p.typ)
+	}
+	return fmt.Sprintf("program %q (%s, fd %d)", p.name, p.typ, p.fd.Int())
+}
+
 // FD is the program's file descriptor; -1 once closed.
 func (p *Program) FD() int { return p.fd.Int() }
 
-// Name and Type describe the program.
+// Name is the program's name as the kernel keeps it (at most 15 bytes).
 func (p *Program) Name() string { return p.name }
-func (p *Program) Type() Type   { return p.typ }
+
+// Type is the program's type.
+func (p *Program) Type() Type { return p.typ }
 
 // Log is the verifier's log of a load asked for with Spec.LogLevel.
 func (p *Program) Log() string { return p.log }

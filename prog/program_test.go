@@ -2,6 +2,7 @@ package prog_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -260,4 +261,17 @@ func TestKernelVersion(t *testing.T) {
 		t.Fatalf("vDSO says %d.%d.%d, uname says %s", v>>16, v>>8&0xff, v&0xff, release)
 	}
 	t.Logf("LINUX_VERSION_CODE %#x (%d.%d.%d), uname %s", v, v>>16, v>>8&0xff, v&0xff, release)
+}
+
+// TestString: fmt.Print of a program says what it is.
+func TestString(t *testing.T) {
+	testutil.RequireRoot(t)
+	p := load(t, prog.Spec{Type: prog.SocketFilter, Name: "named", Insns: Program(Mov64Imm(R0, 0), Exit())})
+	if got, want := fmt.Sprint(p), fmt.Sprintf(`program "named" (socket_filter, fd %d)`, p.FD()); got != want {
+		t.Fatalf("%q, want %q", got, want)
+	}
+	p.Close()
+	if got := fmt.Sprint(p); got != `program "named" (socket_filter, closed)` {
+		t.Fatalf("closed: %q", got)
+	}
 }

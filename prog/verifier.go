@@ -3,7 +3,6 @@ package prog
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -49,19 +48,31 @@ func (e *VerifierError) Error() string {
 
 func (e *VerifierError) Unwrap() error { return e.Err }
 
-// insnLine matches the verifier's echo of an instruction, "12: (bf) r1 = r6".
-var insnLine = regexp.MustCompile(`(?m)^(\d+): \([0-9a-f]{2}\) `)
-
 func newVerifierError(name string, err error, log string, insns []insn.Instruction) error {
 	if log == "" {
 		return fmt.Errorf("program %q: %w", name, err)
 	}
 	e := &VerifierError{Name: name, Err: err, Log: log, Insns: insns, Insn: -1}
-	if m := insnLine.FindAllStringSubmatch(log, -1); len(m) > 0 {
-		e.Insn, _ = strconv.Atoi(m[len(m)-1][1])
+	for line := range strings.SplitSeq(log, "\n") {
+		if n, ok := echoedInsn(line); ok {
+			e.Insn = n
+		}
 	}
 	return e
 }
+
+// echoedInsn reads the index from the verifier's echo of an instruction,
+// "12: (bf) r1 = r6".
+func echoedInsn(line string) (int, bool) {
+	num, rest, ok := strings.Cut(line, ": (")
+	if !ok || len(rest) < 4 || rest[2] != ')' || rest[3] != ' ' || !isHex(rest[0]) || !isHex(rest[1]) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(num)
+	return n, err == nil && n >= 0 && num[0] != '+'
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
 
 func isErrno(err error, errno unix.Errno) bool { return errors.Is(err, errno) }
 

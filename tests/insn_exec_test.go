@@ -213,8 +213,8 @@ func (r *execRunner) flush() {
 		t.Fatalf("%s: assemble: %v", r.name, err)
 	}
 	listing := insn.Disassemble(asm)
-	p, err := prog.LoadInstructions(prog.Spec{Type: prog.SocketFilter, License: "GPL",
-		Name: execProgName(r.name)}, asm)
+	p, err := prog.Load(prog.Spec{Type: prog.SocketFilter, License: "GPL",
+		Name: execProgName(r.name), Instructions: asm})
 	if err != nil {
 		t.Fatalf("%s: load: %v\nprogram:\n%s", r.name, err, execLines(listing, 0, len(asm), execMaxLines))
 	}
