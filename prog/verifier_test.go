@@ -36,4 +36,3 @@ func FuzzVerifierLog(f *testing.F) {
 		_ = newVerifierError("x", ErrClosed, log, nil).Error()
 	})
 }
-

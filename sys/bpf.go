@@ -91,7 +91,6 @@ const invalidCmd = 0xbfbf
 
 var attrSize atomic.Uint32
 
-
 // callFD is call for the commands that return a new file descriptor.
 func callFD(cmd int, attr unsafe.Pointer) (int, error) {
 	fd, err := call(cmd, attr)
