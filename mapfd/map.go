@@ -1,6 +1,7 @@
 package mapfd
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -69,13 +70,24 @@ var ErrClosed = errors.New("mapfd: map is closed")
 
 // Spec describes a map to create.
 type Spec struct {
-	Type       Type
-	KeySize    uint32
-	ValueSize  uint32 // per CPU, for per-CPU maps
+	// Type is the map type.
+	Type Type
+	// KeySize is the size of a key in bytes. Zero for a PerfEventArray or
+	// ProgArray means 4.
+	KeySize uint32
+	// ValueSize is the size of a value in bytes, per CPU for per-CPU maps.
+	// Zero for a PerfEventArray or ProgArray means 4 (an fd).
+	ValueSize uint32
+	// MaxEntries is the capacity. Zero for a PerfEventArray means one entry
+	// per possible CPU, what bpf_perf_event_output with BPF_F_CURRENT_CPU
+	// and perfring.NewPerfReader need.
 	MaxEntries uint32
-	Flags      uint32 // map_flags: BPF_F_NO_PREALLOC, BPF_F_RDONLY_PROG, ...
-	Name       string // at most 15 bytes are kept: [A-Za-z0-9_.]
-	InnerMap   *Map   // template for array and hash of maps
+	// Flags is map_flags: BPF_F_NO_PREALLOC, BPF_F_RDONLY_PROG, ...
+	Flags uint32
+	// Name is kept to its first 15 bytes, of [A-Za-z0-9_.].
+	Name string
+	// InnerMap is the template of an array or hash of maps.
+	InnerMap *Map
 }
 
 // Map is an open BPF map. Its methods may be called from several goroutines,
@@ -97,6 +109,16 @@ func Create(spec Spec) (*Map, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map create: %w", err)
 	}
+	if spec.Type == PerfEventArray || spec.Type == ProgArray {
+		spec.KeySize, spec.ValueSize = cmp.Or(spec.KeySize, 4), cmp.Or(spec.ValueSize, 4)
+	}
+	if spec.Type == PerfEventArray && spec.MaxEntries == 0 {
+		n, err := PossibleCPUs()
+		if err != nil {
+			return nil, fmt.Errorf("map create %q: %w", spec.Name, err)
+		}
+		spec.MaxEntries = uint32(n)
+	}
 	attr := sys.MapCreateAttr{
 		MapType:    uint32(spec.Type),
 		KeySize:    spec.KeySize,
@@ -112,6 +134,9 @@ func Create(spec Spec) (*Map, error) {
 		attr.InnerMapFD = uint32(spec.InnerMap.fd.Int())
 	}
 	fd, err := sys.MapCreate(&attr)
+	if errors.Is(err, unix.EPERM) && sys.RaiseMemlock() {
+		fd, err = sys.MapCreate(&attr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("map create %q (type %d, key %d, value %d, entries %d): %w",
 			spec.Name, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, err)

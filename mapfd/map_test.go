@@ -298,3 +298,59 @@ func TestString(t *testing.T) {
 		t.Fatalf("closed: %q", got)
 	}
 }
+
+// TestDefaults: a perf event array or prog array from a Spec with zero
+// sizes gets 4-byte keys and fd values, and a perf event array one entry
+// per possible CPU.
+func TestDefaults(t *testing.T) {
+	testutil.RequireRoot(t)
+	n, _ := mapfd.PossibleCPUs()
+	pe := create(t, mapfd.Spec{Type: mapfd.PerfEventArray, Name: "events"})
+	pa := create(t, mapfd.Spec{Type: mapfd.ProgArray, MaxEntries: 8, Name: "jumps"})
+	for _, c := range []struct {
+		m                   *mapfd.Map
+		key, value, entries uint32
+	}{{pe, 4, 4, uint32(n)}, {pa, 4, 4, 8}} {
+		info, err := c.m.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.KeySize != c.key || info.ValueSize != c.value || info.MaxEntries != c.entries {
+			t.Fatalf("%v: the kernel has key %d, value %d, %d entries", c.m, info.KeySize, info.ValueSize, info.MaxEntries)
+		}
+	}
+}
+
+// TestCreateTyped: sizes come from the Go types; sizes that disagree with
+// them, or types holding pointers, are refused and leave no map behind.
+func TestCreateTyped(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	type key struct {
+		PID  uint32
+		Kind uint16
+		_    uint16
+	}
+	m, err := mapfd.CreateTyped[key, uint64](mapfd.Spec{Type: mapfd.Hash, MaxEntries: 16, Name: "typed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Map().KeySize() != 8 || m.Map().ValueSize() != 8 || m.FD() != m.Map().FD() {
+		t.Fatalf("%v", m.Map())
+	}
+	if err := m.Update(key{PID: 7, Kind: 2}, 42, mapfd.BPF_ANY); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := m.Lookup(key{PID: 7, Kind: 2}); err != nil || v != 42 {
+		t.Fatalf("lookup: %d %v", v, err)
+	}
+	if _, err := mapfd.CreateTyped[key, uint64](mapfd.Spec{Type: mapfd.Hash, KeySize: 4, MaxEntries: 16}); err == nil ||
+		!strings.Contains(err.Error(), "the types' are 8 and 8") {
+		t.Fatalf("key size 4 for an 8-byte key type: %v", err)
+	}
+	if _, err := mapfd.CreateTyped[*int, uint64](mapfd.Spec{Type: mapfd.Hash, MaxEntries: 16}); err == nil ||
+		!strings.Contains(err.Error(), "not fixed-size plain data") {
+		t.Fatalf("a pointer key: %v", err)
+	}
+}

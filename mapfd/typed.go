@@ -49,6 +49,38 @@ func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
 	return &Typed[K, V]{m}, nil
 }
 
+// CreateTyped creates a map whose keys are K and values V (one CPU's value
+// for a per-CPU map): zero sizes in spec are taken from them, others must
+// match them.
+func CreateTyped[K, V any](spec Spec) (*Typed[K, V], error) {
+	var k K
+	var v V
+	ks, vs := uint32(unsafe.Sizeof(k)), uint32(unsafe.Sizeof(v))
+	if spec.KeySize != 0 && spec.KeySize != ks || spec.ValueSize != 0 && spec.ValueSize != vs {
+		return nil, fmt.Errorf("map %q: key and value sizes %d and %d, the types' are %d and %d", spec.Name, spec.KeySize, spec.ValueSize, ks, vs)
+	}
+	spec.KeySize, spec.ValueSize = ks, vs
+	m, err := Create(spec)
+	if err != nil {
+		return nil, err
+	}
+	t, err := NewTyped[K, V](m)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// FD is the map's fd, so that a Typed can be referenced from a program
+// (insn.LoadMapFD); -1 once closed or when NewTyped did not make t.
+func (t *Typed[K, V]) FD() int {
+	if t.m == nil {
+		return -1
+	}
+	return t.m.FD()
+}
+
 // Map is the map t types; its byte API takes sizes unchecked by t.
 func (t *Typed[K, V]) Map() *Map { return t.m }
 

@@ -115,6 +115,9 @@ func Load(spec Spec) (*Program, error) {
 		attr.LogLevel, attr.LogSize, attr.LogBuf = spec.LogLevel, uint32(len(log)), sys.SlicePointer(log)
 	}
 	fd, err := sys.ProgLoad(&attr)
+	if isErrno(err, unix.EPERM) && sys.RaiseMemlock() {
+		fd, err = sys.ProgLoad(&attr)
+	}
 	if err != nil && spec.LogLevel == 0 {
 		// The fast path had no log: load again with one to say why.
 		log = make([]byte, logSize(spec.LogSize))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -99,3 +100,27 @@ func progCaps(progType uint32) []int {
 // ErrNotSupported is the one sentinel every bpfkit package uses for "this
 // kernel does not have that": errors.Is(err, sys.ErrNotSupported).
 var ErrNotSupported = errors.New("not supported by this kernel")
+
+var memlockOnce sync.Once
+
+// RaiseMemlock lifts RLIMIT_MEMLOCK to infinity, the first time it is
+// called and only if the limit is finite, and reports whether this call
+// did.
+// Kernels before 5.11 charge BPF maps and programs to RLIMIT_MEMLOCK and
+// answer EPERM past it; from 5.11 memory cgroups account for them instead
+// (commit 3ac1f01b43b6). mapfd.Create and prog.Load call it on a first
+// EPERM and try again once. It is journaled as setrlimit.
+func RaiseMemlock() (raised bool) {
+	memlockOnce.Do(func() {
+		var old unix.Rlimit
+		if unix.Getrlimit(unix.RLIMIT_MEMLOCK, &old) != nil || old.Cur == unix.RLIM_INFINITY {
+			return
+		}
+		inf := unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
+		_, err := traced("setrlimit", func() string {
+			return fmt.Sprintf("RLIMIT_MEMLOCK, {cur=%d, max=%d} -> {cur=RLIM_INFINITY, max=RLIM_INFINITY}", old.Cur, old.Max)
+		}, func() (int, error) { return 0, unix.Setrlimit(unix.RLIMIT_MEMLOCK, &inf) })
+		raised = err == nil
+	})
+	return raised
+}
