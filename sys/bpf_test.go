@@ -457,7 +457,10 @@ func TestEPERMNamesCapability(t *testing.T) {
 	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl)
 	unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: 64 << 10, Max: rl.Max})
 	defer unix.Setrlimit(unix.RLIMIT_MEMLOCK, &rl)
-	var err error
+	var err, needErr error
+	if err := sys.NeedCaps(sys.CAP_BPF, sys.CAP_PERFMON); err != nil {
+		t.Fatalf("NeedCaps as root: %v", err)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -475,9 +478,13 @@ func TestEPERMNamesCapability(t *testing.T) {
 			err = e
 			return
 		}
+		needErr = sys.NeedCaps(sys.CAP_BPF, sys.CAP_PERFMON)
 		_, err = sys.ProgLoad(&sys.ProgLoadAttr{ProgType: unix.BPF_PROG_TYPE_TRACEPOINT, InsnCnt: 2, Insns: sys.SlicePointer(retZero), License: cstr("GPL")})
 	}()
 	wg.Wait()
+	if !errors.Is(needErr, unix.EPERM) || !strings.Contains(needErr.Error(), "missing CAP_BPF and CAP_PERFMON; run as root") {
+		t.Fatalf("NeedCaps without them: %v", needErr)
+	}
 	if !errors.Is(err, unix.EPERM) {
 		t.Fatalf("load without capabilities: %v, want EPERM", err)
 	}

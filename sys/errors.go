@@ -54,19 +54,44 @@ func effectiveCaps() (uint64, error) {
 	return uint64(data[0].Effective) | uint64(data[1].Effective)<<32, nil
 }
 
-// permHint explains an EPERM: the capabilities in need that the process lacks
-// (CAP_SYS_ADMIN stands in for all of them, and alone before 5.8), or, if it
-// has them all, what else refuses root.
-func permHint(need ...int) string {
+// missingCaps lists the capabilities of need the calling thread lacks;
+// CAP_SYS_ADMIN stands in for all of them (and alone is enough before 5.8).
+func missingCaps(need ...int) ([]string, error) {
 	caps, err := effectiveCaps()
 	if err != nil {
-		return ""
+		return nil, err
 	}
 	var missing []string
 	for _, c := range need {
 		if caps&(1<<c) == 0 && caps&(1<<CAP_SYS_ADMIN) == 0 {
 			missing = append(missing, capNames[c])
 		}
+	}
+	return missing, nil
+}
+
+// NeedCaps checks, before anything is asked of the kernel, that the process
+// has the capabilities in need (CAP_BPF, CAP_PERFMON, ...; CAP_SYS_ADMIN
+// grants them all). Its error names the missing ones and wraps EPERM.
+func NeedCaps(need ...int) error {
+	missing, err := missingCaps(need...)
+	if err != nil {
+		return &Error{Op: "capget", Errno: errnoOf(err)}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return &Error{Op: "capabilities", Errno: unix.EPERM,
+		Hint: "missing " + strings.Join(missing, " and ") + "; run as root, or grant them (CAP_SYS_ADMIN grants all)"}
+}
+
+// permHint explains an EPERM: the capabilities in need that the process lacks
+// (CAP_SYS_ADMIN stands in for all of them, and alone before 5.8), or, if it
+// has them all, what else refuses root.
+func permHint(need ...int) string {
+	missing, err := missingCaps(need...)
+	if err != nil {
+		return ""
 	}
 	var rl unix.Rlimit
 	memlock := ""
