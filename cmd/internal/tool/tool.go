@@ -1,0 +1,211 @@
+// Package tool is what bpfkit's command line tools share: flags and the
+// bcc-style positional interval and count, -h with examples, -json, the
+// privilege check before anything is loaded, a clean exit on Ctrl-C or
+// SIGTERM that still prints the interval in progress, and the renderers
+// (log2 histograms, heatmaps).
+//
+// Exit status: 0 on success and on Ctrl-C, 1 when the kernel or the system
+// refuses (privilege, a missing tracepoint), 2 for bad flags or arguments.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bpfkit/bpfkit/sys"
+)
+
+// Tool is one command's name, help and common flags.
+type Tool struct {
+	Name     string
+	Flags    *flag.FlagSet
+	JSON     bool          // -json: one JSON object per line
+	Interval time.Duration // the positional interval, or the default
+	Count    int           // the positional count; 0 means until stopped
+
+	summary, usage string
+	examples       []string
+	positional     bool
+	Stdout, Stderr io.Writer
+}
+
+// New makes a tool. usage is what follows the name on the usage line
+// ("[flags] [interval [count]]"); examples are whole command lines, each
+// with a comment after " # ".
+func New(name, summary, usage string, examples ...string) *Tool {
+	t := &Tool{Name: name, summary: summary, usage: usage, examples: examples, Stdout: os.Stdout, Stderr: os.Stderr}
+	t.Flags = flag.NewFlagSet(name, flag.ContinueOnError)
+	t.Flags.SetOutput(io.Discard)
+	t.Flags.BoolVar(&t.JSON, "json", false, "print one JSON object per line instead of text")
+	return t
+}
+
+// Periodic makes the tool take an interval (seconds, or a duration such as
+// 500ms) and a count as positional arguments, as bcc's tools do, with def
+// the interval when none is given.
+func (t *Tool) Periodic(def time.Duration) *Tool {
+	t.positional, t.Interval = true, def
+	return t
+}
+
+// PrintUsage writes the description, usage line, flags and examples.
+func (t *Tool) PrintUsage(w io.Writer) {
+	fmt.Fprintf(w, "%s: %s\n\nusage: %s %s\n\nflags:\n", t.Name, t.summary, t.Name, t.usage)
+	t.Flags.SetOutput(w)
+	t.Flags.PrintDefaults()
+	t.Flags.SetOutput(io.Discard)
+	if t.positional {
+		fmt.Fprintf(w, "  interval\n    \tprint every interval: seconds, or a duration with its unit (default %v)\n", t.Interval)
+		fmt.Fprintf(w, "  count\n    \tstop after count intervals (default: until Ctrl-C)\n")
+	}
+	if len(t.examples) > 0 {
+		fmt.Fprintf(w, "\nexamples:\n")
+		for _, e := range t.examples {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+}
+
+// ErrUsage marks a bad flag or argument: exit status 2.
+var ErrUsage = errors.New("usage")
+
+// Usagef is a usage error with its message.
+func Usagef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
+
+// Parse parses the flags and positional arguments. -h returns flag.ErrHelp;
+// anything else wrong an error wrapping ErrUsage.
+func (t *Tool) Parse(args []string) error {
+	if err := t.Flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return Usagef("%v", err)
+	}
+	rest := t.Flags.Args()
+	if !t.positional {
+		if len(rest) > 0 {
+			return Usagef("unexpected argument %q", rest[0])
+		}
+		return nil
+	}
+	if len(rest) > 2 {
+		return Usagef("unexpected argument %q (usage: %s %s)", rest[2], t.Name, t.usage)
+	}
+	if len(rest) > 0 {
+		d, err := ParseInterval(rest[0])
+		if err != nil {
+			return err
+		}
+		t.Interval = d
+	}
+	if len(rest) > 1 {
+		n, err := strconv.Atoi(rest[1])
+		if err != nil || n < 1 {
+			return Usagef("count %q: want a whole number of intervals, 1 or more", rest[1])
+		}
+		t.Count = n
+	}
+	return nil
+}
+
+// ParseInterval reads an interval as bcc's tools take it, whole or
+// fractional seconds ("1", "0.5"), or as a Go duration ("500ms", "2m");
+// it must be positive.
+func ParseInterval(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || f > float64(24*time.Hour/time.Second) {
+			return 0, Usagef("interval %q: want seconds (1, 0.5) or a duration with its unit (500ms)", s)
+		}
+		d = time.Duration(f * float64(time.Second))
+	}
+	if d <= 0 {
+		return 0, Usagef("interval %q: must be more than zero", s)
+	}
+	return d, nil
+}
+
+// ParseOrExit parses os.Args[1:], printing the usage and exiting 0 for -h,
+// or one line and exiting 2 for a bad argument.
+func (t *Tool) ParseOrExit() {
+	err := t.Parse(os.Args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		t.PrintUsage(t.Stdout)
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintf(t.Stderr, "%s: %s (%s -h shows the usage)\n", t.Name, strings.TrimPrefix(err.Error(), "usage: "), t.Name)
+		os.Exit(2)
+	}
+}
+
+// Exit ends the program: status 0 for a nil err, 2 for a usage error,
+// else 1, with the error on one line.
+func (t *Tool) Exit(err error) {
+	if err == nil {
+		os.Exit(0)
+	}
+	msg := strings.ReplaceAll(err.Error(), "\n", "\n  ")
+	fmt.Fprintf(t.Stderr, "%s: %s\n", t.Name, strings.TrimPrefix(msg, "usage: "))
+	if errors.Is(err, ErrUsage) {
+		os.Exit(2)
+	}
+	os.Exit(1)
+}
+
+// NeedRoot checks the capabilities a tracing tool needs before anything is
+// loaded: CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), plus read access to
+// tracefs, which only root has by default.
+func (t *Tool) NeedRoot() error {
+	if err := sys.NeedCaps(sys.CAP_BPF, sys.CAP_PERFMON); err != nil {
+		return fmt.Errorf("needs root: %w", err)
+	}
+	return nil
+}
+
+// Context is cancelled by Ctrl-C (SIGINT) or SIGTERM.
+func Context() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// Every calls report at every interval, Count times or until ctx ends;
+// then, if ctx ended first, once more with final set, so that what the
+// interval in progress counted is printed too.
+func (t *Tool) Every(ctx context.Context, report func(final bool) error) error {
+	tick := time.NewTicker(t.Interval)
+	defer tick.Stop()
+	for n := 0; t.Count == 0 || n < t.Count; n++ {
+		select {
+		case <-ctx.Done():
+			return report(true)
+		case <-tick.C:
+		}
+		if err := report(false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Emit writes v as one line of JSON.
+func (t *Tool) Emit(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(t.Stdout, "%s\n", b)
+	return err
+}
