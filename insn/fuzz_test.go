@@ -9,14 +9,14 @@ import (
 func seedPrograms(f *testing.F) {
 	for _, c := range builderCases {
 		if insns, err := Assemble(c.items); err == nil && len(insns) <= 256 {
-			f.Add(Encode(insns))
+			f.Add(mustEncode(f, insns))
 		}
 	}
 	var all []Instruction
 	for _, c := range formatCases {
 		all = append(all, c.in)
 	}
-	f.Add(Encode(all))
+	f.Add(mustEncode(f, all))
 	f.Add([]byte{0x18, 0x01, 0, 0, 1, 0, 0, 0}) // ld_imm64 without second slot
 	f.Add([]byte{1, 2, 3})
 }
@@ -58,7 +58,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if got := Encode(insns); string(got) != string(b) {
+		if got, err := Encode(insns); err != nil || string(got) != string(b) {
 			t.Fatalf("Encode(Decode(%x)) = %x", b, got)
 		}
 	})
