@@ -8,16 +8,16 @@ import (
 
 // Errors returned by Assemble, wrapped with the item index and names.
 var (
-	ErrUnknownLabel   = errors.New("unknown label")
-	ErrDuplicateLabel = errors.New("duplicate label")
-	ErrEmptyLabel     = errors.New("empty label name")
-	ErrOffsetRange    = errors.New("jump offset out of range")
-	ErrUnknownHelper  = errors.New("unknown helper")
-	ErrNilMap         = errors.New("nil map")
-	ErrBadFD          = errors.New("invalid map fd")
-	ErrRegister       = errors.New("invalid register")    // above r10, or a pseudo source the kernel does not know
-	ErrInvalid        = errors.New("invalid instruction") // an opcode, width or field the verifier refuses
-	ErrArgument       = errors.New("invalid argument")    // refused by a sequence builder such as MapIncrement
+	ErrUnknownLabel   = errors.New("unknown label")            // a jump or call to a label no Label item names
+	ErrDuplicateLabel = errors.New("duplicate label")          // two Label items of one name
+	ErrEmptyLabel     = errors.New("empty label name")         // a Label, or a jump target, named ""
+	ErrOffsetRange    = errors.New("jump offset out of range") // too far for the field, or landing outside the program
+	ErrUnknownHelper  = errors.New("unknown helper")           // CallName with a name not in the helper table
+	ErrNilMap         = errors.New("nil map")                  // LoadMapFD or LoadMapValue of a nil MapFD
+	ErrBadFD          = errors.New("invalid map fd")           // MapFD.FD answered a negative or too large fd
+	ErrRegister       = errors.New("invalid register")         // above r10, or a pseudo source the kernel does not know
+	ErrInvalid        = errors.New("invalid instruction")      // an opcode, width or field the verifier refuses
+	ErrArgument       = errors.New("invalid argument")         // refused by a sequence builder such as MapIncrement
 )
 
 // Assemble lays items out into instruction slots. It resolves labels
@@ -114,12 +114,15 @@ func Assemble(items []Item) ([]Instruction, error) {
 			out = append(out, Instruction{Imm: it.hi})
 		}
 	}
-	for _, j := range jumps {
-		// The kernel: "jump out of range", "jump into the middle of ldimm64 insn".
-		if j.target < 0 || j.target >= len(out) || j.target > 0 && out[j.target-1].IsLoadImm64() {
-			return nil, fmt.Errorf("insn: item %d (insn %d): %w: to insn %d of %d, not the start of one",
-				j.item, j.pc, ErrOffsetRange, j.target, len(out))
+	for _, j := range jumps { // the kernel: "jump out of range", "jump into the middle of ldimm64 insn"
+		why := fmt.Sprintf("to insn %d, outside the program's %d", j.target, len(out))
+		if j.target >= 0 && j.target < len(out) {
+			if j.target == 0 || !out[j.target-1].IsLoadImm64() {
+				continue
+			}
+			why = fmt.Sprintf("to insn %d, the second slot of a 64-bit load", j.target)
 		}
+		return nil, fmt.Errorf("insn: item %d (insn %d): %w: %s", j.item, j.pc, ErrOffsetRange, why)
 	}
 	return out, nil
 }
@@ -145,7 +148,7 @@ func jumpOffset(in Instruction) (int, bool) {
 // BPF_REG_AX. The src of a 64-bit load or a call holds a pseudo source.
 func check(in Instruction) error {
 	if in.Dst > R10 {
-		return fmt.Errorf("%w r%d as destination (r0 to r10)", ErrRegister, in.Dst)
+		return fmt.Errorf("%w: r%d as destination (r0 to r10)", ErrRegister, in.Dst)
 	}
 	call := in.Code == BPF_JMP|uint8(BPF_CALL)
 	switch {
@@ -154,7 +157,7 @@ func check(in Instruction) error {
 	case call && in.Src > BPF_PSEUDO_KFUNC_CALL:
 		return fmt.Errorf("%w: pseudo source %d of a call (0 to %d)", ErrRegister, in.Src, BPF_PSEUDO_KFUNC_CALL)
 	case !in.IsLoadImm64() && !call && in.Src > R10:
-		return fmt.Errorf("%w r%d as source (r0 to r10)", ErrRegister, in.Src)
+		return fmt.Errorf("%w: r%d as source (r0 to r10)", ErrRegister, in.Src)
 	}
 	var why string
 	need := func(ok bool, format string, args ...any) {
@@ -221,7 +224,7 @@ func check(in Instruction) error {
 			op&^BPF_FETCH == BPF_OR.Atomic() || op&^BPF_FETCH == BPF_AND.Atomic() || op&^BPF_FETCH == BPF_XOR.Atomic():
 			need(size == BPF_W || size == BPF_DW, "atomic read-modify-write on %d bits (32 or 64)", [4]int{32, 16, 8, 64}[size>>3])
 		default:
-			need(false, "unknown atomic operation 0x%x", in.Imm)
+			need(false, "unknown atomic operation %#x", uint32(in.Imm))
 		}
 	case BPF_LD:
 		switch in.Mode() {

@@ -27,7 +27,7 @@ func (i Instruction) String() string {
 // Disassemble returns a listing of insns in the form of `bpftool prog dump
 // xlated`, one line per instruction: "   0: (b7) r0 = 0". The second slot of
 // a 64-bit immediate load gets no line of its own.
-func Disassemble(insns []Instruction) string { return DisassembleFunc(insns, nil) }
+func Disassemble(insns []Instruction) string { return disassemble(insns, false, nil) }
 
 // DisassembleFunc is Disassemble for a program as the kernel hands it back
 // (prog.Info's Xlated), where the verifier rewrote the calls. A helper
@@ -40,10 +40,14 @@ func Disassemble(insns []Instruction) string { return DisassembleFunc(insns, nil
 // bpftool, "call pc+OFF", followed by "#" and the name callName gives it
 // (bpftool gives the JIT's symbol, "bpf_prog_TAG_F").
 func DisassembleFunc(insns []Instruction, callName func(call Instruction) string) string {
+	return disassemble(insns, true, callName)
+}
+
+func disassemble(insns []Instruction, xlated bool, callName func(call Instruction) string) string {
 	var b strings.Builder
 	for i := 0; i < len(insns); {
 		text, n := Format(insns, i)
-		if in := insns[i]; in.Code == BPF_JMP|uint8(BPF_CALL) && in.Src != BPF_PSEUDO_KFUNC_CALL {
+		if in := insns[i]; xlated && in.Code == BPF_JMP|uint8(BPF_CALL) && in.Src != BPF_PSEUDO_KFUNC_CALL {
 			name := ""
 			if callName != nil {
 				name = callName(in)

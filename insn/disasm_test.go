@@ -1,6 +1,7 @@
 package insn
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -51,6 +52,8 @@ var formatCases = []struct {
 	{ins(Bswap(R1, 16)), "r1 = bswap16 r1"},
 	{ins(Bswap(R2, 64)), "r2 = bswap64 r2"},
 	{Instruction{Code: BPF_ALU64 | uint8(BPF_MOV) | BPF_X, Dst: R1, Src: R2, Off: 1, Imm: 1<<16 | 0}, "r1 = addr_space_cast(r2, 1, 0)"},
+	{ins(AddrSpaceCast(R1, R2, 1, 0)), "r1 = addr_space_cast(r2, 1, 0)"},
+	{ins(AddrSpaceCast(R3, R3, 0, 1)), "r3 = addr_space_cast(r3, 0, 1)"},
 	{Instruction{Code: BPF_ALU64 | uint8(BPF_MOV) | BPF_X, Dst: R0, Src: R0, Off: -1}, "r0 = &(void __percpu *)(r0)"},
 	{ins(LoadMem(BPF_DW, R1, R8, 24)), "r1 = *(u64 *)(r8 +24)"},
 	{ins(LoadMem(BPF_W, R3, R6, 0)), "r3 = *(u32 *)(r6 +0)"},
@@ -77,6 +80,8 @@ var formatCases = []struct {
 	{ins(Atomic(BPF_DW, BPF_CMPXCHG, R10, R2, -8)), "r0 = atomic64_cmpxchg((u64 *)(r10 -8), r0, r2)"},
 	{ins(Atomic(BPF_DW, BPF_LOAD_ACQ, R0, R1, 8)), "r0 = load_acquire((u64 *)(r1 +8))"},
 	{ins(Atomic(BPF_DW, BPF_STORE_REL, R10, R1, -8)), "store_release((u64 *)(r10 -8), r1)"},
+	{ins(LoadAcquire(BPF_B, R2, R3, -1)), "r2 = load_acquire((u8 *)(r3 -1))"},
+	{ins(StoreRelease(BPF_H, R4, 2, R5)), "store_release((u16 *)(r4 +2), r5)"},
 	{ins(LoadAbs(BPF_B, 12)), "r0 = *(u8 *)skb[12]"},
 	{ins(LoadAbs(BPF_W, -4)), "r0 = *(u32 *)skb[-4]"},
 	{ins(LoadInd(BPF_H, R7, 14)), "r0 = *(u16 *)skb[r7 + 14]"},
@@ -102,6 +107,7 @@ var formatCases = []struct {
 	{ins(Ja32Off(1)), "gotol pc+1"},
 	{ins(Ja32Off(-100000)), "gotol pc-100000"},
 	{Instruction{Code: BPF_JMP | uint8(BPF_JCOND), Off: 4}, "may_goto pc+4"},
+	{ins(MayGotoOff(-3)), "may_goto pc-3"},
 	{Instruction{Code: BPF_JMP | uint8(BPF_JA) | BPF_X, Dst: R3}, "gotox r3"},
 	{ins(Call(BPF_FUNC_map_lookup_elem)), "call bpf_map_lookup_elem#1"},
 	{ins(Call(BPF_FUNC_tail_call)), "call bpf_tail_call#12"},
@@ -157,6 +163,8 @@ func TestFormatLoadImm64(t *testing.T) {
 		{LoadMapValueRaw(R1, 5, 16), "r1 = map[id:5][0]+16"},
 		{LoadMapValueRaw(R2, 82, 65536), "r2 = map[id:82][0]+65536"},
 		{LoadImm64Raw(R1, BPF_PSEUDO_FUNC, 3), "r1 = subprog[+3]"},
+		{LoadImm64Raw(R2, BPF_PSEUDO_MAP_IDX_VALUE, 24<<32|2), "r2 = map[idx:2]+24"},
+		{LoadImm64Raw(R3, BPF_PSEUDO_MAP_IDX, 1), "r3 = 0x1"}, // bpftool has no case for it
 		{LoadImm64Raw(R1, BPF_PSEUDO_BTF_ID, 0x42), "r1 = 0x42"},
 	}
 	for _, c := range cases {
@@ -262,5 +270,43 @@ func TestDisassembleIndexWidth(t *testing.T) {
 	lines := strings.Split(Disassemble(insns), "\n")
 	if lines[9] != "   9: (95) exit" || lines[999] != " 999: (95) exit" || lines[10000] != " 10000: (95) exit" {
 		t.Errorf("index format: %q %q %q", lines[9], lines[999], lines[10000])
+	}
+}
+
+// TestDisassembleFuncXlated: in the xlated instructions a bpf-to-bpf call
+// holds its offset in off and the callee's subprogram index in imm, as the
+// kernel leaves them after JIT (tests/xlated_test.go compares a real dump
+// with bpftool's).
+func TestDisassembleFuncXlated(t *testing.T) {
+	insns := []Instruction{
+		{Code: 0x85, Src: BPF_PSEUDO_CALL, Off: 3, Imm: 1},
+		{Code: 0x85, Imm: 269488},
+		{Code: 0x85, Src: BPF_PSEUDO_KFUNC_CALL, Imm: 77},
+		ins(Exit()),
+		ins(Exit()),
+	}
+	want := `   0: (85) call pc+3
+   1: (85) call unknown#269488
+   2: (85) call kernel-function#77
+   3: (95) exit
+   4: (95) exit
+`
+	if got := DisassembleFunc(insns, nil); got != want {
+		t.Errorf("without names:\n%s\nwant:\n%s", got, want)
+	}
+	names := func(call Instruction) string {
+		if call.Src == BPF_PSEUDO_CALL {
+			return fmt.Sprintf("bpf_prog_%d_F", call.Imm)
+		}
+		return "bpf_ktime_get_ns"
+	}
+	want = strings.Replace(want, "call pc+3", "call pc+3#bpf_prog_1_F", 1)
+	want = strings.Replace(want, "call unknown#269488", "call bpf_ktime_get_ns#269488", 1)
+	if got := DisassembleFunc(insns, names); got != want {
+		t.Errorf("with names:\n%s\nwant:\n%s", got, want)
+	}
+	// Format and Disassemble read a program as built: the offset is imm.
+	if got := Disassemble(insns[:1]); got != "   0: (85) call pc+1\n" {
+		t.Errorf("Disassemble: %q", got)
 	}
 }

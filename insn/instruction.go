@@ -53,8 +53,8 @@ func AppendEncode(b []byte, insns []Instruction) ([]byte, error) {
 	at := len(b)
 	b = slices.Grow(b, len(insns)*InstructionSize)[:at+len(insns)*InstructionSize]
 	for n, in := range insns {
-		if in.Dst > 15 || in.Src > 15 {
-			return b[:at], fmt.Errorf("insn: encode: instruction %d: %w: r%d or r%d does not fit 4 bits", n, ErrRegister, in.Dst, in.Src)
+		if r := max(in.Dst, in.Src); r > 15 {
+			return b[:at], fmt.Errorf("insn: encode: instruction %d: %w: r%d does not fit 4 bits", n, ErrRegister, r)
 		}
 		s := b[at+n*InstructionSize : at+n*InstructionSize+InstructionSize]
 		s[0], s[1] = in.Code, byte(in.Dst)|byte(in.Src)<<4
