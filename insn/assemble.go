@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Errors returned by Assemble, wrapped with the item index and names.
@@ -50,8 +51,6 @@ func Assemble(items []Item) ([]Instruction, error) {
 	}
 
 	out := make([]Instruction, 0, pc)
-	type jump struct{ item, pc, target int }
-	var jumps []jump
 	for n := range items {
 		it := &items[n]
 		if it.kind == kindLabel {
@@ -96,33 +95,31 @@ func Assemble(items []Item) ([]Instruction, error) {
 			}
 			ins.Imm = int32(h)
 		}
-		err := check(ins)
-		if err == nil && ins.IsLoadImm64() != (it.kind == kindWide) {
-			err = fmt.Errorf("%w 0x18: a 64-bit immediate load takes two slots: LoadImm64Raw", ErrInvalid)
-		}
-		if err == nil && it.kind == kindWide && it.hi != 0 && (ins.Src == BPF_PSEUDO_MAP_FD || ins.Src == BPF_PSEUDO_MAP_IDX) {
-			err = fmt.Errorf("%w 0x18: the upper imm of a map fd or index load must be 0, not %d", ErrInvalid, it.hi)
-		}
-		if err != nil {
+		if err := check(ins, it.kind == kindWide, it.hi); err != nil {
 			return nil, fmt.Errorf("insn: item %d (insn %d): %w", n, pc, err)
-		}
-		if d, ok := jumpOffset(ins); ok {
-			jumps = append(jumps, jump{n, pc, pc + 1 + d})
 		}
 		out = append(out, ins)
 		if it.kind == kindWide {
 			out = append(out, Instruction{Imm: it.hi})
 		}
 	}
-	for _, j := range jumps { // the kernel: "jump out of range", "jump into the middle of ldimm64 insn"
-		why := fmt.Sprintf("to insn %d, outside the program's %d", j.target, len(out))
-		if j.target >= 0 && j.target < len(out) {
-			if j.target == 0 || !out[j.target-1].IsLoadImm64() {
-				continue
-			}
-			why = fmt.Sprintf("to insn %d, the second slot of a 64-bit load", j.target)
+	for pc, ins := range out { // the kernel: "jump out of range", "jump into the middle of ldimm64 insn"
+		d, ok := jumpOffset(ins)
+		to, why := pc+1+d, ""
+		switch {
+		case !ok:
+		case to < 0 || to >= len(out):
+			why = fmt.Sprintf("to insn %d, outside the program's %d", to, len(out))
+		case to > 0 && out[to-1].IsLoadImm64():
+			why = fmt.Sprintf("to insn %d, the second slot of a 64-bit load", to)
 		}
-		return nil, fmt.Errorf("insn: item %d (insn %d): %w: %s", j.item, j.pc, ErrOffsetRange, why)
+		if why != "" {
+			n := 0 // the item of slot pc
+			for slots := 0; slots <= pc; n++ {
+				slots += [4]int{1, 2, 0, 0}[items[n].kind]
+			}
+			return nil, fmt.Errorf("insn: item %d (insn %d): %w: %s", n-1, pc, ErrOffsetRange, why)
+		}
 	}
 	return out, nil
 }
@@ -146,12 +143,13 @@ func jumpOffset(in Instruction) (int, bool) {
 // check_atomic, check_ld_imm, check_ld_abs and do_check's class checks).
 // Registers above r10 are refused everywhere: r11 is the kernel's own
 // BPF_REG_AX. The src of a 64-bit load or a call holds a pseudo source.
-func check(in Instruction) error {
-	if in.Dst > R10 {
-		return fmt.Errorf("%w: r%d as destination (r0 to r10)", ErrRegister, in.Dst)
-	}
+// wide tells that in is the first of two slots, hi the imm of the second.
+// It does not allocate unless it fails: Assemble runs it on every slot.
+func check(in Instruction, wide bool, hi int32) error {
 	call := in.Code == BPF_JMP|uint8(BPF_CALL)
 	switch {
+	case in.Dst > R10:
+		return fmt.Errorf("%w: r%d as destination (r0 to r10)", ErrRegister, in.Dst)
 	case in.IsLoadImm64() && in.Src > BPF_PSEUDO_MAP_IDX_VALUE:
 		return fmt.Errorf("%w: pseudo source %d of a 64-bit load (0 to %d)", ErrRegister, in.Src, BPF_PSEUDO_MAP_IDX_VALUE)
 	case call && in.Src > BPF_PSEUDO_KFUNC_CALL:
@@ -159,113 +157,105 @@ func check(in Instruction) error {
 	case !in.IsLoadImm64() && !call && in.Src > R10:
 		return fmt.Errorf("%w: r%d as source (r0 to r10)", ErrRegister, in.Src)
 	}
-	var why string
-	need := func(ok bool, format string, args ...any) {
+	why := ""
+	need := func(ok bool, problem string) {
 		if !ok && why == "" {
-			why = fmt.Sprintf(format, args...)
+			why = problem
 		}
 	}
-	zero := func(what string, v int64) { need(v == 0, "%s must be 0, not %d", what, v) }
-	k, size, jmp32 := in.Source() == BPF_K, in.Size(), in.Class() == BPF_JMP32
-	switch in.Class() {
-	case BPF_ALU, BPF_ALU64:
-		op, bits := in.ALUOp(), 32
-		if in.Class() == BPF_ALU64 {
-			bits = 64
+	k, size, jmp32, op := in.Source() == BPF_K, in.Size(), in.Class() == BPF_JMP32, in.Code&0xf0
+	unused := "imm" // the operand field that the source leaves unused
+	if k {
+		unused = "src"
+	}
+	zero := func(fields string) {
+		for i, v := range [4]int64{int64(in.Dst), int64(in.Src), int64(in.Off), int64(in.Imm)} {
+			if strings.Contains(fields, [4]string{"dst", "src", "off", "imm"}[i]) {
+				need(v == 0, [4]string{"dst must be 0", "src must be 0", "off must be 0", "imm must be 0"}[i])
+			}
 		}
-		switch {
+	}
+	switch bits := int32(32 << (in.Code & 1)); in.Class() { // ALU64 is odd: 64 bits
+	case BPF_ALU, BPF_ALU64:
+		switch op := ALUOp(op); {
 		case op > BPF_END:
 			need(false, "unknown ALU operation")
 		case op == BPF_NEG:
 			need(k, "neg takes no source")
-			zero("src", int64(in.Src))
-			zero("off", int64(in.Off))
-			zero("imm", int64(in.Imm))
+			zero("src off imm")
 		case op == BPF_END:
-			zero("src", int64(in.Src))
-			zero("off", int64(in.Off))
-			need(in.Imm == 16 || in.Imm == 32 || in.Imm == 64, "byte swap of %d bits (16, 32 or 64)", in.Imm)
+			zero("src off")
+			need(in.Imm == 16 || in.Imm == 32 || in.Imm == 64, "a byte swap is of 16, 32 or 64 bits")
 			need(bits == 32 || k, "bswap has no big-endian form")
 		case op == BPF_MOV && !k && bits == 64 && in.Off == BPF_ADDR_SPACE_CAST:
-			need(in.Imm == 1 || in.Imm == 1<<16, "addr_space_cast between address spaces %d and %d (only 0 and 1)",
-				uint32(in.Imm)>>16, uint16(in.Imm))
+			need(in.Imm == 1 || in.Imm == 1<<16, "addr_space_cast is between address spaces 0 and 1")
 		case op == BPF_MOV && !k:
-			zero("imm", int64(in.Imm))
+			zero("imm")
 			need(in.Off == 0 || in.Off == 8 || in.Off == 16 || in.Off == 32 && bits == 64,
-				"sign extension from %d bits (8, 16 or, in 64 bits, 32)", in.Off)
+				"sign extension is from 8, 16 or, in 64 bits, 32 bits")
 		case op == BPF_MOV:
-			zero("src", int64(in.Src))
-			zero("off", int64(in.Off))
+			zero("src off")
 		default:
-			if k {
-				zero("src", int64(in.Src))
-			} else {
-				zero("imm", int64(in.Imm))
-			}
-			need(in.Off == 0 || in.Off == 1 && (op == BPF_DIV || op == BPF_MOD), "off %d (0, or 1 for signed div and mod)", in.Off)
+			zero(unused)
+			need(in.Off == 0 || in.Off == 1 && (op == BPF_DIV || op == BPF_MOD), "off must be 0, or 1 for signed div and mod")
 			need(!k || in.Imm != 0 || op != BPF_DIV && op != BPF_MOD, "division by zero")
-			need(!k || in.Imm >= 0 && int(in.Imm) < bits || op != BPF_LSH && op != BPF_RSH && op != BPF_ARSH,
-				"shift by %d (0 to %d)", in.Imm, bits-1)
+			need(!k || in.Imm >= 0 && in.Imm < bits || op != BPF_LSH && op != BPF_RSH && op != BPF_ARSH,
+				"a shift is by 0 to 31, or 63 in 64 bits")
 		}
 	case BPF_LDX:
 		need(in.Mode() == BPF_MEM || in.Mode() == BPF_MEMSX && size != BPF_DW, "unknown load mode")
-		zero("imm", int64(in.Imm))
+		zero("imm")
 	case BPF_ST:
 		need(in.Mode() == BPF_MEM, "unknown store mode")
-		zero("src", int64(in.Src))
+		zero("src")
 	case BPF_STX:
-		switch op := AtomicOp(in.Imm); {
+		switch a, rmw := AtomicOp(in.Imm), AtomicOp(in.Imm)&^BPF_FETCH; {
 		case in.Mode() == BPF_MEM:
-			zero("imm", int64(in.Imm))
+			zero("imm")
 		case in.Mode() != BPF_ATOMIC:
 			need(false, "unknown store mode")
-		case op == BPF_LOAD_ACQ || op == BPF_STORE_REL:
-		case op == BPF_XCHG || op == BPF_CMPXCHG || op&^BPF_FETCH == BPF_ADD.Atomic() ||
-			op&^BPF_FETCH == BPF_OR.Atomic() || op&^BPF_FETCH == BPF_AND.Atomic() || op&^BPF_FETCH == BPF_XOR.Atomic():
-			need(size == BPF_W || size == BPF_DW, "atomic read-modify-write on %d bits (32 or 64)", [4]int{32, 16, 8, 64}[size>>3])
+		case a == BPF_XCHG || a == BPF_CMPXCHG || rmw == BPF_ADD.Atomic() || rmw == BPF_OR.Atomic() ||
+			rmw == BPF_AND.Atomic() || rmw == BPF_XOR.Atomic():
+			need(size == BPF_W || size == BPF_DW, "an atomic read-modify-write is of 32 or 64 bits")
 		default:
-			need(false, "unknown atomic operation %#x", uint32(in.Imm))
+			need(a == BPF_LOAD_ACQ || a == BPF_STORE_REL, "unknown atomic operation")
 		}
 	case BPF_LD:
 		switch in.Mode() {
 		case BPF_ABS, BPF_IND:
-			need(size != BPF_DW, "64-bit packet load")
-			zero("dst", int64(in.Dst))
-			zero("off", int64(in.Off))
-			need(in.Mode() == BPF_IND || in.Src == 0, "src must be 0, not %d", in.Src)
-		case BPF_IMM:
-			need(size == BPF_DW, "immediate load of less than 64 bits")
+			need(size != BPF_DW, "a packet load is of 8, 16 or 32 bits")
+			zero("dst off")
+			need(in.Mode() == BPF_IND || in.Src == 0, "src must be 0")
 		default:
-			need(false, "unknown load mode")
+			need(in.IsLoadImm64(), "unknown load mode or size")
+			need(wide, "a 64-bit immediate load takes two slots: LoadImm64Raw")
+			need(hi == 0 || in.Src != BPF_PSEUDO_MAP_FD && in.Src != BPF_PSEUDO_MAP_IDX, "the upper imm of a map fd or index load must be 0")
 		}
 	case BPF_JMP, BPF_JMP32:
-		switch op := in.JumpOp(); {
+		switch op := JumpOp(op); {
 		case op == BPF_CALL || op == BPF_EXIT || op == BPF_JCOND:
 			need(!jmp32 && k, "unknown jump operation")
-			zero("dst", int64(in.Dst))
-			need(op != BPF_CALL || in.Off == 0 || in.Src == BPF_PSEUDO_KFUNC_CALL, "off must be 0, not %d", in.Off)
-			need(op == BPF_CALL || in.Src == 0, "src must be 0, not %d", in.Src)
-			need(op != BPF_CALL || in.Src != 0 || in.Imm > 0 && int(in.Imm) < len(helperNames), "unknown helper %d", in.Imm)
-			need(op == BPF_CALL || in.Imm == 0, "imm must be 0, not %d", in.Imm)
+			zero("dst")
+			if op != BPF_CALL {
+				zero("src imm")
+			}
+			need(op != BPF_CALL || in.Off == 0 || in.Src == BPF_PSEUDO_KFUNC_CALL, "off must be 0")
+			need(op != BPF_CALL || in.Src != 0 || in.Imm > 0 && int(in.Imm) < len(helperNames), "unknown helper")
 		case op == BPF_JA:
 			need(k, "goto takes no source")
-			zero("src", int64(in.Src))
-			zero("dst", int64(in.Dst))
-			if jmp32 {
-				zero("off", int64(in.Off))
+			if zero("src dst"); jmp32 { // gotol: the offset is in imm
+				zero("off")
 			} else {
-				zero("imm", int64(in.Imm))
+				zero("imm")
 			}
 		case op > BPF_JCOND:
 			need(false, "unknown jump operation")
-		case k:
-			zero("src", int64(in.Src))
 		default:
-			zero("imm", int64(in.Imm))
+			zero(unused)
 		}
 	}
 	if why != "" {
-		return fmt.Errorf("%w 0x%02x: %s", ErrInvalid, in.Code, why)
+		return fmt.Errorf("%w 0x%02x (dst r%d, src r%d, off %d, imm %d): %s", ErrInvalid, in.Code, in.Dst, in.Src, in.Off, in.Imm, why)
 	}
 	return nil
 }

@@ -194,3 +194,17 @@ func TestAssembleRawAndEmpty(t *testing.T) {
 		t.Errorf("Raw: %+v", insns)
 	}
 }
+
+// TestAssembleAllocs: checking every slot must not cost an allocation per
+// instruction; Assemble allocates its output.
+func TestAssembleAllocs(t *testing.T) {
+	var items []Item
+	for range 1000 {
+		items = append(items, ALU64Imm(BPF_ADD, R1, 5), Movsx64Reg(R1, R2, 8), JumpImmOff(BPF_JEQ, R1, 0, 0),
+			Atomic(BPF_DW, BPF_ADD.Atomic(), R10, R1, -8), LoadImm64(R2, 1), Call(BPF_FUNC_ktime_get_ns))
+	}
+	items = append(items, Exit())
+	if n := testing.AllocsPerRun(10, func() { _, _ = Assemble(items) }); n > 1 {
+		t.Errorf("Assemble of %d items: %v allocations", len(items), n)
+	}
+}
