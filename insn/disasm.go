@@ -30,15 +30,14 @@ func (i Instruction) String() string {
 func Disassemble(insns []Instruction) string { return disassemble(insns, false, nil) }
 
 // DisassembleFunc is Disassemble for a program as the kernel hands it back
-// (prog.Info's Xlated), where the verifier rewrote the calls. A helper
-// call's imm is the helper's address less __bpf_call_base, no longer its
-// id; callName names such a call, as bpftool does with kallsyms ("call
-// __htab_map_lookup_elem#161296"); when it is nil or answers "", the call
-// prints as Format prints it. A bpf-to-bpf call keeps its offset in off and
-// holds the callee's subprogram index in imm (jit_subprogs and, without a
-// JIT, fixup_call_args in kernel/bpf/verifier.c), so it prints, as in
-// bpftool, "call pc+OFF", followed by "#" and the name callName gives it
-// (bpftool gives the JIT's symbol, "bpf_prog_TAG_F").
+// (prog.Info's Xlated), whose calls the verifier rewrote. A helper call's
+// imm is then the helper's address less __bpf_call_base: callName names it
+// as bpftool does from kallsyms, "call __htab_map_lookup_elem#161296". A
+// bpf-to-bpf call holds its offset in off and the callee's subprogram index
+// in imm (jit_subprogs and, without a JIT, fixup_call_args in
+// kernel/bpf/verifier.c): it prints "call pc+OFF", and "#" and its name if
+// callName gives one (bpftool gives the JIT's symbol, bpf_prog_TAG_F).
+// callName may be nil or answer "".
 func DisassembleFunc(insns []Instruction, callName func(call Instruction) string) string {
 	return disassemble(insns, true, callName)
 }

@@ -26,25 +26,17 @@ const (
 // String returns "r0" ... "r10".
 func (r Register) String() string { return "r" + strconv.Itoa(int(r)) }
 
-// Class is BPF_CLASS(code). The classes, modes and sources are untyped
-// constants: they only ever combine into an opcode byte, where the typed
-// operations and sizes below are converted explicitly.
-type Class uint8
-
-// Size is BPF_SIZE(code) of a load or store: BPF_W, BPF_H, BPF_B, BPF_DW.
-type Size uint8
-
-// Mode is BPF_MODE(code) of a load or store.
-type Mode uint8
-
-// ALUOp is BPF_OP(code) of an ALU or ALU64 instruction.
-type ALUOp uint8
-
-// JumpOp is BPF_OP(code) of a JMP or JMP32 instruction.
-type JumpOp uint8
-
-// Source is BPF_SRC(code): BPF_K or BPF_X (for BPF_END, BPF_TO_LE or BPF_TO_BE).
-type Source uint8
+// The fields of an opcode byte. Operations and sizes are typed so that
+// one cannot stand for another; classes, modes and sources are untyped
+// constants (see the package documentation).
+type (
+	Class  uint8 // Class is BPF_CLASS(code)
+	Size   uint8 // Size is BPF_SIZE(code) of a load or store: BPF_W, BPF_H, BPF_B, BPF_DW
+	Mode   uint8 // Mode is BPF_MODE(code) of a load or store
+	ALUOp  uint8 // ALUOp is BPF_OP(code) of an ALU or ALU64 instruction
+	JumpOp uint8 // JumpOp is BPF_OP(code) of a JMP or JMP32 instruction
+	Source uint8 // Source is BPF_SRC(code): BPF_K or BPF_X (for BPF_END, BPF_TO_LE or BPF_TO_BE)
+)
 
 // AtomicOp is the imm of a BPF_STX|BPF_ATOMIC instruction: an ALU operation
 // made atomic (BPF_ADD.Atomic(), optionally |BPF_FETCH), BPF_XCHG,
