@@ -95,10 +95,8 @@ func ALU32RegOff(op ALUOp, dst, src Register, off int16) Item {
 // kernel converts between an arena's user (1) and kernel (0) addresses,
 // in programs that use the arena map.
 func AddrSpaceCast(dst, src Register, dstAS, srcAS uint16) Item {
-	return ALU64RegOff(BPF_MOV, dst, src, BPF_ADDR_SPACE_CAST).imm(int32(dstAS)<<16 | int32(srcAS))
+	return raw(BPF_ALU64|uint8(BPF_MOV)|BPF_X, dst, src, BPF_ADDR_SPACE_CAST, int32(dstAS)<<16|int32(srcAS))
 }
-
-func (it Item) imm(imm int32) Item { it.ins.Imm = imm; return it }
 
 // Mov64Imm is BPF_MOV64_IMM: dst = imm (sign-extended).
 func Mov64Imm(dst Register, imm int32) Item { return ALU64Imm(BPF_MOV, dst, imm) }
@@ -181,7 +179,7 @@ func StoreImm(size Size, dst Register, off int16, imm int32) Item {
 }
 
 // Atomic is BPF_ATOMIC_OP: an atomic operation on *(size *)(dst + off)
-// with src. op is BPF_ADD, BPF_OR, BPF_AND or BPF_XOR .Atomic(), optionally
+// with src. op is BPF_ADD.Atomic() (or BPF_OR, BPF_AND, BPF_XOR), optionally
 // |BPF_FETCH, or BPF_XCHG or BPF_CMPXCHG; size is BPF_W or BPF_DW:
 // Atomic(BPF_DW, BPF_ADD.Atomic(), R0, R1, 0) is "lock *(u64 *)(r0 +0) += r1".
 // BPF_LOAD_ACQ and BPF_STORE_REL have builders of their own.
