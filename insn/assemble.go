@@ -4,22 +4,29 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Errors returned by Assemble, wrapped with the item index and names.
 var (
-	ErrUnknownLabel   = errors.New("unknown label")
-	ErrDuplicateLabel = errors.New("duplicate label")
-	ErrEmptyLabel     = errors.New("empty label name")
-	ErrOffsetRange    = errors.New("jump offset out of range")
-	ErrUnknownHelper  = errors.New("unknown helper")
-	ErrNilMap         = errors.New("nil map")
-	ErrBadFD          = errors.New("invalid map fd")
+	ErrUnknownLabel   = errors.New("unknown label")            // a jump or call to a label no Label item names
+	ErrDuplicateLabel = errors.New("duplicate label")          // two Label items of one name
+	ErrEmptyLabel     = errors.New("empty label name")         // a Label, or a jump target, named ""
+	ErrOffsetRange    = errors.New("jump offset out of range") // too far for the field, or landing outside the program
+	ErrUnknownHelper  = errors.New("unknown helper")           // CallName with a name not in the helper table
+	ErrNilMap         = errors.New("nil map")                  // LoadMapFD or LoadMapValue of a nil MapFD
+	ErrBadFD          = errors.New("invalid map fd")           // MapFD.FD answered a negative or too large fd
+	ErrRegister       = errors.New("invalid register")         // above r10, or a pseudo source the kernel does not know
+	ErrInvalid        = errors.New("invalid instruction")      // an opcode, width or field the verifier refuses
+	ErrArgument       = errors.New("invalid argument")         // refused by a sequence builder such as MapIncrement
 )
 
 // Assemble lays items out into instruction slots. It resolves labels
 // (offsets count slots from the next instruction, a 64-bit immediate load
-// counting two), map references (calling FD now) and helper names.
+// counting two), map references (calling FD now) and helper names, and
+// checks every instruction as the kernel's verifier checks its encoding
+// before it looks at types and bounds: registers, opcodes, widths, reserved
+// fields, jumps that land outside the program or inside a 64-bit load.
 func Assemble(items []Item) ([]Instruction, error) {
 	labels := make(map[string]int)
 	pc := 0
@@ -34,6 +41,8 @@ func Assemble(items []Item) ([]Instruction, error) {
 				return nil, fmt.Errorf("insn: item %d: %w %q", n, ErrDuplicateLabel, it.name)
 			}
 			labels[it.name] = pc
+		case kindErr:
+			return nil, fmt.Errorf("insn: item %d: %w: %s", n, ErrArgument, it.name)
 		case kindWide:
 			pc += 2
 		default:
@@ -86,10 +95,167 @@ func Assemble(items []Item) ([]Instruction, error) {
 			}
 			ins.Imm = int32(h)
 		}
+		if err := check(ins, it.kind == kindWide, it.hi); err != nil {
+			return nil, fmt.Errorf("insn: item %d (insn %d): %w", n, pc, err)
+		}
 		out = append(out, ins)
 		if it.kind == kindWide {
 			out = append(out, Instruction{Imm: it.hi})
 		}
 	}
+	for pc, ins := range out { // the kernel: "jump out of range", "jump into the middle of ldimm64 insn"
+		d, ok := jumpOffset(ins)
+		to, why := pc+1+d, ""
+		switch {
+		case !ok:
+		case to < 0 || to >= len(out):
+			why = fmt.Sprintf("to insn %d, outside the program's %d", to, len(out))
+		case to > 0 && out[to-1].IsLoadImm64():
+			why = fmt.Sprintf("to insn %d, the second slot of a 64-bit load", to)
+		}
+		if why != "" {
+			n := 0 // the item of slot pc
+			for slots := 0; slots <= pc; n++ {
+				slots += [4]int{1, 2, 0, 0}[items[n].kind]
+			}
+			return nil, fmt.Errorf("insn: item %d (insn %d): %w: %s", n-1, pc, ErrOffsetRange, why)
+		}
+	}
 	return out, nil
+}
+
+// jumpOffset returns the offset of a jump or bpf-to-bpf call, relative to
+// the next slot.
+func jumpOffset(in Instruction) (int, bool) {
+	switch {
+	case in.Class() != BPF_JMP && in.Class() != BPF_JMP32 || in.JumpOp() == BPF_EXIT:
+		return 0, false
+	case in.JumpOp() == BPF_CALL:
+		return int(in.Imm), in.Src == BPF_PSEUDO_CALL
+	case in.Code == BPF_JMP32|uint8(BPF_JA):
+		return int(in.Imm), true
+	}
+	return int(in.Off), true
+}
+
+// check returns why the verifier would refuse in for its encoding alone,
+// following kernel/bpf/verifier.c of 6.18 (check_reg_arg, check_alu_op,
+// check_atomic, check_ld_imm, check_ld_abs and do_check's class checks).
+// Registers above r10 are refused everywhere: r11 is the kernel's own
+// BPF_REG_AX. The src of a 64-bit load or a call holds a pseudo source.
+// wide tells that in is the first of two slots, hi the imm of the second.
+// It does not allocate unless it fails: Assemble runs it on every slot.
+func check(in Instruction, wide bool, hi int32) error {
+	call := in.Code == BPF_JMP|uint8(BPF_CALL)
+	switch {
+	case in.Dst > R10:
+		return fmt.Errorf("%w: r%d as destination (r0 to r10)", ErrRegister, in.Dst)
+	case in.IsLoadImm64() && in.Src > BPF_PSEUDO_MAP_IDX_VALUE:
+		return fmt.Errorf("%w: pseudo source %d of a 64-bit load (0 to %d)", ErrRegister, in.Src, BPF_PSEUDO_MAP_IDX_VALUE)
+	case call && in.Src > BPF_PSEUDO_KFUNC_CALL:
+		return fmt.Errorf("%w: pseudo source %d of a call (0 to %d)", ErrRegister, in.Src, BPF_PSEUDO_KFUNC_CALL)
+	case !in.IsLoadImm64() && !call && in.Src > R10:
+		return fmt.Errorf("%w: r%d as source (r0 to r10)", ErrRegister, in.Src)
+	}
+	why := ""
+	need := func(ok bool, problem string) {
+		if !ok && why == "" {
+			why = problem
+		}
+	}
+	k, size, jmp32, op := in.Source() == BPF_K, in.Size(), in.Class() == BPF_JMP32, in.Code&0xf0
+	unused := "imm" // the operand field that the source leaves unused
+	if k {
+		unused = "src"
+	}
+	zero := func(fields string) {
+		for i, v := range [4]int64{int64(in.Dst), int64(in.Src), int64(in.Off), int64(in.Imm)} {
+			if strings.Contains(fields, [4]string{"dst", "src", "off", "imm"}[i]) {
+				need(v == 0, [4]string{"dst must be 0", "src must be 0", "off must be 0", "imm must be 0"}[i])
+			}
+		}
+	}
+	switch bits := int32(32 << (in.Code & 1)); in.Class() { // ALU64 is odd: 64 bits
+	case BPF_ALU, BPF_ALU64:
+		switch op := ALUOp(op); {
+		case op > BPF_END:
+			need(false, "unknown ALU operation")
+		case op == BPF_NEG:
+			need(k, "neg takes no source")
+			zero("src off imm")
+		case op == BPF_END:
+			zero("src off")
+			need(in.Imm == 16 || in.Imm == 32 || in.Imm == 64, "a byte swap is of 16, 32 or 64 bits")
+			need(bits == 32 || k, "bswap has no big-endian form")
+		case op == BPF_MOV && !k && bits == 64 && in.Off == BPF_ADDR_SPACE_CAST:
+			need(in.Imm == 1 || in.Imm == 1<<16, "addr_space_cast is between address spaces 0 and 1")
+		case op == BPF_MOV && !k:
+			zero("imm")
+			need(in.Off == 0 || in.Off == 8 || in.Off == 16 || in.Off == 32 && bits == 64,
+				"sign extension is from 8, 16 or, in 64 bits, 32 bits")
+		case op == BPF_MOV:
+			zero("src off")
+		default:
+			zero(unused)
+			need(in.Off == 0 || in.Off == 1 && (op == BPF_DIV || op == BPF_MOD), "off must be 0, or 1 for signed div and mod")
+			need(!k || in.Imm != 0 || op != BPF_DIV && op != BPF_MOD, "division by zero")
+			need(!k || in.Imm >= 0 && in.Imm < bits || op != BPF_LSH && op != BPF_RSH && op != BPF_ARSH,
+				"a shift is by 0 to 31, or 63 in 64 bits")
+		}
+	case BPF_LDX:
+		need(in.Mode() == BPF_MEM || in.Mode() == BPF_MEMSX && size != BPF_DW, "unknown load mode")
+		zero("imm")
+	case BPF_ST:
+		need(in.Mode() == BPF_MEM, "unknown store mode")
+		zero("src")
+	case BPF_STX:
+		switch a, rmw := AtomicOp(in.Imm), AtomicOp(in.Imm)&^BPF_FETCH; {
+		case in.Mode() == BPF_MEM:
+			zero("imm")
+		case in.Mode() != BPF_ATOMIC:
+			need(false, "unknown store mode")
+		case a == BPF_XCHG || a == BPF_CMPXCHG || rmw == BPF_ADD.Atomic() || rmw == BPF_OR.Atomic() ||
+			rmw == BPF_AND.Atomic() || rmw == BPF_XOR.Atomic():
+			need(size == BPF_W || size == BPF_DW, "an atomic read-modify-write is of 32 or 64 bits")
+		default:
+			need(a == BPF_LOAD_ACQ || a == BPF_STORE_REL, "unknown atomic operation")
+		}
+	case BPF_LD:
+		switch in.Mode() {
+		case BPF_ABS, BPF_IND:
+			need(size != BPF_DW, "a packet load is of 8, 16 or 32 bits")
+			zero("dst off")
+			need(in.Mode() == BPF_IND || in.Src == 0, "src must be 0")
+		default:
+			need(in.IsLoadImm64(), "unknown load mode or size")
+			need(wide, "a 64-bit immediate load takes two slots: LoadImm64Raw")
+			need(hi == 0 || in.Src != BPF_PSEUDO_MAP_FD && in.Src != BPF_PSEUDO_MAP_IDX, "the upper imm of a map fd or index load must be 0")
+		}
+	case BPF_JMP, BPF_JMP32:
+		switch op := JumpOp(op); {
+		case op == BPF_CALL || op == BPF_EXIT || op == BPF_JCOND:
+			need(!jmp32 && k, "unknown jump operation")
+			zero("dst")
+			if op != BPF_CALL {
+				zero("src imm")
+			}
+			need(op != BPF_CALL || in.Off == 0 || in.Src == BPF_PSEUDO_KFUNC_CALL, "off must be 0")
+			need(op != BPF_CALL || in.Src != 0 || in.Imm > 0 && int(in.Imm) < len(helperNames), "unknown helper")
+		case op == BPF_JA:
+			need(k, "goto takes no source")
+			if zero("src dst"); jmp32 { // gotol: the offset is in imm
+				zero("off")
+			} else {
+				zero("imm")
+			}
+		case op > BPF_JCOND:
+			need(false, "unknown jump operation")
+		default:
+			zero(unused)
+		}
+	}
+	if why != "" {
+		return fmt.Errorf("%w 0x%02x (dst r%d, src r%d, off %d, imm %d): %s", ErrInvalid, in.Code, in.Dst, in.Src, in.Off, in.Imm, why)
+	}
+	return nil
 }

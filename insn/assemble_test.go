@@ -46,8 +46,8 @@ func TestAssembleLabels(t *testing.T) {
 	if insns[2].Imm != 0 || insns[3].Imm != 1<<8 || insns[3].Code != 0 {
 		t.Errorf("ld_imm64 slots: %+v %+v", insns[2], insns[3])
 	}
-	// Several labels on one position, and a label at the very end.
-	insns = mustAssemble(t, Ja("a"), Ja("b"), Label("a"), Label("b"), Ja("c"), Label("c"))
+	// Several labels on one position.
+	insns = mustAssemble(t, Ja("a"), Ja("b"), Label("a"), Label("b"), Ja("c"), Label("c"), Exit())
 	if insns[0].Off != 1 || insns[1].Off != 0 || insns[2].Off != 0 {
 		t.Errorf("stacked labels: %+v", insns)
 	}
@@ -62,7 +62,7 @@ func TestAssembleCallFunc(t *testing.T) {
 		CallFunc("sub"), // 4 -> 4: imm -1
 		Exit(),
 	)
-	if insns[0].Imm != 3 || insns[0].Src != BPF_PSEUDO_CALL || insns[0].Code != BPF_JMP|BPF_CALL {
+	if insns[0].Imm != 3 || insns[0].Src != BPF_PSEUDO_CALL || insns[0].Code != BPF_JMP|uint8(BPF_CALL) {
 		t.Errorf("forward call: %+v", insns[0])
 	}
 	if insns[4].Imm != -1 {
@@ -80,15 +80,15 @@ func TestAssembleErrors(t *testing.T) {
 		err   error
 		text  string
 	}{
-		{"unknown label", Program(Ja("nowhere"), Exit()), ErrUnknownLabel, "nowhere"},
-		{"unknown call label", Program(CallFunc("f"), Exit()), ErrUnknownLabel, `"f"`},
-		{"duplicate label", Program(Label("x"), Exit(), Label("x"), Exit()), ErrDuplicateLabel, `"x"`},
-		{"empty label", Program(Label(""), Exit()), ErrEmptyLabel, "item 0"},
-		{"empty jump target", Program(Exit(), JumpImm(BPF_JEQ, R0, 0, "")), ErrEmptyLabel, "insn 1"},
-		{"unknown helper", Program(CallName("no_such_helper"), Exit()), ErrUnknownHelper, "no_such_helper"},
-		{"nil map", Program(LoadMapFD(R1, nil), Exit()), ErrNilMap, "item 0"},
-		{"nil map value", Program(Exit(), LoadMapValue(R1, nil, 0)), ErrNilMap, "insn 1"},
-		{"negative fd", Program(LoadMapFD(R1, fakeMap(-1))), ErrBadFD, "-1"},
+		{"unknown label", []Item{Ja("nowhere"), Exit()}, ErrUnknownLabel, "nowhere"},
+		{"unknown call label", []Item{CallFunc("f"), Exit()}, ErrUnknownLabel, `"f"`},
+		{"duplicate label", []Item{Label("x"), Exit(), Label("x"), Exit()}, ErrDuplicateLabel, `"x"`},
+		{"empty label", []Item{Label(""), Exit()}, ErrEmptyLabel, "item 0"},
+		{"empty jump target", []Item{Exit(), JumpImm(BPF_JEQ, R0, 0, "")}, ErrEmptyLabel, "insn 1"},
+		{"unknown helper", []Item{CallName("no_such_helper"), Exit()}, ErrUnknownHelper, "no_such_helper"},
+		{"nil map", []Item{LoadMapFD(R1, nil), Exit()}, ErrNilMap, "item 0"},
+		{"nil map value", []Item{Exit(), LoadMapValue(R1, nil, 0)}, ErrNilMap, "insn 1"},
+		{"negative fd", []Item{LoadMapFD(R1, fakeMap(-1))}, ErrBadFD, "-1"},
 	}
 	for _, c := range cases {
 		_, err := Assemble(c.items)
@@ -189,8 +189,22 @@ func TestAssembleRawAndEmpty(t *testing.T) {
 	if insns, err := Assemble(nil); err != nil || len(insns) != 0 {
 		t.Errorf("Assemble(nil) = %v, %v", insns, err)
 	}
-	r := Instruction{Code: 0xff, Dst: 15, Src: 15, Off: -1, Imm: -1}
+	r := Instruction{Code: 0x85, Src: BPF_PSEUDO_KFUNC_CALL, Off: -1, Imm: -1}
 	if insns := mustAssemble(t, Raw(r)); len(insns) != 1 || insns[0] != r {
 		t.Errorf("Raw: %+v", insns)
+	}
+}
+
+// TestAssembleAllocs: checking every slot must not cost an allocation per
+// instruction; Assemble allocates its output.
+func TestAssembleAllocs(t *testing.T) {
+	var items []Item
+	for range 1000 {
+		items = append(items, ALU64Imm(BPF_ADD, R1, 5), Movsx64Reg(R1, R2, 8), JumpImmOff(BPF_JEQ, R1, 0, 0),
+			Atomic(BPF_DW, BPF_ADD.Atomic(), R10, R1, -8), LoadImm64(R2, 1), Call(BPF_FUNC_ktime_get_ns))
+	}
+	items = append(items, Exit())
+	if n := testing.AllocsPerRun(10, func() { _, _ = Assemble(items) }); n > 1 {
+		t.Errorf("Assemble of %d items: %v allocations", len(items), n)
 	}
 }

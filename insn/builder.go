@@ -1,5 +1,7 @@
 package insn
 
+import "fmt"
+
 // MapFD is how a map is referenced: anything that can give its file
 // descriptor when the program is assembled.
 type MapFD interface{ FD() int }
@@ -10,6 +12,7 @@ const (
 	kindInsn  itemKind = iota // one slot
 	kindWide                  // BPF_LD|BPF_IMM|BPF_DW, two slots
 	kindLabel                 // position marker, no slot
+	kindErr                   // a builder's refusal, name says why: Assemble fails
 )
 
 type refKind uint8
@@ -39,11 +42,13 @@ type Item struct {
 // left zero; for a wide load it is the first slot.
 func (it Item) Instruction() Instruction { return it.ins }
 
-// Program returns items; it only makes listings read like a program.
-func Program(items ...Item) []Item { return items }
-
-// Raw returns an Item for an arbitrary slot, exactly as given.
+// Raw returns an Item for the single slot i, as given; Assemble checks it
+// like any other. A 64-bit immediate load takes LoadImm64Raw.
 func Raw(i Instruction) Item { return Item{ins: i} }
+
+func bad(format string, args ...any) []Item {
+	return []Item{{kind: kindErr, name: fmt.Sprintf(format, args...)}}
+}
 
 // Label marks the position of the next instruction as name.
 func Label(name string) Item { return Item{kind: kindLabel, name: name} }
@@ -83,6 +88,14 @@ func ALU32ImmOff(op ALUOp, dst Register, imm int32, off int16) Item {
 // ALU32RegOff is BPF_ALU32_REG_OFF.
 func ALU32RegOff(op ALUOp, dst, src Register, off int16) Item {
 	return raw(BPF_ALU|uint8(op)|BPF_X, dst, src, off, 0)
+}
+
+// AddrSpaceCast is BPF_ADDR_SPACE_CAST (6.9): dst = src converted from
+// address space srcAS to dstAS, "r1 = addr_space_cast(r2, 0, 1)". The
+// kernel converts between an arena's user (1) and kernel (0) addresses,
+// in programs that use the arena map.
+func AddrSpaceCast(dst, src Register, dstAS, srcAS uint16) Item {
+	return raw(BPF_ALU64|uint8(BPF_MOV)|BPF_X, dst, src, BPF_ADDR_SPACE_CAST, int32(dstAS)<<16|int32(srcAS))
 }
 
 // Mov64Imm is BPF_MOV64_IMM: dst = imm (sign-extended).
@@ -134,15 +147,15 @@ func Movsx64Reg(dst, src Register, bits int16) Item { return ALU64RegOff(BPF_MOV
 func Movsx32Reg(dst, src Register, bits int16) Item { return ALU32RegOff(BPF_MOV, dst, src, bits) }
 
 // ToLE is BPF_ENDIAN(BPF_TO_LE, dst, bits): dst = le16|le32|le64 dst.
-func ToLE(dst Register, bits int32) Item { return raw(BPF_ALU|BPF_END|BPF_TO_LE, dst, 0, 0, bits) }
+func ToLE(dst Register, bits int32) Item { return ALU32Imm(BPF_END, dst, bits) }
 
 // ToBE is BPF_ENDIAN(BPF_TO_BE, dst, bits): dst = be16|be32|be64 dst.
-func ToBE(dst Register, bits int32) Item { return raw(BPF_ALU|BPF_END|BPF_TO_BE, dst, 0, 0, bits) }
+func ToBE(dst Register, bits int32) Item {
+	return raw(BPF_ALU|uint8(BPF_END)|BPF_TO_BE, dst, 0, 0, bits)
+}
 
 // Bswap is BPF_BSWAP (ISA v4): unconditional byte swap of 16, 32 or 64 bits.
-func Bswap(dst Register, bits int32) Item {
-	return raw(BPF_ALU64|BPF_END|BPF_TO_LE, dst, 0, 0, bits)
-}
+func Bswap(dst Register, bits int32) Item { return ALU64Imm(BPF_END, dst, bits) }
 
 // LoadMem is BPF_LDX_MEM: dst = *(size *)(src + off).
 func LoadMem(size Size, dst, src Register, off int16) Item {
@@ -165,11 +178,25 @@ func StoreImm(size Size, dst Register, off int16, imm int32) Item {
 	return raw(BPF_ST|uint8(size)|BPF_MEM, dst, 0, off, imm)
 }
 
-// AtomicOp is BPF_ATOMIC_OP: an atomic operation on *(size *)(dst + off)
-// with src. op is BPF_ADD, BPF_OR, BPF_AND or BPF_XOR, optionally
-// |BPF_FETCH, or BPF_XCHG or BPF_CMPXCHG; size is BPF_W or BPF_DW.
-func AtomicOp(size Size, op int32, dst, src Register, off int16) Item {
-	return raw(BPF_STX|uint8(size)|BPF_ATOMIC, dst, src, off, op)
+// Atomic is BPF_ATOMIC_OP: an atomic operation on *(size *)(dst + off)
+// with src. op is BPF_ADD.Atomic() (or BPF_OR, BPF_AND, BPF_XOR), optionally
+// |BPF_FETCH, or BPF_XCHG or BPF_CMPXCHG; size is BPF_W or BPF_DW:
+// Atomic(BPF_DW, BPF_ADD.Atomic(), R0, R1, 0) is "lock *(u64 *)(r0 +0) += r1".
+// BPF_LOAD_ACQ and BPF_STORE_REL have builders of their own.
+func Atomic(size Size, op AtomicOp, dst, src Register, off int16) Item {
+	return raw(BPF_STX|uint8(size)|BPF_ATOMIC, dst, src, off, int32(op))
+}
+
+// LoadAcquire (6.15) is dst = load_acquire((size *)(src + off)):
+// Atomic(size, BPF_LOAD_ACQ, dst, src, off).
+func LoadAcquire(size Size, dst, src Register, off int16) Item {
+	return Atomic(size, BPF_LOAD_ACQ, dst, src, off)
+}
+
+// StoreRelease (6.15) is store_release((size *)(dst + off), src):
+// Atomic(size, BPF_STORE_REL, dst, src, off), the arguments in StoreMem's order.
+func StoreRelease(size Size, dst Register, off int16, src Register) Item {
+	return Atomic(size, BPF_STORE_REL, dst, src, off)
 }
 
 // LoadAbs is BPF_LD_ABS: r0 = *(size *)(skb->data + imm).
@@ -183,7 +210,7 @@ func LoadInd(size Size, src Register, imm int32) Item {
 // LoadImm64Raw is BPF_LD_IMM64_RAW: a two-slot load of imm into dst with
 // the given pseudo source in src.
 func LoadImm64Raw(dst, src Register, imm int64) Item {
-	it := raw(BPF_LD|BPF_DW|BPF_IMM, dst, src, 0, int32(uint32(imm)))
+	it := raw(BPF_LD|uint8(BPF_DW)|BPF_IMM, dst, src, 0, int32(uint32(imm)))
 	it.kind, it.hi = kindWide, int32(uint64(imm)>>32)
 	return it
 }
@@ -242,10 +269,18 @@ func Jump32RegOff(op JumpOp, dst, src Register, off int16) Item {
 }
 
 // JaOff is BPF_JMP_A: goto pc+off.
-func JaOff(off int16) Item { return raw(BPF_JMP|BPF_JA, 0, 0, off, 0) }
+func JaOff(off int16) Item { return JumpImmOff(BPF_JA, 0, 0, off) }
 
 // Ja32Off is BPF_JMP32_A (ISA v4 gotol): goto pc+imm with a 32-bit offset.
-func Ja32Off(imm int32) Item { return raw(BPF_JMP32|BPF_JA, 0, 0, 0, imm) }
+func Ja32Off(imm int32) Item { return Jump32ImmOff(BPF_JA, 0, imm, 0) }
+
+// MayGotoOff is may_goto pc+off (6.9): goto pc+off once the kernel's loop
+// budget for the program is spent, else fall through. It lets the verifier
+// accept a loop it cannot bound.
+func MayGotoOff(off int16) Item { return JumpImmOff(BPF_JCOND, 0, 0, off) }
+
+// MayGoto is MayGotoOff with the offset taken from label.
+func MayGoto(label string) Item { return withLabel(MayGotoOff(0), refOff, label) }
 
 // JumpImm is JumpImmOff with the offset taken from label.
 func JumpImm(op JumpOp, dst Register, imm int32, label string) Item {
@@ -274,7 +309,7 @@ func Ja(label string) Item { return withLabel(JaOff(0), refOff, label) }
 func Ja32(label string) Item { return withLabel(Ja32Off(0), refImm, label) }
 
 // Call is BPF_EMIT_CALL: call helper h.
-func Call(h Helper) Item { return raw(BPF_JMP|BPF_CALL, 0, 0, 0, int32(h)) }
+func Call(h Helper) Item { return JumpImmOff(BPF_CALL, 0, int32(h), 0) }
 
 // CallName calls the helper named name ("map_lookup_elem" or
 // "bpf_map_lookup_elem"); an unknown name is an error at Assemble.
@@ -285,10 +320,10 @@ func CallName(name string) Item {
 }
 
 // CallRel is BPF_CALL_REL: a bpf-to-bpf call to pc+imm.
-func CallRel(imm int32) Item { return raw(BPF_JMP|BPF_CALL, 0, BPF_PSEUDO_CALL, 0, imm) }
+func CallRel(imm int32) Item { return raw(BPF_JMP|uint8(BPF_CALL), 0, BPF_PSEUDO_CALL, 0, imm) }
 
 // CallFunc is a bpf-to-bpf call to the function starting at label.
 func CallFunc(label string) Item { return withLabel(CallRel(0), refImm, label) }
 
 // Exit is BPF_EXIT_INSN: return r0.
-func Exit() Item { return raw(BPF_JMP|BPF_EXIT, 0, 0, 0, 0) }
+func Exit() Item { return JumpImmOff(BPF_EXIT, 0, 0, 0) }

@@ -11,11 +11,10 @@ var (
 		"neg", "%=", "^=", "=", "s>>=", "endian"}
 	jmpOpStr = [16]string{"jmp", "==", ">", ">=", "&", "!=", "s>", "s>=",
 		"call", "exit", "<", "<=", "s<", "s<="}
-	atomicOpStr = [16]string{BPF_ADD >> 4: "add", BPF_OR >> 4: "or",
-		BPF_AND >> 4: "and", BPF_XOR >> 4: "xor"}
-	ldstStr  = [4]string{"u32", "u16", "u8", "u64"}
-	ldsxStr  = [4]string{"s32", "s16", "s8", ""}
-	movsxStr = map[int16]string{8: "(s8)", 16: "(s16)", 32: "(s32)"}
+	atomicOpStr = [16]string{BPF_ADD >> 4: "add", BPF_OR >> 4: "or", BPF_AND >> 4: "and", BPF_XOR >> 4: "xor"}
+	ldstStr     = [4]string{"u32", "u16", "u8", "u64"}
+	ldsxStr     = [4]string{"s32", "s16", "s8", ""}
+	movsxStr    = map[int16]string{8: "(s8)", 16: "(s16)", 32: "(s32)"}
 )
 
 // String returns the disassembly of the single slot i; for the first slot
@@ -28,19 +27,36 @@ func (i Instruction) String() string {
 // Disassemble returns a listing of insns in the form of `bpftool prog dump
 // xlated`, one line per instruction: "   0: (b7) r0 = 0". The second slot of
 // a 64-bit immediate load gets no line of its own.
-func Disassemble(insns []Instruction) string { return DisassembleFunc(insns, nil) }
+func Disassemble(insns []Instruction) string { return disassemble(insns, false, nil) }
 
-// DisassembleFunc is Disassemble for a program as the kernel rewrote it
-// (prog.Info's Xlated): there a helper call's imm is the helper's address
-// less __bpf_call_base, no longer its id. callName names such an imm, as
-// bpftool does with kallsyms ("call __htab_map_lookup_elem#161296"); when it
-// is nil or answers "", the call prints as Format prints it.
-func DisassembleFunc(insns []Instruction, callName func(imm int32) string) string {
+// DisassembleFunc is Disassemble for a program as the kernel hands it back
+// (prog.Info's Xlated), whose calls the verifier rewrote. A helper call's
+// imm is then the helper's address less __bpf_call_base: callName names it
+// as bpftool does from kallsyms, "call __htab_map_lookup_elem#161296". A
+// bpf-to-bpf call holds its offset in off and the callee's subprogram index
+// in imm (jit_subprogs and, without a JIT, fixup_call_args in
+// kernel/bpf/verifier.c): it prints "call pc+OFF", and "#" and its name if
+// callName gives one (bpftool gives the JIT's symbol, bpf_prog_TAG_F).
+// callName may be nil or answer "".
+func DisassembleFunc(insns []Instruction, callName func(call Instruction) string) string {
+	return disassemble(insns, true, callName)
+}
+
+func disassemble(insns []Instruction, xlated bool, callName func(call Instruction) string) string {
 	var b strings.Builder
 	for i := 0; i < len(insns); {
 		text, n := Format(insns, i)
-		if in := insns[i]; callName != nil && in.Code == BPF_JMP|BPF_CALL && in.Src == 0 {
-			if name := callName(in.Imm); name != "" {
+		if in := insns[i]; xlated && in.Code == BPF_JMP|uint8(BPF_CALL) && in.Src != BPF_PSEUDO_KFUNC_CALL {
+			name := ""
+			if callName != nil {
+				name = callName(in)
+			}
+			switch {
+			case in.Src == BPF_PSEUDO_CALL && name != "":
+				text = fmt.Sprintf("call pc%+d#%s", in.Off, name)
+			case in.Src == BPF_PSEUDO_CALL:
+				text = fmt.Sprintf("call pc%+d", in.Off)
+			case name != "":
 				text = fmt.Sprintf("call %s#%d", name, in.Imm)
 			}
 		}
@@ -117,7 +133,7 @@ func format(in Instruction) (string, bool) {
 
 func formatALU(in Instruction) (string, bool) {
 	wide := in.Class() == BPF_ALU64
-	op := in.Op()
+	op := in.ALUOp()
 	d := reg(wide, in.Dst)
 	switch {
 	case op == BPF_END && !wide:
@@ -132,10 +148,10 @@ func formatALU(in Instruction) (string, bool) {
 		return fmt.Sprintf("%s = -%s", d, d), true
 	case op > BPF_END:
 		return "", false
-	case in.Code == BPF_ALU64|BPF_MOV|BPF_X && in.Off == BPF_ADDR_SPACE_CAST:
+	case in.Code == BPF_ALU64|uint8(BPF_MOV)|BPF_X && in.Off == BPF_ADDR_SPACE_CAST:
 		return fmt.Sprintf("r%d = addr_space_cast(r%d, %d, %d)",
 			in.Dst, in.Src, uint32(in.Imm)>>16, uint16(in.Imm)), true
-	case in.Code == BPF_ALU64|BPF_MOV|BPF_X && in.Off == -1:
+	case in.Code == BPF_ALU64|uint8(BPF_MOV)|BPF_X && in.Off == -1:
 		return fmt.Sprintf("r%d = &(void __percpu *)(r%d)", in.Dst, in.Src), true
 	}
 	sym := aluOpStr[op>>4]
@@ -164,18 +180,20 @@ func formatSTX(in Instruction, size string) (string, bool) {
 	if in.Size() == BPF_DW {
 		bits = "64"
 	}
-	switch op := in.Imm &^ BPF_FETCH; {
-	case in.Imm == BPF_CMPXCHG:
+	switch AtomicOp(in.Imm) {
+	case BPF_CMPXCHG:
 		return fmt.Sprintf("r0 = atomic%s_cmpxchg(%s, r0, r%d)", bits, mem, in.Src), true
-	case in.Imm == BPF_XCHG:
+	case BPF_XCHG:
 		return fmt.Sprintf("r%d = atomic%s_xchg(%s, r%d)", in.Src, bits, mem, in.Src), true
-	case in.Imm == BPF_LOAD_ACQ:
+	case BPF_LOAD_ACQ:
 		return fmt.Sprintf("r%d = load_acquire((%s *)(r%d %+d))", in.Dst, size, in.Src, in.Off), true
-	case in.Imm == BPF_STORE_REL:
+	case BPF_STORE_REL:
 		return fmt.Sprintf("store_release(%s, r%d)", mem, in.Src), true
-	case op != BPF_ADD && op != BPF_OR && op != BPF_AND && op != BPF_XOR:
+	}
+	switch op := in.Imm &^ int32(BPF_FETCH); {
+	case op != int32(BPF_ADD) && op != int32(BPF_OR) && op != int32(BPF_AND) && op != int32(BPF_XOR):
 		return "", false
-	case in.Imm&BPF_FETCH != 0:
+	case in.Imm&int32(BPF_FETCH) != 0:
 		return fmt.Sprintf("r%d = atomic%s_fetch_%s(%s, r%d)",
 			in.Src, bits, atomicOpStr[op>>4], mem, in.Src), true
 	default:
@@ -185,7 +203,7 @@ func formatSTX(in Instruction, size string) (string, bool) {
 
 func formatJump(in Instruction) (string, bool) {
 	wide := in.Class() == BPF_JMP
-	switch op := in.Op(); {
+	switch op := in.JumpOp(); {
 	case op == BPF_CALL && wide:
 		switch in.Src {
 		case BPF_PSEUDO_CALL:
@@ -198,15 +216,15 @@ func formatJump(in Instruction) (string, bool) {
 			}
 		}
 		return fmt.Sprintf("call unknown#%d", in.Imm), true
-	case in.Code == BPF_JMP|BPF_JA:
+	case in.Code == BPF_JMP|uint8(BPF_JA):
 		return fmt.Sprintf("goto pc%+d", in.Off), true
-	case in.Code == BPF_JMP|BPF_JA|BPF_X:
+	case in.Code == BPF_JMP|uint8(BPF_JA)|BPF_X:
 		return fmt.Sprintf("gotox r%d", in.Dst), true
-	case in.Code == BPF_JMP32|BPF_JA:
+	case in.Code == BPF_JMP32|uint8(BPF_JA):
 		return fmt.Sprintf("gotol pc%+d", in.Imm), true
-	case in.Code == BPF_JMP|BPF_JCOND && in.Src == BPF_MAY_GOTO:
+	case in.Code == BPF_JMP|uint8(BPF_JCOND) && in.Src == BPF_MAY_GOTO:
 		return fmt.Sprintf("may_goto pc%+d", in.Off), true
-	case in.Code == BPF_JMP|BPF_EXIT:
+	case in.Code == BPF_JMP|uint8(BPF_EXIT):
 		return "exit", true
 	case op == BPF_JA || op == BPF_CALL || op == BPF_EXIT || op > BPF_JSLE:
 		return "", false
@@ -220,7 +238,8 @@ func formatJump(in Instruction) (string, bool) {
 }
 
 // formatLoadImm64 prints a 64-bit immediate load as bpftool's print_imm
-// callback does: map references by id, other values in hex.
+// callback does: map references by id or by fd_array index, other values,
+// BPF_PSEUDO_MAP_IDX among them, in hex.
 func formatLoadImm64(lo, hi Instruction) string {
 	var v string
 	switch lo.Src {
@@ -228,6 +247,8 @@ func formatLoadImm64(lo, hi Instruction) string {
 		v = fmt.Sprintf("map[id:%d]", uint32(lo.Imm))
 	case BPF_PSEUDO_MAP_VALUE:
 		v = fmt.Sprintf("map[id:%d][0]+%d", uint32(lo.Imm), uint32(hi.Imm))
+	case BPF_PSEUDO_MAP_IDX_VALUE:
+		v = fmt.Sprintf("map[idx:%d]+%d", uint32(lo.Imm), uint32(hi.Imm))
 	case BPF_PSEUDO_FUNC:
 		v = fmt.Sprintf("subprog[%+d]", lo.Imm)
 	default:

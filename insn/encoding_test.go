@@ -40,85 +40,92 @@ var builderCases = []struct {
 	golden string
 	items  []Item
 }{
-	{"mov64_imm", Program(Mov64Imm(R0, 0))},
-	{"mov64_imm_neg", Program(Mov64Imm(R9, -2))},
-	{"mov64_reg", Program(Mov64Reg(R6, R1))},
-	{"mov32_imm", Program(Mov32Imm(R1, 0x7fffffff))},
-	{"mov32_reg", Program(Mov32Reg(R2, RFP))},
-	{"alu64_imm_add", Program(ALU64Imm(BPF_ADD, R2, -8))},
-	{"alu64_imm_arsh", Program(ALU64Imm(BPF_ARSH, R3, 63))},
-	{"alu64_reg_xor", Program(ALU64Reg(BPF_XOR, R4, R5))},
-	{"alu32_imm_lsh", Program(ALU32Imm(BPF_LSH, R7, 3))},
-	{"alu32_reg_mul", Program(ALU32Reg(BPF_MUL, R8, R9))},
-	{"neg64", Program(Neg64(R1))},
-	{"neg64", Program(ALU64Imm(BPF_NEG, R1, 0))},
-	{"neg32", Program(Neg32(R2))},
-	{"sdiv64_imm", Program(SDiv64Imm(R1, 3))},
-	{"sdiv64_imm", Program(ALU64ImmOff(BPF_DIV, R1, 3, 1))},
-	{"sdiv64_reg", Program(SDiv64Reg(R1, R2))},
-	{"sdiv64_reg", Program(ALU64RegOff(BPF_DIV, R1, R2, 1))},
-	{"smod64_imm", Program(SMod64Imm(R3, -7))},
-	{"smod64_reg", Program(SMod64Reg(R3, R4))},
-	{"sdiv32_imm", Program(SDiv32Imm(R5, 10))},
-	{"sdiv32_imm", Program(ALU32ImmOff(BPF_DIV, R5, 10, 1))},
-	{"sdiv32_reg", Program(SDiv32Reg(R5, R6))},
-	{"sdiv32_reg", Program(ALU32RegOff(BPF_DIV, R5, R6, 1))},
-	{"smod32_imm", Program(SMod32Imm(R7, 2))},
-	{"smod32_reg", Program(SMod32Reg(R7, R8))},
-	{"movsx64_8", Program(Movsx64Reg(R1, R2, 8))},
-	{"movsx64_16", Program(Movsx64Reg(R1, R2, 16))},
-	{"movsx64_32", Program(Movsx64Reg(R3, R4, 32))},
-	{"movsx32_8", Program(Movsx32Reg(R5, R6, 8))},
-	{"movsx32_16", Program(Movsx32Reg(R5, R6, 16))},
-	{"to_le16", Program(ToLE(R1, 16))},
-	{"to_be32", Program(ToBE(R2, 32))},
-	{"to_be64", Program(ToBE(R3, 64))},
-	{"bswap16", Program(Bswap(R1, 16))},
-	{"bswap64", Program(Bswap(R9, 64))},
-	{"ldx_mem_b", Program(LoadMem(BPF_B, R0, R1, 12))},
-	{"ldx_mem_dw", Program(LoadMem(BPF_DW, R2, R10, -8))},
-	{"ldx_memsx_b", Program(LoadMemSX(BPF_B, R0, R1, 0))},
-	{"ldx_memsx_w", Program(LoadMemSX(BPF_W, R3, R4, -32768))},
-	{"stx_mem_dw", Program(StoreMem(BPF_DW, R10, -8, R2))},
-	{"stx_mem_h", Program(StoreMem(BPF_H, R1, 32767, R7))},
-	{"st_mem_w", Program(StoreImm(BPF_W, R10, -4, -1))},
-	{"st_mem_dw", Program(StoreImm(BPF_DW, R10, -16, 42))},
-	{"atomic_add_dw", Program(AtomicOp(BPF_DW, BPF_ADD, R10, R1, -8))},
-	{"atomic_fetch_and_w", Program(AtomicOp(BPF_W, BPF_AND|BPF_FETCH, R2, R3, 4))},
-	{"atomic_xchg", Program(AtomicOp(BPF_DW, BPF_XCHG, R10, R0, -8))},
-	{"atomic_cmpxchg", Program(AtomicOp(BPF_DW, BPF_CMPXCHG, R10, R1, -8))},
-	{"ld_imm64", Program(LoadImm64(R1, 0x123456789abcdef0))},
-	{"ld_imm64_neg", Program(LoadImm64(R2, -1))},
-	{"ld_imm64_raw_btf", Program(LoadImm64Raw(R3, BPF_PSEUDO_BTF_ID, 77))},
-	{"ld_map_fd", Program(LoadMapFD(R1, fakeMap(5)))},
-	{"ld_map_fd", Program(LoadMapFDRaw(R1, 5))},
-	{"ld_map_value", Program(LoadMapValue(R2, fakeMap(6), 16))},
-	{"ld_map_value", Program(LoadMapValueRaw(R2, 6, 16))},
-	{"ld_abs_b", Program(LoadAbs(BPF_B, 12))},
-	{"ld_abs_w", Program(LoadAbs(BPF_W, -0x100000))},
-	{"ld_ind_h", Program(LoadInd(BPF_H, R7, 14))},
-	{"jmp_imm_jeq", Program(JumpImmOff(BPF_JEQ, R0, 0, 2))},
+	{"mov64_imm", []Item{Mov64Imm(R0, 0)}},
+	{"mov64_imm_neg", []Item{Mov64Imm(R9, -2)}},
+	{"mov64_reg", []Item{Mov64Reg(R6, R1)}},
+	{"mov32_imm", []Item{Mov32Imm(R1, 0x7fffffff)}},
+	{"mov32_reg", []Item{Mov32Reg(R2, RFP)}},
+	{"alu64_imm_add", []Item{ALU64Imm(BPF_ADD, R2, -8)}},
+	{"alu64_imm_arsh", []Item{ALU64Imm(BPF_ARSH, R3, 63)}},
+	{"alu64_reg_xor", []Item{ALU64Reg(BPF_XOR, R4, R5)}},
+	{"alu32_imm_lsh", []Item{ALU32Imm(BPF_LSH, R7, 3)}},
+	{"alu32_reg_mul", []Item{ALU32Reg(BPF_MUL, R8, R9)}},
+	{"neg64", []Item{Neg64(R1)}},
+	{"neg64", []Item{ALU64Imm(BPF_NEG, R1, 0)}},
+	{"neg32", []Item{Neg32(R2)}},
+	{"sdiv64_imm", []Item{SDiv64Imm(R1, 3)}},
+	{"sdiv64_imm", []Item{ALU64ImmOff(BPF_DIV, R1, 3, 1)}},
+	{"sdiv64_reg", []Item{SDiv64Reg(R1, R2)}},
+	{"sdiv64_reg", []Item{ALU64RegOff(BPF_DIV, R1, R2, 1)}},
+	{"smod64_imm", []Item{SMod64Imm(R3, -7)}},
+	{"smod64_reg", []Item{SMod64Reg(R3, R4)}},
+	{"sdiv32_imm", []Item{SDiv32Imm(R5, 10)}},
+	{"sdiv32_imm", []Item{ALU32ImmOff(BPF_DIV, R5, 10, 1)}},
+	{"sdiv32_reg", []Item{SDiv32Reg(R5, R6)}},
+	{"sdiv32_reg", []Item{ALU32RegOff(BPF_DIV, R5, R6, 1)}},
+	{"smod32_imm", []Item{SMod32Imm(R7, 2)}},
+	{"smod32_reg", []Item{SMod32Reg(R7, R8)}},
+	{"movsx64_8", []Item{Movsx64Reg(R1, R2, 8)}},
+	{"movsx64_16", []Item{Movsx64Reg(R1, R2, 16)}},
+	{"movsx64_32", []Item{Movsx64Reg(R3, R4, 32)}},
+	{"movsx32_8", []Item{Movsx32Reg(R5, R6, 8)}},
+	{"movsx32_16", []Item{Movsx32Reg(R5, R6, 16)}},
+	{"to_le16", []Item{ToLE(R1, 16)}},
+	{"to_be32", []Item{ToBE(R2, 32)}},
+	{"to_be64", []Item{ToBE(R3, 64)}},
+	{"bswap16", []Item{Bswap(R1, 16)}},
+	{"bswap64", []Item{Bswap(R9, 64)}},
+	{"ldx_mem_b", []Item{LoadMem(BPF_B, R0, R1, 12)}},
+	{"ldx_mem_dw", []Item{LoadMem(BPF_DW, R2, R10, -8)}},
+	{"ldx_memsx_b", []Item{LoadMemSX(BPF_B, R0, R1, 0)}},
+	{"ldx_memsx_w", []Item{LoadMemSX(BPF_W, R3, R4, -32768)}},
+	{"stx_mem_dw", []Item{StoreMem(BPF_DW, R10, -8, R2)}},
+	{"stx_mem_h", []Item{StoreMem(BPF_H, R1, 32767, R7)}},
+	{"st_mem_w", []Item{StoreImm(BPF_W, R10, -4, -1)}},
+	{"st_mem_dw", []Item{StoreImm(BPF_DW, R10, -16, 42)}},
+	{"atomic_add_dw", []Item{Atomic(BPF_DW, BPF_ADD.Atomic(), R10, R1, -8)}},
+	{"atomic_fetch_and_w", []Item{Atomic(BPF_W, BPF_AND.Atomic()|BPF_FETCH, R2, R3, 4)}},
+	{"atomic_xchg", []Item{Atomic(BPF_DW, BPF_XCHG, R10, R0, -8)}},
+	{"atomic_cmpxchg", []Item{Atomic(BPF_DW, BPF_CMPXCHG, R10, R1, -8)}},
+	{"load_acquire_b", []Item{LoadAcquire(BPF_B, R0, R1, 3)}},
+	{"load_acquire_b", []Item{Atomic(BPF_B, BPF_LOAD_ACQ, R0, R1, 3)}},
+	{"store_release_dw", []Item{StoreRelease(BPF_DW, R10, -8, R2)}},
+	{"store_release_dw", []Item{Atomic(BPF_DW, BPF_STORE_REL, R10, R2, -8)}},
+	{"addr_space_cast", []Item{AddrSpaceCast(R1, R2, 0, 1)}},
+	{"may_goto", jumpTo(MayGotoOff(2), 2)},
+	{"may_goto", jumpTo(MayGoto("l"), 2)},
+	{"ld_imm64", []Item{LoadImm64(R1, 0x123456789abcdef0)}},
+	{"ld_imm64_neg", []Item{LoadImm64(R2, -1)}},
+	{"ld_imm64_raw_btf", []Item{LoadImm64Raw(R3, BPF_PSEUDO_BTF_ID, 77)}},
+	{"ld_map_fd", []Item{LoadMapFD(R1, fakeMap(5))}},
+	{"ld_map_fd", []Item{LoadMapFDRaw(R1, 5)}},
+	{"ld_map_value", []Item{LoadMapValue(R2, fakeMap(6), 16)}},
+	{"ld_map_value", []Item{LoadMapValueRaw(R2, 6, 16)}},
+	{"ld_abs_b", []Item{LoadAbs(BPF_B, 12)}},
+	{"ld_abs_w", []Item{LoadAbs(BPF_W, -0x100000)}},
+	{"ld_ind_h", []Item{LoadInd(BPF_H, R7, 14)}},
+	{"jmp_imm_jeq", jumpTo(JumpImmOff(BPF_JEQ, R0, 0, 2), 2)},
 	{"jmp_imm_jeq", jumpTo(JumpImm(BPF_JEQ, R0, 0, "l"), 2)},
-	{"jmp_imm_jsgt_back", Program(JumpImmOff(BPF_JSGT, R1, -5, -3))},
+	{"jmp_imm_jsgt_back", backTo(JumpImmOff(BPF_JSGT, R1, -5, -3), 3)},
 	{"jmp_imm_jsgt_back", backTo(JumpImm(BPF_JSGT, R1, -5, "l"), 3)},
-	{"jmp_reg_jlt", Program(JumpRegOff(BPF_JLT, R2, R3, 100))},
+	{"jmp_reg_jlt", jumpTo(JumpRegOff(BPF_JLT, R2, R3, 100), 100)},
 	{"jmp_reg_jlt", jumpTo(JumpReg(BPF_JLT, R2, R3, "l"), 100)},
-	{"jmp32_imm_jset", Program(Jump32ImmOff(BPF_JSET, R4, 0x80, 1))},
+	{"jmp32_imm_jset", jumpTo(Jump32ImmOff(BPF_JSET, R4, 0x80, 1), 1)},
 	{"jmp32_imm_jset", jumpTo(Jump32Imm(BPF_JSET, R4, 0x80, "l"), 1)},
-	{"jmp32_reg_jsle", Program(Jump32RegOff(BPF_JSLE, R5, R6, -32768))},
+	{"jmp32_reg_jsle", backTo(Jump32RegOff(BPF_JSLE, R5, R6, -32768), 32768)},
 	{"jmp32_reg_jsle", backTo(Jump32Reg(BPF_JSLE, R5, R6, "l"), 32768)},
-	{"jmp_a", Program(JaOff(-1))},
-	{"jmp_a", Program(Label("l"), Ja("l"))},
-	{"jmp32_a", Program(Ja32Off(100000))},
+	{"jmp_a", []Item{JaOff(-1)}},
+	{"jmp_a", []Item{Label("l"), Ja("l")}},
+	{"jmp32_a", jumpTo(Ja32Off(100000), 100000)},
 	{"jmp32_a", jumpTo(Ja32("l"), 100000)},
-	{"call_helper", Program(Call(BPF_FUNC_map_lookup_elem))},
-	{"call_helper", Program(CallName("map_lookup_elem"))},
-	{"call_helper", Program(CallName("bpf_map_lookup_elem"))},
-	{"call_helper_ringbuf", Program(Call(BPF_FUNC_user_ringbuf_drain))},
-	{"call_rel", Program(CallRel(7))},
+	{"call_helper", []Item{Call(BPF_FUNC_map_lookup_elem)}},
+	{"call_helper", []Item{CallName("map_lookup_elem")}},
+	{"call_helper", []Item{CallName("bpf_map_lookup_elem")}},
+	{"call_helper_ringbuf", []Item{Call(BPF_FUNC_user_ringbuf_drain)}},
+	{"call_rel", jumpTo(CallRel(7), 7)},
 	{"call_rel", jumpTo(CallFunc("l"), 7)},
-	{"exit", Program(Exit())},
-	{"raw", Program(Raw(Instruction{Code: 0xff, Dst: R10, Src: R1, Off: -2, Imm: 0x12345678}))},
+	{"exit", []Item{Exit()}},
+	{"raw", []Item{Raw(Instruction{Code: 0x85, Src: BPF_PSEUDO_KFUNC_CALL, Off: -2, Imm: 0x12345678})}},
 }
 
 func readGolden(t *testing.T) (map[string]string, []string) {
@@ -166,7 +173,7 @@ func TestBuildersMatchKernelMacros(t *testing.T) {
 		if c.items[0].kind == kindLabel {
 			first = len(insns) - n
 		}
-		got := hex.EncodeToString(Encode(insns[first : first+n]))
+		got := hex.EncodeToString(mustEncode(t, insns[first:first+n]))
 		if got != want {
 			t.Errorf("%s: got %s, kernel macro gives %s", c.golden, got, want)
 		}
@@ -217,7 +224,7 @@ func TestEncodeDecodeAllOpcodes(t *testing.T) {
 			})
 		}
 	}
-	b := Encode(insns)
+	b := mustEncode(t, insns)
 	if len(b) != len(insns)*InstructionSize {
 		t.Fatalf("encoded %d bytes for %d insns", len(b), len(insns))
 	}
@@ -231,20 +238,29 @@ func TestEncodeDecodeAllOpcodes(t *testing.T) {
 		}
 	}
 	// Byte layout: dst in the low nibble, src in the high one, little-endian.
-	one := Encode([]Instruction{{Code: 0xbf, Dst: R1, Src: R10, Off: -2, Imm: 0x01020304}})
+	one := mustEncode(t, []Instruction{{Code: 0xbf, Dst: R1, Src: R10, Off: -2, Imm: 0x01020304}})
 	if want := "bfa1feff04030201"; hex.EncodeToString(one) != want {
 		t.Errorf("layout: got %x, want %s", one, want)
 	}
 }
 
+func mustEncode(t testing.TB, insns []Instruction) []byte {
+	t.Helper()
+	b, err := Encode(insns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func TestAppendEncodeNoAlloc(t *testing.T) {
 	insns := []Instruction{{Code: 0xb7, Imm: 1}, {Code: 0x95}}
 	buf := make([]byte, 0, 64)
-	allocs := testing.AllocsPerRun(100, func() { buf = AppendEncode(buf[:0], insns) })
+	allocs := testing.AllocsPerRun(100, func() { buf, _ = AppendEncode(buf[:0], insns) })
 	if allocs != 0 {
 		t.Errorf("AppendEncode allocated %v times", allocs)
 	}
-	if got := AppendEncode([]byte{0xaa}, insns[:1]); !bytes.Equal(got, []byte{0xaa, 0xb7, 0, 0, 0, 1, 0, 0, 0}) {
+	if got, err := AppendEncode([]byte{0xaa}, insns[:1]); err != nil || !bytes.Equal(got, []byte{0xaa, 0xb7, 0, 0, 0, 1, 0, 0, 0}) {
 		t.Errorf("AppendEncode = %x", got)
 	}
 }

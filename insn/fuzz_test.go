@@ -1,6 +1,8 @@
 package insn
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -9,14 +11,14 @@ import (
 func seedPrograms(f *testing.F) {
 	for _, c := range builderCases {
 		if insns, err := Assemble(c.items); err == nil && len(insns) <= 256 {
-			f.Add(Encode(insns))
+			f.Add(mustEncode(f, insns))
 		}
 	}
 	var all []Instruction
 	for _, c := range formatCases {
 		all = append(all, c.in)
 	}
-	f.Add(Encode(all))
+	f.Add(mustEncode(f, all))
 	f.Add([]byte{0x18, 0x01, 0, 0, 1, 0, 0, 0}) // ld_imm64 without second slot
 	f.Add([]byte{1, 2, 3})
 }
@@ -58,8 +60,46 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if got := Encode(insns); string(got) != string(b) {
+		if got, err := Encode(insns); err != nil || string(got) != string(b) {
 			t.Fatalf("Encode(Decode(%x)) = %x", b, got)
+		}
+	})
+}
+
+// FuzzAssemble turns slots into items (a 64-bit load takes the next slot as
+// its upper half; a jump's offset picks one of three labels, one of which
+// marks every tenth slot and so is duplicate) and assembles them: Assemble
+// must not panic, and what it accepts must encode and decode back.
+func FuzzAssemble(f *testing.F) {
+	seedPrograms(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		insns, _ := Decode(b[:len(b)/InstructionSize*InstructionSize])
+		var items []Item
+		for i := 0; i < len(insns); i++ {
+			in := insns[i]
+			switch {
+			case in.IsLoadImm64() && i+1 < len(insns):
+				i++
+				items = append(items, LoadImm64Raw(in.Dst, in.Src, int64(insns[i].Imm)<<32|int64(uint32(in.Imm))))
+			case in.Code == BPF_JMP|uint8(BPF_JA) && in.Dst != 0:
+				items = append(items, Ja(strconv.Itoa(int(in.Off%3))))
+			default:
+				items = append(items, Raw(in))
+			}
+			if i%10 == 0 {
+				items = append(items, Label(strconv.Itoa(int(in.Imm%3))))
+			}
+		}
+		out, err := Assemble(items)
+		if err != nil {
+			return
+		}
+		code, err := Encode(out)
+		if err != nil {
+			t.Fatalf("Assemble accepted what Encode refuses: %v", err)
+		}
+		if back, err := Decode(code); err != nil || !slices.Equal(back, out) {
+			t.Fatalf("Decode(Encode(Assemble)) = %v, %v", back, err)
 		}
 	})
 }

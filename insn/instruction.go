@@ -28,33 +28,40 @@ func (i Instruction) Size() Size { return Size(i.Code & 0x18) }
 // Mode returns BPF_MODE(code).
 func (i Instruction) Mode() Mode { return Mode(i.Code & 0xe0) }
 
-// Op returns BPF_OP(code), an ALU or jump operation.
-func (i Instruction) Op() uint8 { return i.Code & 0xf0 }
+// ALUOp returns BPF_OP(code) as an ALU operation.
+func (i Instruction) ALUOp() ALUOp { return ALUOp(i.Code & 0xf0) }
+
+// JumpOp returns BPF_OP(code) as a jump operation.
+func (i Instruction) JumpOp() JumpOp { return JumpOp(i.Code & 0xf0) }
 
 // Source returns BPF_SRC(code).
 func (i Instruction) Source() Source { return Source(i.Code & 0x08) }
 
 // IsLoadImm64 reports whether i is the first slot of a 64-bit immediate
 // load, which takes two slots.
-func (i Instruction) IsLoadImm64() bool { return i.Code == BPF_LD|BPF_IMM|BPF_DW }
+func (i Instruction) IsLoadImm64() bool { return i.Code == BPF_LD|BPF_IMM|uint8(BPF_DW) }
 
-// Encode returns the little-endian encoding of insns, 8 bytes each.
-func Encode(insns []Instruction) []byte {
+// Encode returns the little-endian encoding of insns, 8 bytes each. A
+// register above 15 does not fit its 4 bits and is an ErrRegister.
+func Encode(insns []Instruction) ([]byte, error) {
 	return AppendEncode(nil, insns)
 }
 
 // AppendEncode appends the encoding of insns to b. It does not allocate
-// when b has enough spare capacity.
-func AppendEncode(b []byte, insns []Instruction) []byte {
+// when b has enough spare capacity. On error it returns b unchanged.
+func AppendEncode(b []byte, insns []Instruction) ([]byte, error) {
 	at := len(b)
 	b = slices.Grow(b, len(insns)*InstructionSize)[:at+len(insns)*InstructionSize]
 	for n, in := range insns {
+		if r := max(in.Dst, in.Src); r > 15 {
+			return b[:at], fmt.Errorf("insn: encode: instruction %d: %w: r%d does not fit 4 bits", n, ErrRegister, r)
+		}
 		s := b[at+n*InstructionSize : at+n*InstructionSize+InstructionSize]
-		s[0], s[1] = in.Code, byte(in.Dst&0x0f)|byte(in.Src&0x0f)<<4
+		s[0], s[1] = in.Code, byte(in.Dst)|byte(in.Src)<<4
 		binary.LittleEndian.PutUint16(s[2:], uint16(in.Off))
 		binary.LittleEndian.PutUint32(s[4:], uint32(in.Imm))
 	}
-	return b
+	return b, nil
 }
 
 // Decode parses little-endian instruction slots. len(b) must be a multiple

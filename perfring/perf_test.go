@@ -51,7 +51,7 @@ func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) *emitted {
 	typed, _ := mapfd.NewTyped[uint32, uint64](seq)
 	e := &emitted{typed}
 	e.follow(pid)
-	items := Program(
+	items := []Item{
 		Mov64Reg(R6, R1),
 		StoreImm(BPF_W, R10, -4, 1),
 		Mov64Reg(R2, R10),
@@ -76,7 +76,7 @@ func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) *emitted {
 		StoreMem(BPF_DW, R10, -64, R7),
 		Call(BPF_FUNC_get_smp_processor_id),
 		StoreMem(BPF_DW, R10, -56, R0),
-	)
+	}
 	for i := 16; i < recordSize; i += 8 {
 		var v [8]byte
 		for j := range v {

@@ -104,7 +104,7 @@ func TestRingBufDiscard(t *testing.T) {
 	}
 	defer r.Close()
 	seq, tm := seqMap(t)
-	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "discard", License: "GPL", Insns: Program(
+	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "discard", License: "GPL", Insns: []Item{
 		Call(BPF_FUNC_get_current_pid_tgid),
 		ALU64Imm(BPF_RSH, R0, 32),
 		JumpImm(BPF_JNE, R0, int32(os.Getpid()), "out"),
@@ -136,7 +136,7 @@ func TestRingBufDiscard(t *testing.T) {
 		Label("out"),
 		Mov64Imm(R0, 0),
 		Exit(),
-	)})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

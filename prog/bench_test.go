@@ -40,7 +40,10 @@ func BenchmarkLoad(b *testing.B) {
 	for _, n := range []int{10, 1000} {
 		items := program(n)
 		ins, _ := insn.Assemble(items)
-		code := insn.Encode(ins)
+		code, err := insn.Encode(ins)
+		if err != nil {
+			b.Fatal(err)
+		}
 		license := []byte("GPL\x00")
 		b.Run(fmt.Sprintf("%d-insns", n), func(b *testing.B) {
 			benchutil.Compare(b, 10, func(int) {

@@ -64,7 +64,7 @@ func (i *Info) Listing() string {
 	want := map[uint64]string{}
 	var base uint64
 	for _, in := range i.Xlated {
-		if in.Code == insn.BPF_JMP|insn.BPF_CALL && in.Src == 0 {
+		if in.Code == insn.BPF_JMP|uint8(insn.BPF_CALL) && in.Src == 0 {
 			want[uint64(int64(in.Imm))] = ""
 		}
 	}
@@ -87,5 +87,10 @@ func (i *Info) Listing() string {
 			})
 		}
 	}
-	return insn.DisassembleFunc(i.Xlated, func(imm int32) string { return want[uint64(int64(imm))] })
+	return insn.DisassembleFunc(i.Xlated, func(call insn.Instruction) string {
+		if call.Src != 0 {
+			return ""
+		}
+		return want[uint64(int64(call.Imm))]
+	})
 }

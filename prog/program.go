@@ -94,7 +94,10 @@ func Load(spec Spec) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("program %q: license: %w", spec.Name, err)
 	}
-	code := insn.AppendEncode((*buf)[:0], insns)
+	code, err := insn.AppendEncode((*buf)[:0], insns)
+	if err != nil {
+		return nil, fmt.Errorf("program %q: %w", spec.Name, err)
+	}
 	*buf = code
 	attr := sys.ProgLoadAttr{
 		ProgType:           uint32(spec.Type),

@@ -38,7 +38,7 @@ func load(t testing.TB, spec prog.Spec) *prog.Program {
 func TestSocketFilterRun(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
-	p := load(t, prog.Spec{Type: prog.SocketFilter, Name: "byte12", Insns: Program(
+	p := load(t, prog.Spec{Type: prog.SocketFilter, Name: "byte12", Insns: []Item{
 		Mov64Reg(R6, R1),
 		LoadAbs(BPF_B, 12), // r0 = skb[12]
 		JumpImm(BPF_JEQ, R0, 0, "zero"),
@@ -47,7 +47,7 @@ func TestSocketFilterRun(t *testing.T) {
 		Label("zero"),
 		Mov64Imm(R0, 7),
 		Exit(),
-	)})
+	}})
 	pkt := make([]byte, 64)
 	for b, want := range map[byte]uint32{0: 7, 5: 105, 200: 300} {
 		// A socket filter's skb starts after the Ethernet header, which the
@@ -67,7 +67,7 @@ func TestSocketFilterRun(t *testing.T) {
 // packet that comes out.
 func TestXDPRewrite(t *testing.T) {
 	testutil.RequireRoot(t)
-	p := load(t, prog.Spec{Type: prog.XDP, Name: "rewrite", Insns: Program(
+	p := load(t, prog.Spec{Type: prog.XDP, Name: "rewrite", Insns: []Item{
 		LoadMem(BPF_W, R2, R1, 0), // r2 = ctx->data
 		LoadMem(BPF_W, R3, R1, 4), // r3 = ctx->data_end
 		Mov64Reg(R4, R2),
@@ -78,7 +78,7 @@ func TestXDPRewrite(t *testing.T) {
 		Mov64Imm(R0, 2), // XDP_PASS
 		Label("out"),
 		Exit(),
-	)})
+	}})
 	out := make([]byte, 128)
 	r, err := p.TestRun(prog.RunOptions{Data: make([]byte, 64), DataOut: out})
 	if err != nil {
@@ -94,12 +94,12 @@ func TestXDPRewrite(t *testing.T) {
 func TestVerifierError(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
-	_, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "bad", License: "GPL", Insns: Program(
+	_, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "bad", License: "GPL", Insns: []Item{
 		Mov64Imm(R0, 0),
 		Mov64Imm(R2, 16),
 		LoadMem(BPF_DW, R0, R2, 0), // r0 = *(u64 *)(r2 +0): r2 is not a pointer
 		Exit(),
-	)})
+	}})
 	var ve *prog.VerifierError
 	if !errors.As(err, &ve) {
 		t.Fatalf("want a *VerifierError, got %v", err)
@@ -135,14 +135,14 @@ func TestLogGrows(t *testing.T) {
 		t.Fatalf("insn %d, %d bytes of log:\n%s", ve.Insn, len(ve.Log), ve.Log)
 	}
 	// Asking for a log on success keeps it.
-	p := load(t, prog.Spec{Type: prog.SocketFilter, Name: "logged", LogLevel: 2, Insns: Program(Mov64Imm(R0, 0), Exit())})
+	p := load(t, prog.Spec{Type: prog.SocketFilter, Name: "logged", LogLevel: 2, Insns: []Item{Mov64Imm(R0, 0), Exit()}})
 	if !strings.Contains(p.Log(), "processed 2 insns") {
 		t.Fatalf("log of a successful load:\n%s", p.Log())
 	}
 }
 
 func TestAssembleErrorBeforeKernel(t *testing.T) {
-	_, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "nolabel", License: "GPL", Insns: Program(Ja("nowhere"), Exit())})
+	_, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "nolabel", License: "GPL", Insns: []Item{Ja("nowhere"), Exit()}})
 	if !errors.Is(err, insn.ErrUnknownLabel) {
 		t.Fatalf("unknown label: %v", err)
 	}
@@ -210,7 +210,7 @@ func TestPinOpen(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	dir := testutil.BPFFS(t)
-	p := load(t, prog.Spec{Type: prog.SocketFilter, Name: "pinme", Insns: Program(Mov64Imm(R0, 3), Exit())})
+	p := load(t, prog.Spec{Type: prog.SocketFilter, Name: "pinme", Insns: []Item{Mov64Imm(R0, 3), Exit()}})
 	path := filepath.Join(dir, "p")
 	if err := p.Pin(path); err != nil {
 		t.Fatal(err)
@@ -242,7 +242,7 @@ func TestPinOpen(t *testing.T) {
 func TestTracingTypesLoad(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, typ := range []prog.Type{prog.Kprobe, prog.Tracepoint, prog.PerfEvent, prog.RawTracepoint, prog.SchedCLS, prog.SchedACT, prog.CgroupSKB} {
-		load(t, prog.Spec{Type: typ, Name: "min", Insns: Program(Mov64Imm(R0, 0), Exit())})
+		load(t, prog.Spec{Type: typ, Name: "min", Insns: []Item{Mov64Imm(R0, 0), Exit()}})
 	}
 }
 

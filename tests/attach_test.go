@@ -63,12 +63,12 @@ func counter(t *testing.T, typ prog.Type, counts *mapfd.Map, withCookie bool) *p
 	if withCookie {
 		key = []Item{Mov64Reg(R1, R6), Call(BPF_FUNC_get_attach_cookie), StoreMem(BPF_W, R10, -4, R0)}
 	}
-	items := append(Program(
+	items := append([]Item{
 		Mov64Reg(R6, R1),
 		Call(BPF_FUNC_get_current_pid_tgid),
 		ALU64Imm(BPF_RSH, R0, 32),
 		JumpImm(BPF_JNE, R0, int32(os.Getpid()), "out"),
-	), key...)
+	}, key...)
 	items = append(items, testutil.AddOne(counts, "out")...)
 	items = append(items, Label("out"), Mov64Imm(R0, 0), Exit())
 	p, err := prog.Load(prog.Spec{Type: typ, Name: "counter", License: "GPL", Insns: items})
@@ -201,7 +201,7 @@ func TestKretprobeReturnValue(t *testing.T) {
 	requireKprobes(t)
 	testutil.CheckNoLeaks(t)
 	counts, tm := newArray(t, 1)
-	p, err := prog.Load(prog.Spec{Type: prog.Kprobe, Name: "retval", License: "GPL", Insns: Program(
+	p, err := prog.Load(prog.Spec{Type: prog.Kprobe, Name: "retval", License: "GPL", Insns: []Item{
 		Mov64Reg(R6, R1),
 		Call(BPF_FUNC_get_current_pid_tgid),
 		ALU64Imm(BPF_RSH, R0, 32),
@@ -217,7 +217,7 @@ func TestKretprobeReturnValue(t *testing.T) {
 		Label("out"),
 		Mov64Imm(R0, 0),
 		Exit(),
-	)})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,14 +339,14 @@ func TestRawTracepoint(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	counts, tm := newArray(t, 1)
 	// ctx->args[1] is the syscall number at sys_enter.
-	items := append(Program(
+	items := append([]Item{
 		LoadMem(BPF_DW, R6, R1, 8),
 		Call(BPF_FUNC_get_current_pid_tgid),
 		ALU64Imm(BPF_RSH, R0, 32),
 		JumpImm(BPF_JNE, R0, int32(os.Getpid()), "out"),
 		JumpImm(BPF_JNE, R6, unix.SYS_GETPPID, "out"),
 		StoreImm(BPF_W, R10, -4, 0),
-	), testutil.AddOne(counts, "out")...)
+	}, testutil.AddOne(counts, "out")...)
 	p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, Name: "rawtp", License: "GPL", Insns: append(items,
 		Label("out"), Mov64Imm(R0, 0), Exit())})
 	if err != nil {

@@ -305,7 +305,7 @@ func execLines(listing string, first, end, max int) string {
 
 type execALUOp struct {
 	name   string
-	op     uint8
+	op     insn.ALUOp
 	signed bool // off 1: SDIV, SMOD
 }
 
@@ -320,7 +320,7 @@ var execALUOps = []execALUOp{
 
 // execALU64 is the specification's BPF_ALU64 operation on dst and src; for
 // BPF_K, src is the immediate sign-extended to 64 bits.
-func execALU64(op uint8, signed bool, dst, src uint64) uint64 {
+func execALU64(op insn.ALUOp, signed bool, dst, src uint64) uint64 {
 	sd, ss := int64(dst), int64(src)
 	switch op {
 	case insn.BPF_ADD:
@@ -373,7 +373,7 @@ func execALU64(op uint8, signed bool, dst, src uint64) uint64 {
 
 // execALU32 is the specification's BPF_ALU operation on the low halves;
 // the result is zero-extended into the 64-bit register.
-func execALU32(op uint8, signed bool, dst64, src64 uint64) uint64 {
+func execALU32(op insn.ALUOp, signed bool, dst64, src64 uint64) uint64 {
 	dst, src := uint32(dst64), uint32(src64)
 	sd, ss := int32(dst), int32(src)
 	var r uint32
@@ -431,7 +431,7 @@ func execALU32(op uint8, signed bool, dst64, src64 uint64) uint64 {
 // execALUInsn builds the instruction, with the named builders where insn
 // has one.
 func execALUInsn(wide bool, o execALUOp, reg bool, dst, src insn.Register, imm int32) insn.Item {
-	op := insn.ALUOp(o.op)
+	op := o.op
 	switch {
 	case o.op == insn.BPF_NEG && wide:
 		return insn.Neg64(dst)
@@ -711,7 +711,7 @@ func TestExecLoadImm64(t *testing.T) {
 
 type execJumpOp struct {
 	name, sym string
-	op        uint8
+	op        insn.JumpOp
 }
 
 var execJumpOps = []execJumpOp{
@@ -723,7 +723,7 @@ var execJumpOps = []execJumpOp{
 
 // execJump is the specification's condition: JMP compares 64-bit registers
 // (an immediate sign-extended), JMP32 their low halves.
-func execJump(op uint8, w32 bool, a, b uint64) bool {
+func execJump(op insn.JumpOp, w32 bool, a, b uint64) bool {
 	sa, sb := int64(a), int64(b)
 	if w32 {
 		a, b = uint64(uint32(a)), uint64(uint32(b))
@@ -790,19 +790,19 @@ func TestExecJump(t *testing.T) {
 						switch {
 						case reg && w32:
 							what = fmt.Sprintf("if w(%#x) %s w(%#x)", a, o.sym, b)
-							cond = func(c *execCase, l string) insn.Item { return insn.Jump32Reg(insn.JumpOp(o.op), c.rd, c.rs, l) }
+							cond = func(c *execCase, l string) insn.Item { return insn.Jump32Reg(o.op, c.rd, c.rs, l) }
 						case reg:
 							what = fmt.Sprintf("if %#x %s %#x", a, o.sym, b)
-							cond = func(c *execCase, l string) insn.Item { return insn.JumpReg(insn.JumpOp(o.op), c.rd, c.rs, l) }
+							cond = func(c *execCase, l string) insn.Item { return insn.JumpReg(o.op, c.rd, c.rs, l) }
 						case w32:
 							what = fmt.Sprintf("if w(%#x) %s imm %#x", a, o.sym, uint32(b))
 							cond = func(c *execCase, l string) insn.Item {
-								return insn.Jump32Imm(insn.JumpOp(o.op), c.rd, int32(b), l)
+								return insn.Jump32Imm(o.op, c.rd, int32(b), l)
 							}
 						default:
 							what = fmt.Sprintf("if %#x %s imm %#x", a, o.sym, uint32(b))
 							cond = func(c *execCase, l string) insn.Item {
-								return insn.JumpImm(insn.JumpOp(o.op), c.rd, int32(b), l)
+								return insn.JumpImm(o.op, c.rd, int32(b), l)
 							}
 						}
 						var want uint64

@@ -17,7 +17,7 @@ import (
 // tail call falls through.
 func stage(t *testing.T, state, jumps *mapfd.Map, id int32, next int32, ret int32) *prog.Program {
 	t.Helper()
-	items := Program(
+	items := []Item{
 		Mov64Reg(R6, R1),
 		StoreImm(BPF_W, R10, -4, 0),
 		Mov64Reg(R2, R10),
@@ -29,7 +29,7 @@ func stage(t *testing.T, state, jumps *mapfd.Map, id int32, next int32, ret int3
 		ALU64Imm(BPF_MUL, R1, 10),
 		ALU64Imm(BPF_ADD, R1, id),
 		StoreMem(BPF_DW, R0, 0, R1),
-	)
+	}
 	if next >= 0 {
 		items = append(items,
 			Mov64Reg(R1, R6),

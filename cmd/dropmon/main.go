@@ -82,12 +82,12 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 
-	items := Program(
+	items := []Item{
 		Mov64Reg(R6, R1),
 		LoadMem(BPF_DW, R2, R6, int16(loc.Offset)), // location
 		StoreMem(BPF_DW, R10, -16, R2),
 		StoreImm(BPF_DW, R10, -8, 0), // reason and padding
-	)
+	}
 	if errReason == nil {
 		var size Size
 		switch reason.Size {
@@ -102,28 +102,8 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		}
 		items = append(items, LoadMem(size, R2, R6, int16(reason.Offset)), StoreMem(BPF_W, R10, -8, R2))
 	}
-	items = append(items,
-		Mov64Reg(R2, R10),
-		ALU64Imm(BPF_ADD, R2, -16),
-		LoadMapFD(R1, counts),
-		Call(BPF_FUNC_map_lookup_elem),
-		JumpImm(BPF_JEQ, R0, 0, "new"),
-		Mov64Imm(R1, 1),
-		AtomicOp(BPF_DW, BPF_ADD, R0, R1, 0),
-		Ja("out"),
-		Label("new"), // first drop here: insert 1 (another CPU may win the race)
-		StoreImm(BPF_DW, R10, -24, 1),
-		Mov64Reg(R2, R10),
-		ALU64Imm(BPF_ADD, R2, -16),
-		Mov64Reg(R3, R10),
-		ALU64Imm(BPF_ADD, R3, -24),
-		Mov64Imm(R4, mapfd.BPF_NOEXIST),
-		LoadMapFD(R1, counts),
-		Call(BPF_FUNC_map_update_elem),
-		Label("out"),
-		Mov64Imm(R0, 0),
-		Exit(),
-	)
+	items = append(items, MapIncrement(counts, -16, -24)...) // counts[key at r10-16]++, r10-24 scratch
+	items = append(items, Mov64Imm(R0, 0), Exit())
 	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "dropmon", License: "GPL", Insns: items})
 	if err != nil {
 		return err

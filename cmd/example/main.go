@@ -41,7 +41,7 @@ func run() error {
 
 	// A socket filter sees the packet from its IPv4 header on. It counts
 	// the packet under its protocol and returns its TTL.
-	p, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "classify", License: "GPL", Insns: Program(
+	p, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "classify", License: "GPL", Insns: []Item{
 		Mov64Reg(R6, R1),  // r6 = skb, which LD_ABS needs
 		LoadAbs(BPF_B, 9), // r0 = ip->protocol
 		StoreMem(BPF_W, R10, -4, R0),
@@ -51,7 +51,7 @@ func run() error {
 		Call(BPF_FUNC_map_lookup_elem),
 		JumpImm(BPF_JEQ, R0, 0, "new"),
 		Mov64Imm(R1, 1), // the protocol was seen before: add one
-		AtomicOp(BPF_DW, BPF_ADD, R0, R1, 0),
+		Atomic(BPF_DW, BPF_ADD.Atomic(), R0, R1, 0),
 		Ja("ttl"),
 		Label("new"), // first packet of this protocol: insert 1
 		StoreImm(BPF_DW, R10, -16, 1),
@@ -65,7 +65,7 @@ func run() error {
 		Label("ttl"),
 		LoadAbs(BPF_B, 8), // r0 = ip->ttl
 		Exit(),
-	)})
+	}})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,16 @@
 #ifndef BPF_MEMSX
 #define BPF_MEMSX 0x80
 #endif
+/* Values of the 6.9 and 6.15 uapi headers, for older installed ones. */
+#ifndef BPF_LOAD_ACQ
+#define BPF_LOAD_ACQ 0x100
+#define BPF_STORE_REL 0x110
+#endif
+#ifndef BPF_JCOND
+#define BPF_JCOND 0xe0
+#define BPF_MAY_GOTO 0
+#endif
+#define BPF_ADDR_SPACE_CAST 1
 
 #define BPF_ALU64_REG_OFF(OP, DST, SRC, OFF) \
 	((struct bpf_insn){ .code = BPF_ALU64 | BPF_OP(OP) | BPF_X, .dst_reg = DST, .src_reg = SRC, .off = OFF, .imm = 0 })
@@ -139,6 +149,10 @@ static const struct test tests[] = {
 	T1("atomic_fetch_and_w", BPF_ATOMIC_OP(BPF_W, BPF_AND | BPF_FETCH, BPF_REG_2, BPF_REG_3, 4)),
 	T1("atomic_xchg", BPF_ATOMIC_OP(BPF_DW, BPF_XCHG, BPF_REG_10, BPF_REG_0, -8)),
 	T1("atomic_cmpxchg", BPF_ATOMIC_OP(BPF_DW, BPF_CMPXCHG, BPF_REG_10, BPF_REG_1, -8)),
+	T1("load_acquire_b", BPF_ATOMIC_OP(BPF_B, BPF_LOAD_ACQ, BPF_REG_0, BPF_REG_1, 3)),
+	T1("store_release_dw", BPF_ATOMIC_OP(BPF_DW, BPF_STORE_REL, BPF_REG_10, BPF_REG_2, -8)),
+	T1("addr_space_cast", BPF_RAW_INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_1, BPF_REG_2, BPF_ADDR_SPACE_CAST, 1)),
+	T1("may_goto", BPF_RAW_INSN(BPF_JMP | BPF_JCOND, 0, BPF_MAY_GOTO, 2, 0)),
 	T2("ld_imm64", BPF_LD_IMM64(BPF_REG_1, 0x123456789abcdef0ULL)),
 	T2("ld_imm64_neg", BPF_LD_IMM64(BPF_REG_2, -1)),
 	T2("ld_imm64_raw_btf", BPF_LD_IMM64_RAW(BPF_REG_3, BPF_PSEUDO_BTF_ID, 77)),
@@ -158,7 +172,7 @@ static const struct test tests[] = {
 	T1("call_helper_ringbuf", BPF_EMIT_CALL(BPF_FUNC_user_ringbuf_drain)),
 	T1("call_rel", BPF_CALL_REL(7)),
 	T1("exit", BPF_EXIT_INSN()),
-	T1("raw", BPF_RAW_INSN(0xff, BPF_REG_10, BPF_REG_1, -2, 0x12345678)),
+	T1("raw", BPF_RAW_INSN(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_KFUNC_CALL, -2, 0x12345678)),
 };
 
 int main(void)

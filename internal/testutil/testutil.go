@@ -158,6 +158,6 @@ func AddOne(m insn.MapFD, out string) []insn.Item {
 		insn.Call(insn.BPF_FUNC_map_lookup_elem),
 		insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, out),
 		insn.Mov64Imm(insn.R1, 1),
-		insn.AtomicOp(insn.BPF_DW, insn.BPF_ADD, insn.R0, insn.R1, 0),
+		insn.Atomic(insn.BPF_DW, insn.BPF_ADD.Atomic(), insn.R0, insn.R1, 0),
 	}
 }

@@ -1,0 +1,70 @@
+package insn
+
+// MapIncrement returns the instructions of
+//
+//	__u64 *v = bpf_map_lookup_elem(m, fp + key);
+//	if (v) {
+//		__sync_fetch_and_add(v, 1);
+//	} else {
+//		__u64 one = 1; // at fp + scratch
+//		bpf_map_update_elem(m, fp + key, &one, BPF_NOEXIST);
+//	}
+//
+// for a map with 8-byte values and a key the program has stored at key
+// bytes from the frame pointer r10; scratch is an 8-byte aligned stack slot
+// that does not overlap it. If another CPU inserts the key between the
+// lookup and the update, the update fails and this count is lost. The
+// sequence jumps by offsets, so it holds no label and may be used any
+// number of times in a program. It clobbers r0 to r5.
+func MapIncrement(m MapFD, key, scratch int16) []Item { return mapAdd(m, key, scratch, 0) }
+
+// MapAdd is MapIncrement adding the value in by, one of r6 to r9 (the
+// callee-saved registers, which the lookup leaves intact), instead of 1.
+func MapAdd(m MapFD, key, scratch int16, by Register) []Item {
+	if by < R6 || by > R9 {
+		return bad("MapAdd: %v is not one of r6 to r9", by)
+	}
+	return mapAdd(m, key, scratch, by)
+}
+
+func mapAdd(m MapFD, key, scratch int16, by Register) []Item {
+	if key < -512 || key >= 0 || scratch < -512 || scratch > -8 || scratch%8 != 0 {
+		return bad("map increment: key at r10%+d, value at r10%+d: the stack is r10-512 to r10-1, the value 8-byte aligned", key, scratch)
+	}
+	found := []Item{Mov64Imm(R1, 1), Atomic(BPF_DW, BPF_ADD.Atomic(), R0, R1, 0)}
+	store := StoreImm(BPF_DW, R10, scratch, 1)
+	if by != 0 {
+		found = []Item{Atomic(BPF_DW, BPF_ADD.Atomic(), R0, by, 0)}
+		store = StoreMem(BPF_DW, R10, scratch, by)
+	}
+	items := []Item{
+		Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), LoadMapFD(R1, m), Call(BPF_FUNC_map_lookup_elem),
+		JumpImmOff(BPF_JEQ, R0, 0, int16(len(found)+1)),
+	}
+	items = append(items, found...)
+	return append(items, JaOff(9), // the 9 slots below
+		store, Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), Mov64Reg(R3, R10), ALU64Imm(BPF_ADD, R3, int32(scratch)),
+		Mov64Imm(R4, BPF_NOEXIST), LoadMapFD(R1, m), Call(BPF_FUNC_map_update_elem))
+}
+
+// Log2 returns the instructions of dst = log2(src) for a 64-bit src: the
+// index of its highest set bit, bits.Len64(src)-1, and 0 for 0 as bcc's
+// log2l gives. It is the usual binary search by shifts,
+//
+//	dst = 0;
+//	for (int s = 32; s > 0; s /= 2)
+//		if ((tmp = src >> s) != 0) { src = tmp; dst += s; }
+//
+// unrolled, jumping by offsets (no labels), and it clobbers src and tmp.
+// The three registers must differ.
+func Log2(dst, src, tmp Register) []Item {
+	if dst == src || dst == tmp || src == tmp {
+		return bad("Log2: dst %v, src %v and tmp %v must differ", dst, src, tmp)
+	}
+	items := []Item{Mov64Imm(dst, 0)}
+	for s := int32(32); s > 0; s /= 2 {
+		items = append(items, Mov64Reg(tmp, src), ALU64Imm(BPF_RSH, tmp, s), JumpImmOff(BPF_JEQ, tmp, 0, 2),
+			Mov64Reg(src, tmp), ALU64Imm(BPF_ADD, dst, s))
+	}
+	return items
+}
