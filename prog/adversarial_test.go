@@ -146,7 +146,7 @@ func TestHostileSpecs(t *testing.T) {
 	_, err = prog.Load(prog.Spec{Type: prog.SocketFilter, Instructions: []insn.Instruction{}})
 	wantErr(t, "Load of no Instructions", err, "no instructions")
 	_, err = prog.Load(prog.Spec{Type: prog.SocketFilter, Insns: retZeroSpec(prog.SocketFilter).Insns,
-		Instructions: []insn.Instruction{{Code: insn.BPF_JMP | insn.BPF_EXIT}}})
+		Instructions: []insn.Instruction{{Code: insn.BPF_JMP | uint8(insn.BPF_EXIT)}}})
 	wantErr(t, "Load of both Insns and Instructions", err, "both Insns and Instructions")
 	for _, size := range []int{-1, 0, 1, math.MaxInt} {
 		spec := retZeroSpec(prog.SocketFilter)

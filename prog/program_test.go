@@ -266,7 +266,7 @@ func TestKernelVersion(t *testing.T) {
 // TestString: fmt.Print of a program says what it is.
 func TestString(t *testing.T) {
 	testutil.RequireRoot(t)
-	p := load(t, prog.Spec{Type: prog.SocketFilter, Name: "named", Insns: Program(Mov64Imm(R0, 0), Exit())})
+	p := load(t, prog.Spec{Type: prog.SocketFilter, Name: "named", Insns: []Item{Mov64Imm(R0, 0), Exit()}})
 	if got, want := fmt.Sprint(p), fmt.Sprintf(`program "named" (socket_filter, fd %d)`, p.FD()); got != want {
 		t.Fatalf("%q, want %q", got, want)
 	}

@@ -131,7 +131,7 @@ func TestAssembleAgreesWithVerifier(t *testing.T) {
 					slots = append(slots, Instruction{Imm: 1})
 				}
 			}
-			p, err := prog.LoadInstructions(prog.Spec{Type: prog.SocketFilter, Name: "check", License: "GPL"}, slots)
+			p, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "check", License: "GPL", Instructions: slots})
 			switch {
 			case c.bad != nil && err == nil:
 				p.Close()
