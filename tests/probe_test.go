@@ -66,14 +66,23 @@ func missing(p string) bool {
 	return errors.Is(err, os.ErrNotExist)
 }
 
-// uprobeLink attaches a counter to uprobeTarget through uprobe_events.
-func uprobeLink(t *testing.T, legacy bool) (*prog.Link, string) {
+// tracefsLink attaches a counter, through uprobe_events, to uprobeTarget,
+// or with kprobe true through kprobe_events to the getppid handler.
+func tracefsLink(t *testing.T, kprobe, legacy bool) (*prog.Link, string) {
 	t.Helper()
 	counts, _ := newArray(t, 1)
 	p := counter(t, prog.Kprobe, counts, false)
 	exe, off := testutil.FuncOffset(t, uprobeTarget)
 	before := allEvents(t)
-	l, err := prog.AttachUprobe(p, exe, prog.UprobeOptions{Offset: off, Tracefs: true, AttachOptions: prog.AttachOptions{Legacy: legacy}})
+	o := prog.AttachOptions{Legacy: legacy}
+	var l *prog.Link
+	var err error
+	if kprobe {
+		sym, _ := prog.SyscallSymbol("getppid")
+		l, err = prog.AttachKprobe(p, sym, prog.KprobeOptions{Tracefs: true, AttachOptions: o})
+	} else {
+		l, err = prog.AttachUprobe(p, exe, prog.UprobeOptions{Offset: off, Tracefs: true, AttachOptions: o})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +93,7 @@ func uprobeLink(t *testing.T, legacy bool) (*prog.Link, string) {
 		}
 	}
 	if ev == "" {
-		t.Fatal("no new event in uprobe_events")
+		t.Fatal("no new event in kprobe_events or uprobe_events")
 	}
 	return l, ev
 }
@@ -96,8 +105,13 @@ func uprobeLink(t *testing.T, legacy bool) (*prog.Link, string) {
 func TestLinkCloseBusy(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
-	for _, legacy := range []bool{false, true} {
-		l, ev := uprobeLink(t, legacy)
+	kinds := []bool{false}
+	if p, _ := tracefs.Path(); !missing(p + "/kprobe_events") {
+		kinds = append(kinds, true)
+	}
+	for i := range 2 * len(kinds) {
+		legacy := i%2 == 1
+		l, ev := tracefsLink(t, kinds[i/2], legacy)
 		dup, err := unix.FcntlInt(uintptr(l.FD()), unix.F_DUPFD_CLOEXEC, 3)
 		if err != nil {
 			t.Fatal(err)
@@ -120,7 +134,7 @@ func TestLinkCloseBusy(t *testing.T) {
 func TestLinkCloseConcurrent(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
-	l, ev := uprobeLink(t, false)
+	l, ev := tracefsLink(t, false, false)
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
@@ -244,14 +258,25 @@ func TestProbeJournal(t *testing.T) {
 		}
 		l.Close()
 	}
+	res := []string{}
+	if !missing("/sys/bus/event_source/devices/kprobe") {
+		sym, _ := prog.SyscallSymbol("getppid")
+		l, err := prog.AttachKprobe(p, sym, prog.KprobeOptions{Offset: 0})
+		if err != nil {
+			sys.SetJournal(nil)
+			t.Fatal(err)
+		}
+		l.Close()
+		res = append(res, `(?m)^perf_event_open\(type=kprobe config=0x0 kprobe_func="`+sym+`" probe_offset=0x0 .*, pid=-1, cpu=0, .*\) = \d+ <`)
+	}
 	sys.SetJournal(nil)
 	q := regexp.QuoteMeta
-	for _, re := range []string{
+	for _, re := range append([]string{
 		`(?m)^perf_event_open\(type=uprobe config=0x0 uprobe_path="` + q(exe) + `" probe_offset=0x[0-9a-f]+ .*, pid=-1, cpu=0, .*\) = \d+ <`,
 		`(?m)^write\(".*/uprobe_events", "r:bpfkit_\d+_\d+_\d+/e\d+_tests_test ` + q(exe) + `:0x[0-9a-f]+\\n"\) = \d+ <`,
 		`(?m)^perf_event_open\(type=tracepoint config=0x[0-9a-f]+ .*\) = \d+ <`,
 		`(?m)^write\(".*/uprobe_events", "-:bpfkit_\d+_\d+_\d+/e\d+_tests_test\\n"\) = \d+ <`,
-	} {
+	}, res...) {
 		if !regexp.MustCompile(re).MatchString(buf.String()) {
 			t.Errorf("journal lacks %s:\n%s", re, buf.String())
 		}

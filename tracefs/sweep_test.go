@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,9 +32,7 @@ func sweepChild(t *testing.T, mode string) {
 		removed, kept, err := tracefs.Sweep()
 		line += fmt.Sprintf(" removed=%q err=%v", removed, err)
 		for _, k := range kept {
-			if k.Event == e.Group+"/"+e.Name || k.Event == os.Getenv("BPFKIT_SWEEP_PARENT") {
-				line += fmt.Sprintf(" kept=%q:%q", k.Event, k.Reason)
-			}
+			line += fmt.Sprintf(" kept=%q:%q", k.Event, k.Reason)
 		}
 	}
 	fmt.Println(line)
@@ -70,12 +69,22 @@ func keptReason(kept []tracefs.Kept, ev string) string {
 	return ""
 }
 
+// childKept parses the kept="event":"reason" pairs a pidns child printed.
+func childKept(line string) map[string]string {
+	m := map[string]string{}
+	for _, k := range regexp.MustCompile(`kept="([^"]*)":"([^"]*)"`).FindAllStringSubmatch(line, -1) {
+		m[k[1]] = k[2]
+	}
+	return m
+}
+
 // TestSweep: Sweep removes only the events whose owner it can prove dead.
-// A child killed with SIGKILL is dead: its event goes. A live child in a
-// PID namespace of its own (pid 1 there, so that the host's pid 1 would
-// pass for a dead owner) keeps its event, and its own Sweep, which sees the
-// host's /proc, keeps both its event and this live process's. A group of
-// the older form bpfkit_<pid>_<start> is kept too, with the reason.
+// A child killed with SIGKILL is dead: its event goes. Live children in a
+// PID namespace of their own, where they are pid 1 (so that the host's pid
+// 1 would pass for a dead owner), keep their events; their own Sweeps keep
+// this live process's event and their own, whether they see their own
+// /proc (a container) or the host's. A group of the older form
+// bpfkit_<pid>_<start> is kept too. Each kept event comes with its reason.
 func TestSweep(t *testing.T) {
 	testutil.RequireRoot(t)
 	if mode := os.Getenv("BPFKIT_SWEEP_CHILD"); mode != "" {
@@ -106,22 +115,30 @@ func TestSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal("no unshare(1) to make a PID namespace")
 	}
-	contained, line := startSweepChild(t, "pidns", own, unshare, "--pid", "--kill-child")
-	defer func() {
-		contained.Process.Signal(syscall.SIGKILL)
-		contained.Wait()
-	}()
-	fields := strings.Fields(line)
-	inNS := fields[1]
-	if !strings.Contains(line, "removed=[] err=<nil>") ||
-		!strings.Contains(line, fmt.Sprintf("kept=%q:", inNS)) || !strings.Contains(line, fmt.Sprintf("kept=%q:", own)) {
-		t.Fatalf("the Sweep in a PID namespace of its own, seeing the host's /proc, must keep its own event and the host's: %s", line)
+	keep := map[string]string{own: "is alive", "bpfkit_1_2/legacy": "older bpfkit"}
+	for _, proc := range []string{"--mount-proc", "--fork"} { // the namespace's own /proc, or the host's
+		child, line := startSweepChild(t, "pidns", own, unshare, "--pid", "--kill-child", proc)
+		defer func() {
+			child.Process.Signal(syscall.SIGKILL)
+			child.Wait()
+		}()
+		ev := strings.Fields(line)[1]
+		grp, name, _ := strings.Cut(ev, "/")
+		defer (&tracefs.ProbeEvent{Kind: tracefs.Uprobe, Group: grp, Name: name}).Remove()
+		if grp == mine.Group || !strings.Contains(grp, "_1_") {
+			t.Fatalf("the contained child's group %s is not pid 1 of another namespace (ours: %s)", grp, mine.Group)
+		}
+		keep[ev] = "another PID namespace"
+		ownWhy := "pid 1, is alive"
+		if proc == "--fork" {
+			ownWhy = "/proc is not this PID namespace's"
+		}
+		kept := childKept(line)
+		if !strings.Contains(line, "removed=[] err=<nil>") || !strings.Contains(kept[ev], ownWhy) ||
+			!strings.Contains(kept[own], "another PID namespace") {
+			t.Errorf("the Sweep in a PID namespace (%s) must keep its own event (%q) and the host's: %s", proc, ownWhy, line)
+		}
 	}
-	nsGroup, _, _ := strings.Cut(inNS, "/")
-	if nsGroup == mine.Group || !strings.Contains(nsGroup, "_1_") {
-		t.Fatalf("the contained child's group %s is not pid 1 of another namespace (ours: %s)", nsGroup, mine.Group)
-	}
-	defer (&tracefs.ProbeEvent{Kind: tracefs.Uprobe, Group: nsGroup, Name: strings.TrimPrefix(inNS, nsGroup+"/")}).Remove()
 
 	removed, kept, err := tracefs.Sweep()
 	if err != nil {
@@ -131,7 +148,7 @@ func TestSweep(t *testing.T) {
 	if !contains(removed, orphan) || contains(events(t, tracefs.Uprobe), orphan) {
 		t.Errorf("the killed child's event %s was not removed: removed %v", orphan, removed)
 	}
-	for ev, why := range map[string]string{own: "is alive", inNS: "another PID namespace", "bpfkit_1_2/legacy": "older bpfkit"} {
+	for ev, why := range keep {
 		if contains(removed, ev) || !contains(events(t, tracefs.Uprobe), ev) {
 			t.Errorf("Sweep removed %s, whose owner may live", ev)
 		}
