@@ -17,18 +17,27 @@ import (
 
 // sweepChild is the child side of TestSweep, chosen by BPFKIT_SWEEP_CHILD:
 // it creates a uprobe event and prints "created group/name"; in a PID
-// namespace of its own ("pidns") it then sweeps, and prints what became of
-// its own event and of the parent's (BPFKIT_SWEEP_PARENT); then it waits
-// to be killed.
+// namespace of its own ("pidns", or "pidns-proc" with that namespace's
+// /proc mounted, as in a container) it then sweeps and prints what it
+// kept; then it waits to be killed.
 func sweepChild(t *testing.T, mode string) {
 	exe, off := fileOffset(t, "")
+	if mode == "pidns-proc" {
+		// In a mount namespace of its own: no mount may reach the host's.
+		if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("proc", "/proc", "proc", 0, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
 	e, err := tracefs.CreateProbe(tracefs.ProbeSpec{Kind: tracefs.Uprobe, Path: exe, Offset: off})
 	if err != nil {
 		fmt.Printf("failed %v\n", err)
 		return
 	}
 	line := "created " + e.Group + "/" + e.Name
-	if mode == "pidns" {
+	if mode != "plain" {
 		removed, kept, err := tracefs.Sweep()
 		line += fmt.Sprintf(" removed=%q err=%v", removed, err)
 		for _, k := range kept {
@@ -39,13 +48,13 @@ func sweepChild(t *testing.T, mode string) {
 	time.Sleep(time.Hour) // until killed
 }
 
-// startSweepChild runs the test binary as a sweepChild, under the given
-// command prefix, and returns it with the first line it printed.
-func startSweepChild(t *testing.T, mode, parent string, prefix ...string) (*exec.Cmd, string) {
+// startSweepChild runs the test binary as a sweepChild, in new namespaces
+// for the clone flags, and returns it with the first line it printed.
+func startSweepChild(t *testing.T, mode string, cloneflags uintptr) (*exec.Cmd, string) {
 	t.Helper()
-	args := append(prefix, os.Args[0], "-test.run=^TestSweep$")
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "BPFKIT_SWEEP_CHILD="+mode, "BPFKIT_SWEEP_PARENT="+parent)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSweep$")
+	cmd.Env = append(os.Environ(), "BPFKIT_SWEEP_CHILD="+mode)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: cloneflags}
 	cmd.Stderr = os.Stderr
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -106,18 +115,14 @@ func TestSweep(t *testing.T) {
 	}
 	defer legacy.Remove()
 
-	dead, line := startSweepChild(t, "plain", own)
+	dead, line := startSweepChild(t, "plain", 0)
 	orphan := strings.TrimPrefix(line, "created ")
 	dead.Process.Signal(syscall.SIGKILL)
 	dead.Wait()
 
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		t.Fatal("no unshare(1) to make a PID namespace")
-	}
 	keep := map[string]string{own: "is alive", "bpfkit_1_2/legacy": "older bpfkit"}
-	for _, proc := range []string{"--mount-proc", "--fork"} { // the namespace's own /proc, or the host's
-		child, line := startSweepChild(t, "pidns", own, unshare, "--pid", "--kill-child", proc)
+	for _, mode := range []string{"pidns-proc", "pidns"} { // the namespace's own /proc, or the host's
+		child, line := startSweepChild(t, mode, syscall.CLONE_NEWPID|syscall.CLONE_NEWNS)
 		defer func() {
 			child.Process.Signal(syscall.SIGKILL)
 			child.Wait()
@@ -130,13 +135,13 @@ func TestSweep(t *testing.T) {
 		}
 		keep[ev] = "another PID namespace"
 		ownWhy := "pid 1, is alive"
-		if proc == "--fork" {
+		if mode == "pidns" {
 			ownWhy = "/proc is not this PID namespace's"
 		}
 		kept := childKept(line)
 		if !strings.Contains(line, "removed=[] err=<nil>") || !strings.Contains(kept[ev], ownWhy) ||
 			!strings.Contains(kept[own], "another PID namespace") {
-			t.Errorf("the Sweep in a PID namespace (%s) must keep its own event (%q) and the host's: %s", proc, ownWhy, line)
+			t.Errorf("the Sweep in a PID namespace (%s) must keep its own event (%q) and the host's: %s", mode, ownWhy, line)
 		}
 	}
 
