@@ -143,40 +143,18 @@ func ParseFormat(text string) (*Format, error) {
 	return f, nil
 }
 
-// isSpace and isWord are the classes \s and \w of the format's grammar.
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
-func isWord(c byte) bool {
-	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-}
-
-func skipSpace(s string) string {
-	for s != "" && isSpace(s[0]) {
-		s = s[1:]
-	}
-	return s
-}
-
-// number cuts a run of decimal digits and what follows; "" if there is none.
-func number(s string) (digits, rest string) {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return s[:i], s[i:]
-}
+// space is the format grammar's \s.
+const space = " \t\n\f\r"
 
 // fieldTail matches ";\s*offset:N;\s*size:N;\s*signed:N;" at the start of
 // s, returning the three numbers.
 func fieldTail(s string) (n [3]string, ok bool) {
 	for i, key := range []string{"offset:", "size:", "signed:"} {
-		var found bool
-		if s, found = strings.CutPrefix(s, ";"); !found {
-			return n, false
+		if s, ok = strings.CutPrefix(s, ";"); ok {
+			s, ok = strings.CutPrefix(strings.TrimLeft(s, space), key)
 		}
-		if s, found = strings.CutPrefix(skipSpace(s), key); !found {
-			return n, false
-		}
-		if n[i], s = number(s); n[i] == "" {
+		rest := strings.TrimLeft(s, "0123456789")
+		if n[i], s = s[:len(s)-len(rest)], rest; !ok || n[i] == "" {
 			return n, false
 		}
 	}
@@ -188,7 +166,7 @@ func fieldTail(s string) (n [3]string, ok bool) {
 // The declaration is everything up to the last ';' that the offset, size
 // and signed parts follow.
 func parseField(line string) (fl Field, ok bool, err error) {
-	decl, found := strings.CutPrefix(skipSpace(line), "field:")
+	decl, found := strings.CutPrefix(strings.TrimLeft(line, space), "field:")
 	if !found {
 		return fl, false, nil
 	}
@@ -267,31 +245,33 @@ func parseSymbolic(pf string) map[string]map[uint64]string {
 
 // symbolicHead matches "\s*REC->field\s*," after "__print_symbolic(".
 func symbolicHead(s string) (field, rest string, ok bool) {
-	s, ok = strings.CutPrefix(skipSpace(s), "REC->")
-	i := 0
-	for i < len(s) && isWord(s[i]) {
-		i++
+	s, ok = strings.CutPrefix(strings.TrimLeft(s, space), "REC->")
+	i := strings.IndexFunc(s, func(c rune) bool {
+		return !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
+	})
+	if i < 0 {
+		i = len(s)
 	}
 	if !ok || i == 0 {
 		return "", "", false
 	}
-	rest, ok = strings.CutPrefix(skipSpace(s[i:]), ",")
+	rest, ok = strings.CutPrefix(strings.TrimLeft(s[i:], space), ",")
 	return s[:i], rest, ok
 }
 
 // symbolPair matches one \s*{ value, "name" }\s*,? where value is anything
 // up to the comma but '"', '{' and '}', less the spaces around it.
 func symbolPair(s string) (value, name, rest string, ok bool) {
-	if s, ok = strings.CutPrefix(skipSpace(s), "{"); !ok {
+	if s, ok = strings.CutPrefix(strings.TrimLeft(s, space), "{"); !ok {
 		return
 	}
-	s = skipSpace(s)
+	s = strings.TrimLeft(s, space)
 	i := strings.IndexAny(s, `,"{}`)
 	if i < 0 || s[i] != ',' {
 		return "", "", "", false
 	}
-	value = strings.TrimRight(s[:i], " \t\n\f\r")
-	if s, ok = strings.CutPrefix(skipSpace(s[i+1:]), `"`); !ok {
+	value = strings.TrimRight(s[:i], space)
+	if s, ok = strings.CutPrefix(strings.TrimLeft(s[i+1:], space), `"`); !ok {
 		return
 	}
 	j := strings.IndexByte(s, '"')
@@ -299,9 +279,9 @@ func symbolPair(s string) (value, name, rest string, ok bool) {
 		return "", "", "", false
 	}
 	name, s = s[:j], s[j+1:]
-	if s, ok = strings.CutPrefix(skipSpace(s), "}"); !ok {
+	if s, ok = strings.CutPrefix(strings.TrimLeft(s, space), "}"); !ok {
 		return
 	}
-	s, _ = strings.CutPrefix(skipSpace(s), ",")
+	s, _ = strings.CutPrefix(strings.TrimLeft(s, space), ",")
 	return value, name, s, true
 }
