@@ -15,4 +15,8 @@
 // PERF_EVENT_IOC_SET_BPF on older kernels; which one is decided by trying
 // once (HavePerfLink). Every attachment is a *Link whose Close undoes all
 // it created.
+//
+// Kallsyms reads the kernel's symbols once, to name kernel addresses
+// ("__udp4_lib_rcv+0x8f4"); SyscallSymbol names the function that handles
+// a system call of this process on this kernel and architecture.
 package prog

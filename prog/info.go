@@ -61,36 +61,25 @@ func (p *Program) Info() (*Info, error) {
 // kernel functions that helper calls were rewritten to from /proc/kallsyms
 // (which needs CAP_SYSLOG; without it the calls print as "call unknown#N").
 func (i *Info) Listing() string {
-	want := map[uint64]string{}
+	var syms *Symbols
 	var base uint64
 	for _, in := range i.Xlated {
 		if in.Code == insn.BPF_JMP|uint8(insn.BPF_CALL) && in.Src == 0 {
-			want[uint64(int64(in.Imm))] = ""
-		}
-	}
-	if len(want) > 0 {
-		// Two passes over the 100,000-odd lines: find __bpf_call_base, then
-		// the symbols at the addresses called.
-		scanKallsyms(func(addr uint64, name string) bool {
-			if name == "__bpf_call_base" {
-				base = addr
-				return false
+			if s, err := Kallsyms(); err == nil {
+				syms = s
+				base, _ = s.Address("__bpf_call_base")
 			}
-			return true
-		})
-		if base != 0 {
-			scanKallsyms(func(addr uint64, name string) bool {
-				if n, ok := want[addr-base]; ok && n == "" {
-					want[addr-base] = name
-				}
-				return true
-			})
+			break
 		}
 	}
 	return insn.DisassembleFunc(i.Xlated, func(call insn.Instruction) string {
-		if call.Src != 0 {
+		if base == 0 || call.Src != 0 {
 			return ""
 		}
-		return want[uint64(int64(call.Imm))]
+		name, off, _ := syms.lookup(base + uint64(int64(call.Imm)))
+		if off != 0 {
+			return ""
+		}
+		return name
 	})
 }

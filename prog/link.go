@@ -3,6 +3,7 @@ package prog
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/bpfkit/bpfkit/sys"
 	"github.com/bpfkit/bpfkit/tracefs"
@@ -13,6 +14,7 @@ import (
 // program and releases everything the attachment created: the BPF link,
 // the perf event, the tracefs event. Closing twice is harmless.
 type Link struct {
+	mu     sync.Mutex // one Close at a time: the event goes after the fds
 	desc   string
 	linkFD sys.FD              // BPF link (perf link, raw tracepoint), or none
 	perfFD sys.FD              // perf event, or none
@@ -32,12 +34,16 @@ func (l *Link) FD() int {
 
 // Close detaches: the link first, then the perf event (which detaches an
 // ioctl-attached program), then the tracefs event, which the kernel refuses
-// to remove while a perf event uses it.
+// to remove (EBUSY) while a perf event uses it: while a copy of the fd
+// (dup, fork, a pin) holds the link or perf event open. The event then
+// stays, the error says so, and a later Close tries again. Concurrent
+// Closes are safe: each resource is released once.
 func (l *Link) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	errs := []error{l.linkFD.Close(), l.perfFD.Close()}
 	if l.event != nil {
 		errs = append(errs, l.event.Remove())
-		l.event = nil
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("detach %s: %w", l.desc, err)

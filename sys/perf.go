@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -15,6 +16,30 @@ import (
 // PerfEventOpen is perf_event_open(2); PERF_FLAG_FD_CLOEXEC is always added
 // to flags. attr.Size is set to the size of unix.PerfEventAttr if zero.
 func PerfEventOpen(attr *unix.PerfEventAttr, pid, cpu, groupFD, flags int) (int, error) {
+	return perfEventOpen(attr, "", pid, cpu, groupFD, flags)
+}
+
+// PerfEventOpenProbe is PerfEventOpen for the kprobe and uprobe PMUs
+// (4.17): target, the kernel function (kprobe_func) or the binary's path
+// (uprobe_path), goes to the kernel in attr's config1 as a C string that
+// lives until the call returns; attr.Ext2 is the offset (probe_offset). A
+// NUL in target is an EINVAL error: the kernel would read less.
+func PerfEventOpenProbe(attr *unix.PerfEventAttr, target string, pid, cpu, groupFD, flags int) (int, error) {
+	if attr == nil {
+		return perfEventOpen(nil, "", pid, cpu, groupFD, flags)
+	}
+	p, err := StringPointer(target)
+	if err != nil {
+		return -1, &Error{Op: "perf_event_open", Errno: unix.EINVAL, Hint: fmt.Sprintf("probe target %q holds a NUL, where the kernel would end it", target)}
+	}
+	attr.Ext1 = uint64(uintptr(p.ptr))
+	fd, err := perfEventOpen(attr, target, pid, cpu, groupFD, flags)
+	runtime.KeepAlive(p.ptr)
+	attr.Ext1 = 0 // no address of ours stays behind in the caller's attr
+	return fd, err
+}
+
+func perfEventOpen(attr *unix.PerfEventAttr, target string, pid, cpu, groupFD, flags int) (int, error) {
 	if attr == nil {
 		return -1, &Error{Op: "perf_event_open", Errno: unix.EFAULT, Hint: "nil attr"}
 	}
@@ -23,8 +48,8 @@ func PerfEventOpen(attr *unix.PerfEventAttr, pid, cpu, groupFD, flags int) (int,
 	}
 	flags |= unix.PERF_FLAG_FD_CLOEXEC
 	fd, err := traced("perf_event_open", func() string {
-		return fmt.Sprintf("type=%d config=%#x sample_type=%#x wakeup=%d bits=%#x, pid=%d, cpu=%d, group_fd=%d, flags=%#x",
-			attr.Type, attr.Config, attr.Sample_type, attr.Wakeup, attr.Bits, pid, cpu, groupFD, flags)
+		return fmt.Sprintf("%s sample_type=%#x wakeup=%d bits=%#x, pid=%d, cpu=%d, group_fd=%d, flags=%#x",
+			describePerf(attr, target), attr.Sample_type, attr.Wakeup, attr.Bits, pid, cpu, groupFD, flags)
 	}, func() (int, error) { return unix.PerfEventOpen(attr, pid, cpu, groupFD, flags) })
 	if errors.Is(err, ErrJournal) {
 		if fd >= 0 {
@@ -43,6 +68,31 @@ func PerfEventOpen(attr *unix.PerfEventAttr, pid, cpu, groupFD, flags int) (int,
 		return -1, e
 	}
 	return safeFD(fd, "perf_event_open")
+}
+
+// describePerf names the event type and, for a kprobe or uprobe PMU event,
+// what it probes: "type=kprobe config=0x0 kprobe_func="do_sys_openat2"
+// probe_offset=0x0".
+func describePerf(attr *unix.PerfEventAttr, target string) string {
+	names := [...]string{"hardware", "software", "tracepoint", "hw_cache", "raw", "breakpoint"}
+	typ := fmt.Sprint(attr.Type)
+	if int(attr.Type) < len(names) {
+		typ = names[attr.Type]
+	}
+	for _, pmu := range []string{"kprobe", "uprobe"} {
+		if attr.Type == pmuType(pmu) {
+			typ = pmu
+		}
+	}
+	s := fmt.Sprintf("type=%s config=%#x", typ, attr.Config)
+	switch {
+	case target == "":
+	case typ == "uprobe":
+		s += fmt.Sprintf(" uprobe_path=%q probe_offset=%#x", target, attr.Ext2)
+	default:
+		s += fmt.Sprintf(" kprobe_func=%q probe_offset=%#x", target, attr.Ext2)
+	}
+	return s
 }
 
 // PerfEventSetBPF is the PERF_EVENT_IOC_SET_BPF ioctl (4.1): it attaches the

@@ -321,7 +321,7 @@ func TestKretprobeMaxActive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(allEvents(t), tracefs.Group()) {
+	if !strings.Contains(allEvents(t), group(t)) {
 		l.Close()
 		t.Fatal("a kretprobe with maxactive made no kprobe_events entry")
 	}
@@ -368,20 +368,30 @@ func TestRawTracepoint(t *testing.T) {
 
 func allEvents(t *testing.T) string {
 	t.Helper()
-	k, err := tracefs.Events("kprobe_events")
+	k, err := tracefs.Events(tracefs.Kprobe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := tracefs.Events("uprobe_events")
+	u, err := tracefs.Events(tracefs.Uprobe)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return strings.Join(append(k, u...), " ")
 }
 
+// group is this process's tracefs event group.
+func group(t *testing.T) string {
+	t.Helper()
+	g, err := tracefs.Group()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 func assertNoEvents(t *testing.T) {
 	t.Helper()
-	if ev := allEvents(t); strings.Contains(ev, tracefs.Group()) {
+	if ev := allEvents(t); strings.Contains(ev, group(t)) {
 		t.Fatalf("events left behind: %s", ev)
 	}
 }
@@ -474,7 +484,7 @@ func TestSignalCleanup(t *testing.T) {
 			if !left {
 				t.Fatal("after SIGKILL the events are gone already: nothing to sweep")
 			}
-			removed, err := tracefs.Sweep()
+			removed, _, err := tracefs.Sweep()
 			if err != nil || len(removed) == 0 || strings.Contains(allEvents(t), group) {
 				t.Fatalf("Sweep removed %v, %v; left %s", removed, err, allEvents(t))
 			}
@@ -502,7 +512,7 @@ func signalChild(t *testing.T) {
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt)
-	fmt.Printf("attached %s\n", tracefs.Group())
+	fmt.Printf("attached %s\n", group(t))
 	<-sigs
 	for _, l := range links {
 		if err := l.Close(); err != nil {

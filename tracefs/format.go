@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -30,7 +29,8 @@ type Format struct {
 	Fields      []Field // common fields first
 	PrintFmt    string
 	// Symbols maps a field to its __print_symbolic table in the print
-	// format: kfree_skb's reason -> {2: "NOT_SPECIFIED", ...}.
+	// format: kfree_skb's reason -> {2: "NOT_SPECIFIED", ...}. Pairs whose
+	// value the kernel printed as a name, not a number, are left out.
 	Symbols map[string]map[uint64]string
 }
 
@@ -111,11 +111,9 @@ func validLookup(names ...string) error {
 	return nil
 }
 
-var fieldLine = regexp.MustCompile(`^\s*field:(.+);\s*offset:(\d+);\s*size:(\d+);\s*signed:(\d+);`)
-
 // ParseFormat parses the text of a format file.
 func ParseFormat(text string) (*Format, error) {
-	f := &Format{Symbols: map[string]map[uint64]string{}}
+	f := &Format{}
 	for line := range strings.SplitSeq(text, "\n") {
 		switch {
 		case strings.HasPrefix(line, "name: "):
@@ -129,38 +127,72 @@ func ParseFormat(text string) (*Format, error) {
 		case strings.HasPrefix(line, "print fmt: "):
 			f.PrintFmt = line[len("print fmt: "):]
 		default:
-			m := fieldLine.FindStringSubmatch(line)
-			if m == nil {
-				continue
-			}
-			fl, err := parseField(m)
+			fl, ok, err := parseField(line)
 			if err != nil {
 				return nil, fmt.Errorf("%w in %q", err, line)
 			}
-			f.Fields = append(f.Fields, fl)
+			if ok {
+				f.Fields = append(f.Fields, fl)
+			}
 		}
 	}
 	if len(f.Fields) == 0 {
 		return nil, errors.New("format has no fields")
 	}
-	syms, err := parseSymbolic(f.PrintFmt)
-	if err != nil {
-		return nil, err
-	}
-	f.Symbols = syms
+	f.Symbols = parseSymbolic(f.PrintFmt)
 	return f, nil
 }
 
-// parseField splits "unsigned char name[16]" into type and name.
-func parseField(m []string) (Field, error) {
-	decl := strings.TrimSpace(m[1])
-	fl := Field{Signed: m[4] == "1"}
-	fl.Offset, _ = strconv.Atoi(m[2])
-	fl.Size, _ = strconv.Atoi(m[3])
+// space is the format grammar's \s.
+const space = " \t\n\f\r"
+
+// fieldTail matches ";\s*offset:N;\s*size:N;\s*signed:N;" at the start of
+// s, returning the three numbers.
+func fieldTail(s string) (n [3]string, ok bool) {
+	for i, key := range []string{"offset:", "size:", "signed:"} {
+		if s, ok = strings.CutPrefix(s, ";"); ok {
+			s, ok = strings.CutPrefix(strings.TrimLeft(s, space), key)
+		}
+		rest := strings.TrimLeft(s, "0123456789")
+		if n[i], s = s[:len(s)-len(rest)], rest; !ok || n[i] == "" {
+			return n, false
+		}
+	}
+	return n, strings.HasPrefix(s, ";")
+}
+
+// parseField reads a line "\tfield:unsigned char name[16];\toffset:8;
+// size:16;\tsigned:0;" into a Field; ok is false for a line that is none.
+// The declaration is everything up to the last ';' that the offset, size
+// and signed parts follow.
+func parseField(line string) (fl Field, ok bool, err error) {
+	decl, found := strings.CutPrefix(strings.TrimLeft(line, space), "field:")
+	if !found {
+		return fl, false, nil
+	}
+	var n [3]string
+	for i := len(decl) - 1; i > 0 && !ok; i-- {
+		if decl[i] == ';' {
+			if n, ok = fieldTail(decl[i:]); ok {
+				decl = decl[:i]
+			}
+		}
+	}
+	if !ok {
+		return fl, false, nil
+	}
+	if fl.Offset, err = strconv.Atoi(n[0]); err == nil {
+		fl.Size, err = strconv.Atoi(n[1])
+	}
+	if err != nil {
+		return fl, true, errors.New("offset or size out of range")
+	}
+	fl.Signed = n[2] == "1"
+	decl = strings.TrimSpace(decl)
 	fl.DataLoc = strings.HasPrefix(decl, "__data_loc ")
 	i := strings.LastIndexAny(decl, " *")
 	if i < 0 {
-		return fl, errors.New("field without a type")
+		return fl, true, errors.New("field without a type")
 	}
 	name, typ := decl[i+1:], strings.TrimSpace(decl[:i+1])
 	if j := strings.IndexByte(name, '['); j >= 0 { // char comm[16]: the array belongs to the type
@@ -168,40 +200,88 @@ func parseField(m []string) (Field, error) {
 	}
 	fl.Name, fl.Type = name, strings.TrimSpace(typ)
 	if fl.Name == "" {
-		return fl, errors.New("field without a name")
+		return fl, true, errors.New("field without a name")
 	}
-	return fl, nil
+	return fl, true, nil
 }
 
-var (
-	symbolicCall = regexp.MustCompile(`__print_symbolic\(\s*REC->(\w+)\s*,`)
-	symbolPair   = regexp.MustCompile(`^\s*\{\s*(-?(?:0x[0-9a-fA-F]+|\d+))\s*,\s*"([^"]*)"\s*\}\s*,?`)
-)
-
 // parseSymbolic reads every __print_symbolic(REC->field, { value, "NAME" },
-// ...) table of a print format.
-func parseSymbolic(pf string) (map[string]map[uint64]string, error) {
+// ...) table of a print format. A value the kernel left as a name (an enum
+// without TRACE_DEFINE_ENUM, as tcp_send_reset's TCP_ESTABLISHED) or as an
+// expression is not known here: its pair is left out, and a table with no
+// numbers at all.
+func parseSymbolic(pf string) map[string]map[uint64]string {
 	out := map[string]map[uint64]string{}
-	for _, loc := range symbolicCall.FindAllStringSubmatchIndex(pf, -1) {
-		field := pf[loc[2]:loc[3]]
+	const call = "__print_symbolic("
+	for {
+		i := strings.Index(pf, call)
+		if i < 0 {
+			return out
+		}
+		field, rest, ok := symbolicHead(pf[i+len(call):])
+		if !ok {
+			pf = pf[i+1:]
+			continue
+		}
+		pf = rest
 		table := map[uint64]string{}
-		rest := pf[loc[1]:]
 		for {
-			m := symbolPair.FindStringSubmatch(rest)
-			if m == nil {
+			v, name, after, ok := symbolPair(rest)
+			if !ok {
 				break
 			}
-			v, err := strconv.ParseInt(m[1], 0, 64)
-			if err != nil {
-				return nil, fmt.Errorf("__print_symbolic of %s: bad value %q", field, m[1])
+			if n, err := strconv.ParseInt(v, 0, 64); err == nil {
+				table[uint64(n)] = name
+			} else if n, err := strconv.ParseUint(v, 0, 64); err == nil {
+				table[n] = name
 			}
-			table[uint64(v)] = m[2]
-			rest = rest[len(m[0]):]
+			rest = after
 		}
-		if len(table) == 0 {
-			return nil, fmt.Errorf("__print_symbolic of %s: no { value, \"name\" } pairs", field)
+		if len(table) > 0 {
+			out[field] = table
 		}
-		out[field] = table
 	}
-	return out, nil
+}
+
+// symbolicHead matches "\s*REC->field\s*," after "__print_symbolic(".
+func symbolicHead(s string) (field, rest string, ok bool) {
+	s, ok = strings.CutPrefix(strings.TrimLeft(s, space), "REC->")
+	i := strings.IndexFunc(s, func(c rune) bool {
+		return !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
+	})
+	if i < 0 {
+		i = len(s)
+	}
+	if !ok || i == 0 {
+		return "", "", false
+	}
+	rest, ok = strings.CutPrefix(strings.TrimLeft(s[i:], space), ",")
+	return s[:i], rest, ok
+}
+
+// symbolPair matches one \s*{ value, "name" }\s*,? where value is anything
+// up to the comma but '"', '{' and '}', less the spaces around it.
+func symbolPair(s string) (value, name, rest string, ok bool) {
+	if s, ok = strings.CutPrefix(strings.TrimLeft(s, space), "{"); !ok {
+		return
+	}
+	s = strings.TrimLeft(s, space)
+	i := strings.IndexAny(s, `,"{}`)
+	if i < 0 || s[i] != ',' {
+		return "", "", "", false
+	}
+	value = strings.TrimRight(s[:i], space)
+	if s, ok = strings.CutPrefix(strings.TrimLeft(s[i+1:], space), `"`); !ok {
+		return
+	}
+	j := strings.IndexByte(s, '"')
+	if j < 0 {
+		return "", "", "", false
+	}
+	name, s = s[:j], s[j+1:]
+	if s, ok = strings.CutPrefix(strings.TrimLeft(s, space), "}"); !ok {
+		return
+	}
+	s, _ = strings.CutPrefix(strings.TrimLeft(s, space), ",")
+	return value, name, s, true
 }

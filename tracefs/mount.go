@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sys/unix"
+	"github.com/bpfkit/bpfkit/sys"
 )
 
 // DefaultMount is where tracefs is mounted when no mount is found.
@@ -34,7 +34,7 @@ func Path() (string, error) {
 		return "", err
 	}
 	if p == "" {
-		if err := unix.Mount("nodev", DefaultMount, "tracefs", 0, ""); err != nil {
+		if err := sys.Mount("nodev", DefaultMount, "tracefs"); err != nil {
 			return "", fmt.Errorf("tracefs is not mounted and mounting it at %s failed (%w): "+
 				"mount it with 'mount -t tracefs nodev %s' as root", DefaultMount, err, DefaultMount)
 		}
@@ -78,25 +78,26 @@ func findMount() (string, error) {
 	return debugfs, s.Err()
 }
 
-// unescape undoes mountinfo's octal escapes (\040 for a space).
+// unescape undoes mountinfo's escapes: the kernel (seq_file's mangle_path)
+// writes a space, tab, newline or backslash in a path as \ and three octal
+// digits (\040 for a space).
 func unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
-	var b strings.Builder
+	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var c byte
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%3o", &c); err == nil {
-				b.WriteByte(c)
-				i += 3
-				continue
-			}
+		if s[i] == '\\' && i+3 < len(s) && s[i+1] >= '0' && s[i+1] <= '3' && isOctal(s[i+2]) && isOctal(s[i+3]) {
+			b = append(b, (s[i+1]-'0')<<6|(s[i+2]-'0')<<3|(s[i+3]-'0'))
+			i += 3
+			continue
 		}
-		b.WriteByte(s[i])
+		b = append(b, s[i])
 	}
-	return b.String()
+	return string(b)
 }
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // ErrNotExist is returned for a tracepoint or event that does not exist. It
 // matches os.ErrNotExist too.

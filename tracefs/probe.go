@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,14 +19,44 @@ import (
 type ProbeKind int
 
 const (
+	// Kprobe runs when the kernel enters a function.
 	Kprobe ProbeKind = iota
+	// Kretprobe runs when a kernel function returns.
 	Kretprobe
+	// Uprobe runs when a process executes an instruction of a binary.
 	Uprobe
+	// Uretprobe runs when a function of a binary returns.
 	Uretprobe
 )
 
+// kinds says, for each ProbeKind, its name, the tracefs file that creates
+// its events and the perf PMU (4.17) that opens it without tracefs.
+var kinds = [...]struct{ name, events, pmu string }{
+	Kprobe:    {"kprobe", "kprobe_events", "kprobe"},
+	Kretprobe: {"kretprobe", "kprobe_events", "kprobe"},
+	Uprobe:    {"uprobe", "uprobe_events", "uprobe"},
+	Uretprobe: {"uretprobe", "uprobe_events", "uprobe"},
+}
+
+func (k ProbeKind) valid() bool { return k >= 0 && int(k) < len(kinds) }
+
+// String is the kind's name ("kretprobe"), or ProbeKind(n) for a number
+// that is no kind.
 func (k ProbeKind) String() string {
-	return [...]string{"kprobe", "kretprobe", "uprobe", "uretprobe"}[k]
+	if !k.valid() {
+		return "ProbeKind(" + strconv.Itoa(int(k)) + ")"
+	}
+	return kinds[k].name
+}
+
+// PMU is the name of the perf event source, under
+// /sys/bus/event_source/devices, that opens probes of this kind: "kprobe"
+// or "uprobe"; "" for a number that is no kind.
+func (k ProbeKind) PMU() string {
+	if !k.valid() {
+		return ""
+	}
+	return kinds[k].pmu
 }
 
 // IsUprobe reports whether k probes user space.
@@ -40,8 +71,10 @@ type ProbeSpec struct {
 	// Symbol is the kernel function for kprobes ("do_sys_openat2", or
 	// "module:function"), with Offset bytes into it.
 	Symbol string
-	// Path is the binary for uprobes, and Offset the file offset of the
-	// instruction to probe.
+	// Path is the binary for uprobes, an absolute path, and Offset the file
+	// offset of the instruction to probe. Offset must lie in the file;
+	// that it lies in an executable segment is for the caller to know (prog
+	// checks it in the ELF program headers).
 	Path   string
 	Offset uint64
 	// RefCtrOffset is the file offset of a USDT semaphore the kernel
@@ -57,26 +90,33 @@ type ProbeEvent struct {
 	Kind        ProbeKind
 	Group, Name string
 	ID          uint64 // the tracepoint id for perf_event_open
-	removed     atomic.Bool
+
+	mu      sync.Mutex
+	removed bool
 }
 
-// Limits of the kernel's parser: event and group names are at most
-// MAX_EVENT_NAME_LEN (64) bytes; symbols at most KSYM_NAME_LEN (512 since
-// 6.1, 128 before: the kernel refuses what it cannot hold).
+// Limits of the kernel's parser. Event and group names hold at most
+// MAX_EVENT_NAME_LEN (64) bytes with the NUL, so 63 of text (checked with
+// >= since 6.12, commit 4f7caaaf95a2, and stored in 64-byte buffers
+// before). Symbols are at most KSYM_NAME_LEN (512 since 6.1, 128 before:
+// the kernel refuses what it cannot hold). trace_parse_run_command reads a
+// command in WRITE_BUFSIZE (4096) chunks and takes a line of at most 4094
+// bytes before its newline.
 const (
-	maxEventName = 64
-	maxSymbol    = 512
+	maxName    = 63
+	maxSymbol  = 512
+	maxCommand = 4094
 )
 
-// ErrInvalid is returned for a symbol, path or name that cannot be written
-// to the kernel safely; nothing is written.
+// ErrInvalid is returned for a symbol, path, name or offset that cannot be
+// handed to the kernel safely; nothing is written.
 var ErrInvalid = errors.New("tracefs: invalid probe")
 
 // validName accepts what the kernel's is_good_name does, for group and
 // event names: a letter or underscore, then letters, digits, underscores.
 func validName(s string) error {
-	if s == "" || len(s) > maxEventName {
-		return fmt.Errorf("%w: name %q must be 1 to %d bytes", ErrInvalid, s, maxEventName)
+	if s == "" || len(s) > maxName {
+		return fmt.Errorf("%w: name %q must be 1 to %d bytes", ErrInvalid, s, maxName)
 	}
 	for i, c := range []byte(s) {
 		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
@@ -88,7 +128,7 @@ func validName(s string) error {
 
 // validSymbol accepts kernel symbol names: letters, digits, '_', '.' (the
 // compiler's foo.isra.0 and foo.cold), and one ':' after a module name.
-// Whitespace, newlines and the parser's other separators are refused.
+// Whitespace, NUL, newlines and the parser's other separators are refused.
 func validSymbol(s string) error {
 	if s == "" || len(s) > maxSymbol {
 		return fmt.Errorf("%w: symbol %q must be 1 to %d bytes", ErrInvalid, s, maxSymbol)
@@ -110,76 +150,79 @@ func validSymbol(s string) error {
 	return nil
 }
 
-// validPath accepts an absolute path to a regular file with no whitespace
-// or control characters (the kernel splits the command on whitespace).
-func validPath(p string) error {
-	if !filepath.IsAbs(p) || len(p) >= unix.PathMax {
-		return fmt.Errorf("%w: path %q must be absolute and shorter than %d bytes", ErrInvalid, p, unix.PathMax)
+// Check validates s as either door to the kernel takes it, kprobe_events
+// or uprobe_events and the perf PMUs: a known kind; for kprobes a symbol;
+// for uprobes an absolute path to a regular file with no NUL, and offsets
+// inside it; MaxActive only on kretprobes. What only the tracefs text
+// command cannot carry is checked by CreateProbe.
+func (s ProbeSpec) Check() error {
+	if !s.Kind.valid() {
+		return fmt.Errorf("%w: kind %d", ErrInvalid, int(s.Kind))
 	}
-	for _, c := range []byte(p) {
-		if c <= ' ' || c == 0x7f {
-			return fmt.Errorf("%w: path %q: whitespace and control characters are not allowed", ErrInvalid, p)
+	if s.MaxActive < 0 || s.MaxActive > 0 && s.Kind != Kretprobe {
+		return fmt.Errorf("%w: maxactive %d: only kretprobes take one, and not negative", ErrInvalid, s.MaxActive)
+	}
+	if !s.Kind.IsUprobe() {
+		if s.Path != "" || s.RefCtrOffset != 0 {
+			return fmt.Errorf("%w: a %s takes a symbol, not a path or ref_ctr_offset", ErrInvalid, s.Kind)
 		}
+		return validSymbol(s.Symbol)
 	}
-	st, err := os.Stat(p)
+	if s.Symbol != "" {
+		return fmt.Errorf("%w: a %s takes a path and a file offset, not a symbol (prog.AttachUprobe resolves symbols)", ErrInvalid, s.Kind)
+	}
+	if !filepath.IsAbs(s.Path) || len(s.Path) >= unix.PathMax || strings.IndexByte(s.Path, 0) >= 0 {
+		return fmt.Errorf("%w: path %q must be absolute, shorter than %d bytes and free of NUL", ErrInvalid, s.Path, unix.PathMax)
+	}
+	st, err := os.Stat(s.Path)
 	if err != nil {
-		return fmt.Errorf("uprobe target: %w", err)
+		return fmt.Errorf("%s target: %w", s.Kind, err)
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is not a regular file", ErrInvalid, p)
+		return fmt.Errorf("%w: %s is not a regular file", ErrInvalid, s.Path)
+	}
+	size := uint64(st.Size())
+	if s.Offset >= size || s.RefCtrOffset >= size && s.RefCtrOffset != 0 {
+		return fmt.Errorf("%w: offset %#x or ref_ctr_offset %#x is past the end of %s (%d bytes)", ErrInvalid, s.Offset, s.RefCtrOffset, s.Path, size)
 	}
 	return nil
 }
 
-var (
-	groupOnce sync.Once
-	group     string
-	eventSeq  atomic.Uint64
-)
-
-// Group is the group of every event this process creates:
-// bpfkit_<pid>_<start time in clock ticks since boot>. The start time tells
-// a dead process's events from those of a later process with the same pid.
-func Group() string {
-	groupOnce.Do(func() {
-		start, _ := processStart(os.Getpid())
-		group = fmt.Sprintf("bpfkit_%d_%d", os.Getpid(), start)
-	})
-	return group
+// commandPath refuses the bytes of a path that the kernel would not read as
+// part of it in a uprobe_events command: trace_parse_run_command cuts the
+// line at '#' (a comment) and argv_split splits it where the kernel's
+// isspace() says so, which (lib/ctype.c) is \t \n \v \f \r, ' ' and 0xA0,
+// Latin-1's no-break space.
+func commandPath(p string) error {
+	for _, c := range []byte(p) {
+		if c >= '\t' && c <= '\r' || c == ' ' || c == 0xa0 || c == '#' {
+			return fmt.Errorf("%w: path %q: byte %#x splits or ends a uprobe_events command; use the uprobe PMU", ErrInvalid, p, c)
+		}
+	}
+	return nil
 }
 
-// processStart reads field 22 of /proc/<pid>/stat, the start time. The
-// command name (field 2) may hold spaces and parentheses: fields are counted
-// after its closing parenthesis.
-func processStart(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	fields := strings.Fields(string(b[i+1:]))
-	if i < 0 || len(fields) < 20 {
-		return 0, fmt.Errorf("bad /proc/%d/stat", pid)
-	}
-	return strconv.ParseUint(fields[19], 10, 64)
-}
+var eventSeq atomic.Uint64
 
 // CreateProbe validates spec, writes one line to kprobe_events or
 // uprobe_events, and reads the new event's id. If anything fails after the
 // event was created, it is removed.
 func CreateProbe(spec ProbeSpec) (*ProbeEvent, error) {
-	cmd, name, err := probeCommand(spec)
+	if err := spec.Check(); err != nil {
+		return nil, err
+	}
+	group, err := Group()
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", spec.Kind, err)
+	}
+	cmd, name, err := probeCommand(spec, group)
 	if err != nil {
 		return nil, err
 	}
-	events := "kprobe_events"
-	if spec.Kind.IsUprobe() {
-		events = "uprobe_events"
-	}
-	if err := writeEvents(events, cmd); err != nil {
+	if err := writeEvents(spec.Kind, cmd); err != nil {
 		return nil, fmt.Errorf("create %s: %w", spec.Kind, err)
 	}
-	e := &ProbeEvent{Kind: spec.Kind, Group: Group(), Name: name}
+	e := &ProbeEvent{Kind: spec.Kind, Group: group, Name: name}
 	p, err := file("events", e.Group, e.Name, "id")
 	if err == nil {
 		e.ID, err = readID(p, e.Group+":"+e.Name)
@@ -191,49 +234,31 @@ func CreateProbe(spec ProbeSpec) (*ProbeEvent, error) {
 	return e, nil
 }
 
-// probeCommand builds the kprobe_events or uprobe_events line, after
-// validating every part of it.
-func probeCommand(s ProbeSpec) (cmd, name string, err error) {
-	var target, base string
-	switch {
-	case s.Kind.IsUprobe():
-		if err := validPath(s.Path); err != nil {
+// probeCommand builds the kprobe_events or uprobe_events line for a spec
+// that passed Check.
+func probeCommand(s ProbeSpec, group string) (cmd, name string, err error) {
+	target, base := s.Symbol, s.Symbol
+	if s.Offset != 0 {
+		target += fmt.Sprintf("+%#x", s.Offset)
+	}
+	if s.Kind.IsUprobe() {
+		if err := commandPath(s.Path); err != nil {
 			return "", "", err
 		}
-		target = fmt.Sprintf("%s:%#x", s.Path, s.Offset)
+		target, base = fmt.Sprintf("%s:%#x", s.Path, s.Offset), filepath.Base(s.Path)
 		if s.RefCtrOffset != 0 {
 			target += fmt.Sprintf("(%#x)", s.RefCtrOffset)
 		}
-		base = filepath.Base(s.Path)
-	case s.Kind == Kprobe || s.Kind == Kretprobe:
-		if err := validSymbol(s.Symbol); err != nil {
-			return "", "", err
-		}
-		target = s.Symbol
-		if s.Offset != 0 {
-			target += fmt.Sprintf("+%#x", s.Offset)
-		}
-		base = s.Symbol
-	default:
-		return "", "", fmt.Errorf("%w: kind %d", ErrInvalid, s.Kind)
 	}
-	if s.MaxActive < 0 || s.MaxActive > 0 && s.Kind != Kretprobe {
-		return "", "", fmt.Errorf("%w: maxactive %d: only kretprobes take one, and not negative", ErrInvalid, s.MaxActive)
-	}
-	if s.RefCtrOffset != 0 && !s.Kind.IsUprobe() {
-		return "", "", fmt.Errorf("%w: ref_ctr_offset is for uprobes", ErrInvalid)
-	}
-	// The event name: the symbol or file name made safe, and a number
-	// unique in this process.
-	seq := strconv.FormatUint(eventSeq.Add(1), 10)
-	safe := []byte(base)
+	// The event name: a number unique in this process, then the symbol or
+	// file name made safe, cut to the kernel's limit.
+	safe := []byte("e" + strconv.FormatUint(eventSeq.Add(1), 10) + "_" + base)
 	for i, c := range safe {
 		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
 			safe[i] = '_'
 		}
 	}
-	name = "e" + seq + "_" + string(safe)
-	name = name[:min(len(name), maxEventName)]
+	name = string(safe[:min(len(safe), maxName)])
 	kind := "p"
 	if s.Kind.IsReturn() {
 		kind = "r"
@@ -241,78 +266,95 @@ func probeCommand(s ProbeSpec) (cmd, name string, err error) {
 			kind += strconv.Itoa(s.MaxActive)
 		}
 	}
-	return fmt.Sprintf("%s:%s/%s %s", kind, Group(), name, target), name, nil
+	return fmt.Sprintf("%s:%s/%s %s", kind, group, name, target), name, nil
 }
 
-// writeEvents writes one command, which must be a single line, to
-// kprobe_events or uprobe_events. On failure the kernel's error_log (5.4+)
-// often says more than the errno; its last line is added to the error.
-func writeEvents(events, cmd string) error {
-	if strings.ContainsAny(cmd, "\n\r\x00") {
-		return fmt.Errorf("%w: command %q is not one line", ErrInvalid, cmd)
+// writeEvents writes one command, which must be a single line, to the
+// kind's kprobe_events or uprobe_events. On failure the kernel's error_log
+// (5.4+) often says more than the errno: the entry this write added, if
+// any, is quoted.
+func writeEvents(k ProbeKind, cmd string) error {
+	if strings.ContainsAny(cmd, "\n\x00") || len(cmd) > maxCommand {
+		return fmt.Errorf("%w: command %q is not one line of at most %d bytes", ErrInvalid, cmd, maxCommand)
 	}
-	p, err := file(events)
+	p, err := file(kinds[k].events)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%s: this kernel has no %s (CONFIG_KPROBE_EVENTS or CONFIG_UPROBE_EVENTS is off): %w", p, events, err)
+	before := errorLog()
+	err = sys.WriteControl(p, cmd+"\n")
+	if err == nil {
+		return nil
 	}
-	if err != nil {
-		return err
+	if _, serr := os.Stat(p); errors.Is(serr, fs.ErrNotExist) {
+		pmu := strings.ToUpper(kinds[k].pmu)
+		return fmt.Errorf("this kernel has no %ss: %s is missing (CONFIG_%sS or CONFIG_%s_EVENTS is off): %w: %w",
+			kinds[k].pmu, p, pmu, pmu, sys.ErrNotSupported, err)
 	}
-	defer f.Close()
-	if _, err := f.WriteString(cmd + "\n"); err != nil {
-		if detail := lastErrorLog(); detail != "" {
-			return fmt.Errorf("%q: %w (error_log: %s)", cmd, err, detail)
-		}
-		return fmt.Errorf("%q: %w", cmd, err)
+	if detail := newError(before, errorLog()); detail != "" {
+		return fmt.Errorf("%q: %w (error_log: %s)", cmd, err, detail)
 	}
-	return nil
+	return fmt.Errorf("%q: %w", cmd, err)
 }
 
-func lastErrorLog() string {
+func errorLog() string {
 	p, err := file("error_log")
 	if err != nil {
 		return ""
 	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	// Entries are "[time] trace_kprobe: error: <reason>" then two lines
-	// echoing the command with a caret.
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
+// newError returns the reason of the last error_log entry in after unless
+// before has it too: then the failed write added none, and the entry is an
+// older, unrelated failure. Entries are "[time] trace_kprobe: error:
+// <reason>", then two lines echoing the command with a caret; the time
+// tells two entries with the same text apart.
+func newError(before, after string) string {
+	lines := strings.Split(after, "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if j := strings.Index(lines[i], "error: "); j >= 0 {
-			return strings.TrimSpace(lines[i][j+len("error: "):])
+		if _, reason, ok := strings.Cut(lines[i], ": error: "); ok && strings.HasPrefix(lines[i], "[") {
+			if strings.Contains(before, lines[i]) {
+				return ""
+			}
+			return strings.TrimSpace(reason)
 		}
 	}
 	return ""
 }
 
-// Remove deletes the event. Removing twice is harmless. The kernel refuses
-// (EBUSY) while a perf event still uses it: close that first.
+// Remove deletes the event. Removing twice is harmless, and concurrent
+// calls remove it once. The kernel refuses (EBUSY) while a perf event
+// still uses it: the event then stays, and a later Remove, once that perf
+// event is closed, tries again.
 func (e *ProbeEvent) Remove() error {
-	if e.removed.Swap(true) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.removed {
 		return nil
 	}
-	events := "kprobe_events"
-	if e.Kind.IsUprobe() {
-		events = "uprobe_events"
+	if err := errors.Join(validName(e.Group), validName(e.Name)); err != nil {
+		return err
 	}
-	if err := writeEvents(events, fmt.Sprintf("-:%s/%s", e.Group, e.Name)); err != nil {
-		e.removed.Store(false)
-		return fmt.Errorf("remove %s %s/%s: %w", e.Kind, e.Group, e.Name, err)
+	if !e.Kind.valid() {
+		return fmt.Errorf("%w: kind %d", ErrInvalid, int(e.Kind))
 	}
+	if err := writeEvents(e.Kind, "-:"+e.Group+"/"+e.Name); err != nil {
+		return fmt.Errorf("remove %s %s/%s (it stays until a Remove succeeds): %w", e.Kind, e.Group, e.Name, err)
+	}
+	e.removed = true
 	return nil
 }
 
-// Events lists the kprobe events (events "kprobe_events") or uprobe events
-// (events "uprobe_events") now defined, as "group/name".
-func Events(events string) ([]string, error) {
-	p, err := file(events)
+// Events lists, as "group/name", the events now defined in the file that
+// holds probes of kind k: kprobe_events for kprobes and kretprobes,
+// uprobe_events for uprobes and uretprobes.
+func Events(k ProbeKind) ([]string, error) {
+	if !k.valid() {
+		return nil, fmt.Errorf("%w: kind %d", ErrInvalid, int(k))
+	}
+	p, err := file(kinds[k].events)
 	if err != nil {
 		return nil, err
 	}
@@ -332,35 +374,4 @@ func Events(events string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// Sweep removes the events left by bpfkit processes that are gone (killed
-// with SIGKILL, say): those of groups bpfkit_<pid>_<start> whose process no
-// longer exists or has another start time. It returns what it removed.
-func Sweep() ([]string, error) {
-	var removed []string
-	var errs []error
-	for _, events := range []string{"kprobe_events", "uprobe_events"} {
-		list, err := Events(events)
-		if err != nil {
-			return removed, err
-		}
-		for _, ev := range list {
-			grp, _, _ := strings.Cut(ev, "/")
-			var pid int
-			var start uint64
-			if n, _ := fmt.Sscanf(grp, "bpfkit_%d_%d", &pid, &start); n != 2 || grp != fmt.Sprintf("bpfkit_%d_%d", pid, start) {
-				continue
-			}
-			if now, err := processStart(pid); err == nil && now == start {
-				continue // alive
-			}
-			if err := writeEvents(events, "-:"+ev); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			removed = append(removed, ev)
-		}
-	}
-	return removed, errors.Join(errs...)
 }

@@ -24,7 +24,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bpfkit/bpfkit/cmd/internal/ksym"
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
@@ -68,7 +67,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	reason, errReason := format.Field("reason") // absent before 5.17
-	syms, err := ksym.Load()
+	syms, err := prog.Kallsyms()
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,133 @@
+package prog
+
+import (
+	"bufio"
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Symbols is the kernel's text symbols from /proc/kallsyms (functions of
+// the kernel and its modules), sorted by address.
+type Symbols struct {
+	addrs  []uint64
+	names  []string
+	hidden bool // every address read as zero
+}
+
+var kallsyms struct {
+	once sync.Once
+	s    *Symbols
+	err  error
+}
+
+// ErrKallsymsHidden is returned by Kallsyms when /proc/kallsyms shows every
+// address as zero: the process lacks CAP_SYSLOG, or kernel.kptr_restrict is 2.
+var ErrKallsymsHidden = errors.New("prog: /proc/kallsyms hides the addresses (needs CAP_SYSLOG and kernel.kptr_restrict below 2)")
+
+// Kallsyms returns the kernel's text symbols, read from /proc/kallsyms once
+// and kept: symbols of modules loaded later are not in it. When the
+// addresses are hidden it fails with ErrKallsymsHidden.
+func Kallsyms() (*Symbols, error) {
+	s, err := loadKallsyms()
+	if err == nil && s.hidden {
+		err = ErrKallsymsHidden
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// loadKallsyms reads /proc/kallsyms once, even when the addresses are
+// hidden: the names are still there (SyscallSymbol needs only those).
+func loadKallsyms() (*Symbols, error) {
+	kallsyms.once.Do(func() {
+		f, err := os.Open("/proc/kallsyms")
+		if err != nil {
+			kallsyms.err = fmt.Errorf("kernel symbols: %w", err)
+			return
+		}
+		defer f.Close()
+		type sym struct {
+			addr uint64
+			name string
+		}
+		var syms []sym
+		hidden := true
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if addr, name, ok := parseKallsymsLine(sc.Text()); ok {
+				syms = append(syms, sym{addr, name})
+				hidden = hidden && addr == 0
+			}
+		}
+		if err := sc.Err(); err != nil {
+			kallsyms.err = fmt.Errorf("kernel symbols: %w", err)
+			return
+		}
+		slices.SortStableFunc(syms, func(a, b sym) int { return cmp.Compare(a.addr, b.addr) })
+		s := &Symbols{addrs: make([]uint64, len(syms)), names: make([]string, len(syms)), hidden: hidden}
+		for i, x := range syms {
+			s.addrs[i], s.names[i] = x.addr, x.name
+		}
+		kallsyms.s = s
+	})
+	return kallsyms.s, kallsyms.err
+}
+
+// parseKallsymsLine reads a text symbol's line of /proc/kallsyms:
+// "ffffffff81234560 T do_sys_openat2", maybe with "\t[module]" after. ok
+// is false for data symbols and lines that are not one.
+func parseKallsymsLine(line string) (addr uint64, name string, ok bool) {
+	fields := strings.Fields(line)
+	if len(fields) < 3 || len(fields[1]) != 1 || !strings.Contains("tTwW", fields[1]) {
+		return 0, "", false
+	}
+	addr, err := strconv.ParseUint(fields[0], 16, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	return addr, fields[2], true
+}
+
+// lookup finds the symbol at or before addr: the first listed of those at
+// the same address.
+func (s *Symbols) lookup(addr uint64) (name string, off uint64, ok bool) {
+	i := sort.Search(len(s.addrs), func(i int) bool { return s.addrs[i] > addr }) - 1
+	if i < 0 {
+		return "", 0, false
+	}
+	for i > 0 && s.addrs[i-1] == s.addrs[i] {
+		i--
+	}
+	return s.names[i], addr - s.addrs[i], true
+}
+
+// Name returns "function+0xoff" for a kernel address, or the address in hex
+// when no symbol precedes it.
+func (s *Symbols) Name(addr uint64) string {
+	name, off, ok := s.lookup(addr)
+	if !ok {
+		return fmt.Sprintf("%#x", addr)
+	}
+	return fmt.Sprintf("%s+%#x", name, off)
+}
+
+// Address returns the address of the text symbol name, and false when
+// there is none.
+func (s *Symbols) Address(name string) (uint64, bool) {
+	i := slices.Index(s.names, name)
+	if i < 0 {
+		return 0, false
+	}
+	return s.addrs[i], true
+}
+
+func (s *Symbols) has(name string) bool { return slices.Contains(s.names, name) }

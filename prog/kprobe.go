@@ -1,0 +1,93 @@
+package prog
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/bpfkit/bpfkit/sys"
+	"github.com/bpfkit/bpfkit/tracefs"
+	"golang.org/x/sys/unix"
+)
+
+// KprobeOptions says where in the function and how to attach.
+type KprobeOptions struct {
+	AttachOptions
+	Offset uint64 // bytes into the function
+	Return bool   // a kretprobe: run when the function returns
+	// MaxActive bounds the kretprobe instances in flight; it needs a
+	// tracefs event (the perf PMU cannot take it).
+	MaxActive int
+	// Tracefs creates the event in kprobe_events even where the perf
+	// kprobe PMU (4.17) exists.
+	Tracefs bool
+}
+
+// AttachKprobe runs p, a Kprobe program, when the kernel enters symbol (or
+// returns from it, with Return). It uses the perf kprobe PMU when the kernel
+// has one and kprobe_events otherwise; the event it creates goes with Close.
+// On a kernel without kprobes the error wraps sys.ErrNotSupported.
+func AttachKprobe(p *Program, symbol string, o KprobeOptions) (*Link, error) {
+	kind := tracefs.Kprobe
+	if o.Return {
+		kind = tracefs.Kretprobe
+	}
+	spec := tracefs.ProbeSpec{Kind: kind, Symbol: symbol, Offset: o.Offset, MaxActive: o.MaxActive}
+	return attachProbe(p, spec, -1, o.Tracefs || o.MaxActive > 0, o.AttachOptions)
+}
+
+// explainProbe turns the kernel's terse answers about a missing kernel
+// function into words, keeping the errno.
+func explainProbe(spec tracefs.ProbeSpec, err error) error {
+	if spec.Kind.IsUprobe() || !(errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL)) ||
+		errors.Is(err, tracefs.ErrInvalid) || errors.Is(err, sys.ErrNotSupported) {
+		return err
+	}
+	return fmt.Errorf("kernel function %q not found or not probeable (see /proc/kallsyms and available_filter_functions): %w", spec.Symbol, err)
+}
+
+// syscallPrefixes is, for each GOARCH, the prefix of the kernel function
+// that handles a system call of a process of that architecture, since the
+// syscall wrappers (x86-64 4.17, arm64 4.19, s390 and riscv later): a 386
+// process on an x86-64 kernel enters through the IA32 emulation, whose
+// table holds __ia32_sys_* (or __ia32_compat_sys_* for the calls with a
+// compat version). Elsewhere, and on older kernels, the handler is sys_*.
+var syscallPrefixes = map[string]string{
+	"amd64":   "__x64_sys_",
+	"386":     "__ia32_sys_",
+	"arm64":   "__arm64_sys_",
+	"riscv64": "__riscv_sys_",
+	"s390x":   "__s390x_sys_",
+}
+
+// SyscallSymbol returns the kernel function that handles the system call
+// name ("getpid") made by this process: __x64_sys_getpid on x86-64 since
+// 4.17, sys_getpid on kernels without syscall wrappers. The prefix is found
+// once in /proc/kallsyms: this architecture's (syscallPrefixes), else any
+// __<arch>_sys_ that getpid has, else sys_.
+func SyscallSymbol(name string) (string, error) {
+	if name == "" || strings.IndexFunc(name, func(c rune) bool { return !(c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') }) >= 0 {
+		return "", fmt.Errorf("%w: syscall name %q: lower-case letters, digits and '_' only", tracefs.ErrInvalid, name)
+	}
+	syms, err := loadKallsyms()
+	if err != nil {
+		return "", fmt.Errorf("syscall symbol for %s: %w", name, err)
+	}
+	return syscallPrefix(syms, runtime.GOARCH) + name, nil
+}
+
+func syscallPrefix(syms *Symbols, goarch string) string {
+	if p, ok := syscallPrefixes[goarch]; ok && syms.has(p+"getpid") {
+		return p
+	}
+	for _, n := range syms.names {
+		// __x64_sys_getpid, not the wrappers' insides __do_sys_getpid and
+		// __se_sys_getpid, nor a compat entry.
+		if p, ok := strings.CutSuffix(n, "_sys_getpid"); ok && strings.HasPrefix(p, "__") &&
+			p != "__do" && p != "__se" && !strings.Contains(p, "compat") {
+			return p + "_sys_"
+		}
+	}
+	return "sys_"
+}

@@ -1,0 +1,151 @@
+package prog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/bpfkit/bpfkit/sys"
+	"github.com/bpfkit/bpfkit/tracefs"
+	"golang.org/x/sys/unix"
+)
+
+// attachProbe opens spec as a perf event, through the kind's PMU when the
+// kernel has it and useTracefs is false, else through a tracefs event, and
+// attaches p to it.
+func attachProbe(p *Program, spec tracefs.ProbeSpec, pid int, useTracefs bool, o AttachOptions) (*Link, error) {
+	desc := fmt.Sprintf("%s %s+%#x", spec.Kind, spec.Symbol, spec.Offset)
+	if spec.Kind.IsUprobe() {
+		desc = fmt.Sprintf("%s %s:%#x", spec.Kind, spec.Path, spec.Offset)
+	}
+	fail := func(err error) (*Link, error) { return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err) }
+	if p.fd.Int() < 0 {
+		return fail(ErrClosed)
+	}
+	if err := spec.Check(); err != nil {
+		return fail(err)
+	}
+	cpu := 0 // all processes: the program runs on every CPU whatever the event's
+	if pid > 0 {
+		cpu = -1
+	}
+	if !useTracefs {
+		pmu, err := probePMU(spec.Kind)
+		if err != nil {
+			return fail(err)
+		}
+		if pmu.typ != 0 {
+			fd, err := openPMUEvent(pmu, spec, pid, cpu)
+			if err != nil {
+				return fail(explainProbe(spec, err))
+			}
+			return attachPerf(p, fd, nil, desc, o)
+		}
+	}
+	// No PMU (kernels before 4.17), or asked for: a tracefs event.
+	ev, err := tracefs.CreateProbe(spec)
+	if err != nil {
+		return fail(explainProbe(spec, err))
+	}
+	fd, err := openTracepointEvent(ev.ID, pid, cpu)
+	if err != nil {
+		ev.Remove()
+		return fail(err)
+	}
+	return attachPerf(p, fd, ev, desc, o)
+}
+
+// pmu is a perf event source from /sys/bus/event_source/devices/<name>:
+// its type number and the config bits that make a return probe and hold a
+// uprobe's ref_ctr_offset.
+type pmu struct {
+	typ       uint32
+	retBit    uint
+	refCtrBit uint // uprobe: first bit of ref_ctr_offset in config
+}
+
+var pmus struct {
+	sync.Mutex
+	m map[string]pmu
+}
+
+// probePMU reads the kprobe or uprobe PMU (4.17) once. A zero type means
+// the kernel has none.
+func probePMU(kind tracefs.ProbeKind) (pmu, error) {
+	name := kind.PMU()
+	pmus.Lock()
+	defer pmus.Unlock()
+	if p, ok := pmus.m[name]; ok {
+		return p, nil
+	}
+	dir := "/sys/bus/event_source/devices/" + name
+	var p pmu
+	b, err := os.ReadFile(dir + "/type")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return p, err
+	default:
+		t, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+		if err != nil {
+			return p, fmt.Errorf("%s/type: %q", dir, b)
+		}
+		p.typ = uint32(t)
+		// format/retprobe is "config:0"; format/ref_ctr_offset "config:32-63".
+		if p.retBit, err = formatBit(dir + "/format/retprobe"); err != nil {
+			return p, err
+		}
+		if kind.IsUprobe() {
+			p.refCtrBit, _ = formatBit(dir + "/format/ref_ctr_offset")
+		}
+	}
+	if pmus.m == nil {
+		pmus.m = map[string]pmu{}
+	}
+	pmus.m[name] = p
+	return p, nil
+}
+
+func formatBit(path string) (uint, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	s := strings.TrimPrefix(strings.TrimSpace(string(b)), "config:")
+	s, _, _ = strings.Cut(s, "-")
+	n, err := strconv.ParseUint(s, 10, 6)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q", path, b)
+	}
+	return uint(n), nil
+}
+
+// openPMUEvent opens a kprobe or uprobe through the PMU: config1 names the
+// symbol or path, config2 is the offset. The kernel creates the probe for
+// this fd alone and deletes it when the fd closes: nothing is left behind
+// even if the process dies.
+func openPMUEvent(p pmu, spec tracefs.ProbeSpec, pid, cpu int) (int, error) {
+	target := spec.Symbol
+	if spec.Kind.IsUprobe() {
+		target = spec.Path
+	}
+	attr := unix.PerfEventAttr{Type: p.typ, Ext2: spec.Offset, Bits: unix.PerfBitDisabled}
+	if spec.Kind.IsReturn() {
+		attr.Config |= 1 << p.retBit
+	}
+	if spec.RefCtrOffset != 0 {
+		switch {
+		case p.refCtrBit == 0:
+			return -1, fmt.Errorf("uprobe ref_ctr_offset needs Linux 4.20: %w", sys.ErrNotSupported)
+		case spec.RefCtrOffset>>(64-p.refCtrBit) != 0:
+			return -1, fmt.Errorf("%w: ref_ctr_offset %#x does not fit the uprobe PMU's %d config bits (uprobe_events takes it: set Tracefs)",
+				tracefs.ErrInvalid, spec.RefCtrOffset, 64-p.refCtrBit)
+		}
+		attr.Config |= spec.RefCtrOffset << p.refCtrBit
+	}
+	return sys.PerfEventOpenProbe(&attr, target, pid, cpu, -1, 0)
+}

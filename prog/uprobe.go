@@ -1,0 +1,127 @@
+package prog
+
+import (
+	"debug/elf"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/bpfkit/bpfkit/tracefs"
+)
+
+// UprobeOptions says which function of the binary and how to attach.
+type UprobeOptions struct {
+	AttachOptions
+	Symbol string // an ELF symbol of the binary, resolved with debug/elf
+	// Offset is the file offset to probe, or with Symbol the bytes into
+	// the function (less than its size).
+	Offset uint64
+	Return bool // a uretprobe
+	PID    int  // only this process; 0 means every process
+	// RefCtrOffset is the file offset of a USDT semaphore (4.20). The
+	// uprobe PMU holds 32 bits of it; uprobe_events (Tracefs) takes more.
+	RefCtrOffset uint64
+	Tracefs      bool // create the event in uprobe_events even where the PMU exists
+}
+
+// AttachUprobe runs p, a Kprobe program, when a process runs the function at
+// Symbol (plus Offset) or at file offset Offset of the ELF binary at path.
+// The offset must fall in an executable segment of the file, where the
+// kernel can place a breakpoint that fires.
+func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
+	kind := tracefs.Uprobe
+	if o.Return {
+		kind = tracefs.Uretprobe
+	}
+	fail := func(err error) (*Link, error) {
+		return nil, fmt.Errorf("attach %q to %s %s: %w", p.name, kind, path, err)
+	}
+	if strings.IndexByte(path+o.Symbol, 0) >= 0 || path == "" {
+		return fail(fmt.Errorf("%w: empty path, or a NUL in path %q or symbol %q", tracefs.ErrInvalid, path, o.Symbol))
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fail(err)
+	}
+	// The kernel probes any file; a program meant for an executable that
+	// is not one is a mistake to report, not to attach.
+	f, err := elf.Open(abs)
+	if err != nil {
+		return fail(fmt.Errorf("not an ELF binary: %w", err))
+	}
+	off, err := fileOffset(f, o.Symbol, o.Offset)
+	f.Close()
+	if err != nil {
+		return fail(err)
+	}
+	pid := -1
+	if o.PID > 0 {
+		pid = o.PID
+	}
+	spec := tracefs.ProbeSpec{Kind: kind, Path: abs, Offset: off, RefCtrOffset: o.RefCtrOffset}
+	return attachProbe(p, spec, pid, o.Tracefs, o.AttachOptions)
+}
+
+// SymbolOffset finds symbol in the ELF file at path (its symbol table, else
+// its dynamic symbols) and returns its file offset, which is what uprobes
+// take: the symbol's address less its segment's address plus the segment's
+// offset in the file.
+func SymbolOffset(path, symbol string) (uint64, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("uprobe target %s: %w", path, err)
+	}
+	defer f.Close()
+	off, err := fileOffset(f, symbol, 0)
+	if err != nil {
+		return 0, fmt.Errorf("uprobe target %s: %w", path, err)
+	}
+	return off, nil
+}
+
+// fileOffset returns the file offset off bytes into the function symbol,
+// or off itself without a symbol, after checking that it lies inside the
+// function (when its size is known) and in the file part of an executable
+// PT_LOAD segment: a uprobe anywhere else is accepted by the kernel and
+// never fires.
+func fileOffset(f *elf.File, symbol string, off uint64) (uint64, error) {
+	addr, isAddr := off, symbol != ""
+	if isAddr {
+		s, err := funcSymbol(f, symbol)
+		if err != nil {
+			return 0, err
+		}
+		if s.Size != 0 && off >= s.Size || s.Value+off < s.Value {
+			return 0, fmt.Errorf("%w: offset %#x is outside %s (%d bytes)", tracefs.ErrInvalid, off, symbol, s.Size)
+		}
+		addr = s.Value + off
+	}
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 {
+			continue
+		}
+		if isAddr && addr >= p.Vaddr && addr-p.Vaddr < p.Filesz {
+			return addr - p.Vaddr + p.Off, nil
+		}
+		if !isAddr && addr >= p.Off && addr-p.Off < p.Filesz {
+			return addr, nil
+		}
+	}
+	what := fmt.Sprintf("file offset %#x", off)
+	if isAddr {
+		what = fmt.Sprintf("%s+%#x", symbol, off)
+	}
+	return 0, fmt.Errorf("%w: %s is in no executable segment of the file", tracefs.ErrInvalid, what)
+}
+
+func funcSymbol(f *elf.File, symbol string) (elf.Symbol, error) {
+	for _, get := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
+		syms, _ := get()
+		for _, s := range syms {
+			if s.Name == symbol && elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+				return s, nil
+			}
+		}
+	}
+	return elf.Symbol{}, fmt.Errorf("no function symbol %q (a stripped binary needs an offset)", symbol)
+}

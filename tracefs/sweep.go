@@ -1,0 +1,192 @@
+package tracefs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+var group struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+// Group is the group of every event this process creates:
+// bpfkit_<pid namespace>_<pid>_<start time>, with the inode number of the
+// process's PID namespace, its pid in that namespace and its start time in
+// clock ticks since boot. The namespace tells a container's pid 1 from the
+// host's and from another container's; the start time tells a dead
+// process's events from those of a later process with the same pid. The
+// name is at most 7+10+1+10+1+20 = 49 bytes, under the kernel's 63.
+//
+// Group fails, and so does CreateProbe, when /proc cannot say these: a
+// name without them would let another process's Sweep take this live
+// process for dead.
+func Group() (string, error) {
+	group.once.Do(func() {
+		ns, err := pidNamespace()
+		if err != nil {
+			group.err = err
+			return
+		}
+		b, err := os.ReadFile("/proc/self/stat")
+		if err != nil {
+			group.err = fmt.Errorf("event group: %w", err)
+			return
+		}
+		start, err := parseStat(b)
+		if err != nil {
+			group.err = fmt.Errorf("event group: /proc/self/stat: %w", err)
+			return
+		}
+		group.name = fmt.Sprintf("bpfkit_%d_%d_%d", ns, os.Getpid(), start)
+	})
+	return group.name, group.err
+}
+
+// pidNamespace is the inode number of this process's PID namespace, from
+// the link /proc/self/ns/pid ("pid:[4026531836]").
+func pidNamespace() (uint64, error) {
+	l, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return 0, fmt.Errorf("event group: pid namespace: %w", err)
+	}
+	s, ok := strings.CutPrefix(l, "pid:[")
+	s, ok2 := strings.CutSuffix(s, "]")
+	n, err := strconv.ParseUint(s, 10, 64)
+	if !ok || !ok2 || err != nil {
+		return 0, fmt.Errorf("event group: pid namespace link %q", l)
+	}
+	return n, nil
+}
+
+// parseStat reads the start time, field 22, of a /proc/<pid>/stat. The
+// command name (field 2) may hold spaces and parentheses: fields are
+// counted after its last closing parenthesis.
+func parseStat(b []byte) (uint64, error) {
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, errors.New("no ')' after the command name")
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("%d fields after the command name, want 20 or more", len(fields))
+	}
+	return strconv.ParseUint(fields[19], 10, 64)
+}
+
+// parseGroup splits bpfkit_<pid namespace>_<pid>_<start>; ok is false for
+// any other name, leading zeros and signs included.
+func parseGroup(g string) (ns, pid, start uint64, ok bool) {
+	parts := strings.Split(g, "_")
+	if len(parts) != 4 || parts[0] != "bpfkit" {
+		return 0, 0, 0, false
+	}
+	var n [3]uint64
+	for i, p := range parts[1:] {
+		v, err := strconv.ParseUint(p, 10, 64)
+		if err != nil || strconv.FormatUint(v, 10) != p {
+			return 0, 0, 0, false
+		}
+		n[i] = v
+	}
+	return n[0], n[1], n[2], true
+}
+
+// Kept is a bpfkit event that Sweep left in place, and why.
+type Kept struct {
+	Event  string // "group/name"
+	Reason string
+}
+
+// Sweep removes the kprobe and uprobe events left by bpfkit processes that
+// are gone (killed with SIGKILL, say), and returns them as "group/name".
+// It removes an event only when it can prove the owner dead from here: the
+// group names this process's PID namespace, /proc is that namespace's, and
+// no process there has the group's pid with its start time. Every other
+// event of a bpfkit group it keeps and returns with the reason: an owner
+// alive, an owner in another PID namespace (a container seen from the
+// host, or the host from a container), a group name without a namespace
+// (an older bpfkit), a removal the kernel refused. An error is returned
+// with what was done when a removal failed.
+func Sweep() (removed []string, kept []Kept, err error) {
+	ns, err := pidNamespace()
+	if err != nil {
+		return nil, nil, fmt.Errorf("sweep: %w", err)
+	}
+	procOK := procIsOurs()
+	var errs []error
+	for _, k := range []ProbeKind{Kprobe, Uprobe} {
+		list, err := Events(k)
+		if err != nil {
+			return removed, kept, errors.Join(append(errs, err)...)
+		}
+		for _, ev := range list {
+			grp, _, _ := strings.Cut(ev, "/")
+			if !strings.HasPrefix(grp, "bpfkit_") {
+				continue
+			}
+			if why := keepReason(grp, ns, procOK); why != "" {
+				kept = append(kept, Kept{ev, why})
+				continue
+			}
+			if err := writeEvents(k, "-:"+ev); err != nil {
+				kept = append(kept, Kept{ev, "the kernel refused to remove it: " + err.Error()})
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, ev)
+		}
+	}
+	return removed, kept, errors.Join(errs...)
+}
+
+// procIsOurs reports whether /proc shows this process's PID namespace: the
+// NSpid line of /proc/self/status (4.1+) lists one pid per namespace from
+// the one /proc belongs to down to the process's own.
+func procIsOurs() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			return len(strings.Fields(rest)) == 1
+		}
+	}
+	return false
+}
+
+// keepReason says why the owner of group grp cannot be proven dead, or ""
+// when it is dead.
+func keepReason(grp string, ns uint64, procOK bool) string {
+	gns, pid, start, ok := parseGroup(grp)
+	switch {
+	case !ok:
+		return "the group is not bpfkit_<pid namespace>_<pid>_<start>: an older bpfkit's, whose owner cannot be told apart"
+	case gns != ns:
+		return fmt.Sprintf("the owner, pid %d, runs in another PID namespace (pid:[%d]; this is pid:[%d]): it cannot be seen from here", pid, gns, ns)
+	case !procOK:
+		return "/proc is not this PID namespace's: mount this namespace's /proc to sweep its events"
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		return fmt.Sprintf("/proc/%d/stat: %v", pid, err)
+	}
+	now, err := parseStat(b)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("/proc/%d/stat: %v", pid, err)
+	case now == start:
+		return fmt.Sprintf("the owner, pid %d, is alive", pid)
+	}
+	return ""
+}
