@@ -13,8 +13,9 @@ package insn
 // for a map with 8-byte values and a key the program has stored at key
 // bytes from the frame pointer r10; scratch is an 8-byte aligned stack slot
 // that does not overlap it. If another CPU inserts the key between the
-// lookup and the update, the update fails and this count is lost. The
-// sequence jumps by offsets, so it holds no label and may be used any
+// lookup and the update, the update fails (EEXIST) and the sequence looks
+// the key up again and adds to what the other CPU inserted, so no count
+// is lost. It jumps by offsets, so it holds no label and may be used any
 // number of times in a program. It clobbers r0 to r5.
 func MapIncrement(m MapFD, key, scratch int16) []Item { return mapAdd(m, key, scratch, 0) }
 
@@ -37,14 +38,19 @@ func mapAdd(m MapFD, key, scratch int16, by Register) []Item {
 		found = []Item{Atomic(BPF_DW, BPF_ADD.Atomic(), R0, by, 0)}
 		store = StoreMem(BPF_DW, R10, scratch, by)
 	}
-	items := []Item{
-		Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), LoadMapFD(R1, m), Call(BPF_FUNC_map_lookup_elem),
-		JumpImmOff(BPF_JEQ, R0, 0, int16(len(found)+1)),
-	}
+	lookup := []Item{Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), LoadMapFD(R1, m), Call(BPF_FUNC_map_lookup_elem)}
+	n := int16(len(found))
+	// lookup; if found: add, done. Else insert; if that failed because
+	// another CPU inserted first: lookup again; if found: add.
+	items := append(append([]Item{}, lookup...), JumpImmOff(BPF_JEQ, R0, 0, n+1))
 	items = append(items, found...)
-	return append(items, JaOff(9), // the 9 slots below
+	items = append(items, JaOff(9+1+5+1+n), // over the slots below
 		store, Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), Mov64Reg(R3, R10), ALU64Imm(BPF_ADD, R3, int32(scratch)),
-		Mov64Imm(R4, BPF_NOEXIST), LoadMapFD(R1, m), Call(BPF_FUNC_map_update_elem))
+		Mov64Imm(R4, BPF_NOEXIST), LoadMapFD(R1, m), Call(BPF_FUNC_map_update_elem),
+		JumpImmOff(BPF_JEQ, R0, 0, 5+1+n))
+	items = append(items, lookup...)
+	items = append(items, JumpImmOff(BPF_JEQ, R0, 0, n))
+	return append(items, found...)
 }
 
 // Log2 returns the instructions of dst = log2(src) for a 64-bit src: the
