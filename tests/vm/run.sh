@@ -7,7 +7,8 @@
 # a comma list). PKG is the Go package whose tests run in the VM (default
 # ./tests/, relative to the repository root; a directory with its own go.mod
 # works too). GO_TEST_ARGS go to the test binary (e.g. -test.run TestX);
-# -test.v is always added. Inside the VM the env var BPFKIT_VM=<KERNEL> is set.
+# -test.v is always added. Inside the VM the env var BPFKIT_VM=<KERNEL> is set,
+# and BPFKIT_TOOLS=/tools holds the tools of cmd/, built statically.
 #
 # Environment:
 #   BPFKIT_VM_CACHE         kernel + apt cache      (default /var/cache/bpfkit-vm)
@@ -135,6 +136,9 @@ build_test_binary() {
 		fi
 	) || die "go test -c $PKG failed"
 	[[ -x $out ]] || die "go test -c $PKG produced no binary (no test files?)"
+	# The tools, static, for the tests that run them (BPFKIT_TOOLS in the VM).
+	mkdir -p "$WORK/tools"
+	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$WORK/tools/" ./cmd/...) || die "go build ./cmd/... failed"
 	# Go runs a test with the package directory as working directory; give the
 	# VM the package's testdata/ so relative paths keep working.
 	PKG_DIR=$(cd "$ROOT" && if [[ -d $PKG ]]; then cd "$PKG" && pwd; fi)
@@ -155,6 +159,7 @@ build_initramfs() {
 		ln -s /bin/busybox "$stage/$a"
 	done < <("$bb" --list-full)
 	cp "$WORK/tests.test" "$stage/tests.test"
+	cp -a "$WORK/tools" "$stage/tools"
 	if [[ -n ${PKG_DIR:-} && -d $PKG_DIR/testdata ]]; then
 		cp -a "$PKG_DIR/testdata" "$stage/pkg/testdata"
 	fi
@@ -201,7 +206,7 @@ if [ -z "$BPFKIT_VM" ]; then
 		case $w in BPFKIT_VM=*) BPFKIT_VM=${w#BPFKIT_VM=} ;; esac
 	done
 fi
-export BPFKIT_VM
+export BPFKIT_VM BPFKIT_TOOLS=/tools
 set --
 while IFS= read -r a; do set -- "$@" "$a"; done </args
 cd /pkg

@@ -1,0 +1,145 @@
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The tools are tested as their users run them: the static binaries of
+// cmd/, their output, their exit status and what they leave behind.
+
+var toolsDir struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// toolPath is the binary of cmd/name: from BPFKIT_TOOLS (the VMs' initramfs
+// holds them prebuilt), else built once per run with go build.
+func toolPath(t *testing.T, name string) string {
+	t.Helper()
+	if d := os.Getenv("BPFKIT_TOOLS"); d != "" {
+		return filepath.Join(d, name)
+	}
+	toolsDir.once.Do(func() {
+		toolsDir.dir, toolsDir.err = os.MkdirTemp("", "bpfkit-tools")
+		if toolsDir.err != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", toolsDir.dir+"/", "../cmd/...")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "PATH="+os.Getenv("PATH")+":/usr/local/go/bin")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			toolsDir.err = fmt.Errorf("go build ../cmd/...: %w\n%s", err, out)
+		}
+	})
+	if toolsDir.err != nil {
+		t.Fatalf("building the tools: %v", toolsDir.err)
+	}
+	return filepath.Join(toolsDir.dir, name)
+}
+
+// running is a tool started by startTool.
+type running struct {
+	t        *testing.T
+	cmd      *exec.Cmd
+	out, err lockedBuffer
+	done     chan struct{}
+	status   int
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// startTool runs the tool with args in the background.
+func startTool(t *testing.T, name string, args ...string) *running {
+	t.Helper()
+	r := &running{t: t, cmd: exec.Command(toolPath(t, name), args...), done: make(chan struct{})}
+	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.err
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		r.cmd.Wait()
+		r.status = r.cmd.ProcessState.ExitCode()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		r.cmd.Process.Kill()
+		<-r.done
+	})
+	return r
+}
+
+// waitFor waits until the tool's output holds s (it has attached, say),
+// failing the test if it exits or takes longer than a minute.
+func (r *running) waitFor(s string) {
+	r.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(r.out.String(), s) {
+		select {
+		case <-r.done:
+			r.t.Fatalf("%s exited %d before printing %q:\n%s%s", r.cmd.Path, r.status, s, r.out.String(), r.err.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s did not print %q in a minute:\n%s%s", r.cmd.Path, s, r.out.String(), r.err.String())
+		}
+	}
+}
+
+// stop sends SIGINT, as Ctrl-C does, and returns the output once the tool
+// has exited 0.
+func (r *running) stop() string {
+	r.t.Helper()
+	r.cmd.Process.Signal(syscall.SIGINT)
+	return r.wait()
+}
+
+// wait returns the output once the tool has exited 0.
+func (r *running) wait() string {
+	r.t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(time.Minute):
+		r.t.Fatalf("%s did not exit within a minute:\n%s%s", r.cmd.Path, r.out.String(), r.err.String())
+	}
+	if r.status != 0 {
+		r.t.Fatalf("%s exited %d:\n%s%s", r.cmd.Path, r.status, r.out.String(), r.err.String())
+	}
+	return r.out.String()
+}
+
+// runTool runs a tool to its end and returns its stdout, stderr and exit
+// status.
+func runTool(t *testing.T, name string, args ...string) (string, string, int) {
+	t.Helper()
+	r := startTool(t, name, args...)
+	select {
+	case <-r.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s %q did not exit within a minute", name, args)
+	}
+	return r.out.String(), r.err.String(), r.status
+}
