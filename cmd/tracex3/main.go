@@ -120,7 +120,7 @@ func run(ctx context.Context, t *tool.Tool, filter uint32, color bool) error {
 	complete := append(keyOf(loads[1]),
 		LoadMapFD(R1, start), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -16), Call(BPF_FUNC_map_lookup_elem),
 		JumpImm(BPF_JEQ, R0, 0, "out"),
-		LoadMem(BPF_DW, R7, R0, 0), // issued at
+		LoadMem(BPF_DW, R7, R0, 0),                                                                            // issued at
 		Call(BPF_FUNC_ktime_get_ns), Mov64Reg(R8, R0), ALU64Reg(BPF_SUB, R8, R7), ALU64Imm(BPF_DIV, R8, 1000), // µs
 		LoadMapFD(R1, start), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -16), Call(BPF_FUNC_map_delete_elem),
 	)
