@@ -3,9 +3,11 @@ package tests
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -142,4 +144,42 @@ func runTool(t *testing.T, name string, args ...string) (string, string, int) {
 		t.Fatalf("%s %q did not exit within a minute", name, args)
 	}
 	return r.out.String(), r.err.String(), r.status
+}
+
+// dropUDP sends n datagrams to a port of 127.0.0.1 nothing listens on:
+// the kernel frees each in its UDP receive path (reason NO_SOCKET on 5.17+).
+func dropUDP(t *testing.T, n int) {
+	t.Helper()
+	probe, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := probe.LocalAddr()
+	probe.Close()
+	sender, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sender.Close()
+	for range n {
+		if _, err := sender.WriteTo([]byte("drop me"), closed); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// udpDropSite finds, in lines of "count symbol+0xoff" (the count in
+// column countCol), the UDP receive site and its count.
+func udpDropSite(out string, countCol int) (site string, n int) {
+	for line := range strings.SplitSeq(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) <= countCol || !strings.Contains(f[len(f)-1], "udp") || !strings.Contains(f[len(f)-1], "rcv") {
+			continue
+		}
+		c, err := strconv.Atoi(f[countCol])
+		if err == nil && c > n {
+			site, n = f[len(f)-1], c
+		}
+	}
+	return site, n
 }

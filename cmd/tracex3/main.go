@@ -120,8 +120,9 @@ func run(ctx context.Context, t *tool.Tool, filter uint32, color bool) error {
 	complete := append(keyOf(loads[1]),
 		LoadMapFD(R1, start), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -16), Call(BPF_FUNC_map_lookup_elem),
 		JumpImm(BPF_JEQ, R0, 0, "out"),
-		LoadMem(BPF_DW, R7, R0, 0),                                                                            // issued at
-		Call(BPF_FUNC_ktime_get_ns), Mov64Reg(R8, R0), ALU64Reg(BPF_SUB, R8, R7), ALU64Imm(BPF_DIV, R8, 1000), // µs
+		// r8 = µs since the request was issued
+		LoadMem(BPF_DW, R7, R0, 0),
+		Call(BPF_FUNC_ktime_get_ns), Mov64Reg(R8, R0), ALU64Reg(BPF_SUB, R8, R7), ALU64Imm(BPF_DIV, R8, 1000),
 		LoadMapFD(R1, start), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -16), Call(BPF_FUNC_map_delete_elem),
 	)
 	complete = append(complete, Log2(R9, R8, R2)...)
@@ -253,28 +254,16 @@ func slotLabel(i int) string {
 	return fmt.Sprintf("%.3gs", float64(us)/1e6)
 }
 
-// jsonColumn is one interval as JSON: the time, and each slot that holds
-// requests with its bounds in µs.
+// jsonColumn is one interval as JSON: the time, the requests completed
+// and the latency slots that hold some, in µs.
 func jsonColumn(col []uint64) any {
-	type slot struct {
-		FromUs uint64 `json:"from_us"`
-		ToUs   uint64 `json:"to_us"`
-		Count  uint64 `json:"count"`
+	n := uint64(0)
+	for _, v := range col {
+		n += v
 	}
-	out := struct {
-		Time     string `json:"time"`
-		Requests uint64 `json:"requests"`
-		Latency  []slot `json:"latency"`
-	}{Time: time.Now().Format(time.RFC3339Nano), Latency: []slot{}}
-	for i, n := range col {
-		if n > 0 && i > 0 {
-			lo, hi := uint64(1)<<i>>1, uint64(1)<<i-1
-			if i == 1 {
-				lo = 0
-			}
-			out.Latency = append(out.Latency, slot{lo, hi, n})
-			out.Requests += n
-		}
-	}
-	return out
+	return struct {
+		Time      string          `json:"time"`
+		Requests  uint64          `json:"requests"`
+		LatencyUs []tool.HistSlot `json:"latency_us"`
+	}{time.Now().Format(time.RFC3339Nano), n, tool.HistSlots(col)}
 }

@@ -95,3 +95,31 @@ func Heatmap(w io.Writer, cols [][]uint64, labels []string, color bool) {
 	}
 	io.WriteString(w, b.String())
 }
+
+// HistSlot is one slot of a log2 histogram with what it counted, for
+// -json: the values From to To, Count times.
+type HistSlot struct {
+	From  uint64 `json:"from"`
+	To    uint64 `json:"to"`
+	Count uint64 `json:"count"`
+}
+
+// HistSlots lists the slots of a log2 histogram (as Log2Hist takes them)
+// that are not empty.
+func HistSlots(slots []uint64) []HistSlot {
+	out := []HistSlot{}
+	for i, n := range slots {
+		if n == 0 || i == 0 || i > 64 {
+			continue
+		}
+		lo, hi := uint64(1)<<i>>1, uint64(1)<<i-1
+		if i == 1 {
+			lo = 0
+		}
+		if i == 64 {
+			hi = ^uint64(0)
+		}
+		out = append(out, HistSlot{lo, hi, n})
+	}
+	return out
+}
