@@ -149,3 +149,28 @@ func openPMUEvent(p pmu, spec tracefs.ProbeSpec, pid, cpu int) (int, error) {
 	}
 	return sys.PerfEventOpenProbe(&attr, target, pid, cpu, -1, 0)
 }
+
+// ProbesSupported says, before anything is loaded, whether this kernel can
+// make probes of kind k, through its perf PMU (4.17) or its tracefs file
+// (kprobe_events, uprobe_events): nil if so, else an error wrapping
+// sys.ErrNotSupported that names what is missing.
+func ProbesSupported(k tracefs.ProbeKind) error {
+	pmu, err := probePMU(k)
+	if err != nil || pmu.typ != 0 {
+		return err
+	}
+	dir, err := tracefs.Path()
+	if err != nil {
+		return err
+	}
+	file := "uprobe_events"
+	if !k.IsUprobe() {
+		file = "kprobe_events"
+	}
+	if _, err := os.Stat(dir + "/" + file); err == nil {
+		return nil
+	}
+	name := strings.ToUpper(k.PMU())
+	return fmt.Errorf("this kernel has no %ss: no %s PMU and no %s/%s (CONFIG_%sS is off): %w",
+		k.PMU(), k.PMU(), dir, file, name, sys.ErrNotSupported)
+}

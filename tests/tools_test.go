@@ -183,3 +183,50 @@ func udpDropSite(out string, countCol int) (site string, n int) {
 	}
 	return site, n
 }
+
+// writerProcess starts this test binary as a workload that, once write is
+// called, makes one write(2) of each size to /dev/null and exits.
+func writerProcess(t *testing.T, sizes ...int) (pid int, write func()) {
+	t.Helper()
+	var list []string
+	for _, s := range sizes {
+		list = append(list, strconv.Itoa(s))
+	}
+	w := exec.Command(os.Args[0])
+	w.Env = append(os.Environ(), "BPFKIT_TEST_WRITER="+strings.Join(list, ","))
+	stdin, err := w.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+	return w.Process.Pid, func() {
+		fmt.Fprintln(stdin)
+		if err := w.Wait(); err != nil {
+			t.Fatalf("writer: %v", err)
+		}
+	}
+}
+
+// writerSlots is where the writes of writerProcess(1, 100, 100, 100,
+// 5000, 5000, 70000) land in bcc's log2 slots, as histSlots prints them.
+const writerSlots = "map[0 -> 1:1 4096 -> 8191:2 64 -> 127:3 65536 -> 131071:1]"
+
+// histSlots reads the rows of one log2 histogram (from its header to the
+// first line that is not a row) into "lo -> hi" and count, non-zero only.
+func histSlots(text string) string {
+	got := map[string]int{}
+	for _, line := range strings.Split(text, "\n")[1:] {
+		lo, rest, ok := strings.Cut(line, ":")
+		f := strings.Fields(rest)
+		if !ok || !strings.Contains(lo, "->") || len(f) == 0 {
+			break
+		}
+		if n, _ := strconv.Atoi(f[0]); n > 0 {
+			got[strings.Join(strings.Fields(lo), " ")] = n
+		}
+	}
+	return fmt.Sprint(got)
+}

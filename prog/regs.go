@@ -1,0 +1,77 @@
+package prog
+
+import (
+	"fmt"
+
+	"github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/sys"
+	"golang.org/x/sys/unix"
+)
+
+// PtRegs is where a kprobe program, whose context is the kernel's struct
+// pt_regs, finds a function's arguments and return value on one
+// architecture: byte offsets in the struct, from each architecture's uapi
+// asm/ptrace.h, and the calling convention's argument registers.
+type PtRegs struct {
+	Arch string    // the kernel's uname machine: "x86_64", "aarch64", ...
+	Args []int16   // offsets of the registers holding arguments 0, 1, ...
+	Ret  int16     // offset of the register holding the return value
+	Size insn.Size // register width: BPF_DW, or BPF_W on 32-bit kernels
+}
+
+// ptRegs lists the layouts bpfkit knows, by uname machine.
+var ptRegs = []PtRegs{
+	// struct pt_regs: r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di ...
+	{"x86_64", []int16{112, 104, 96, 88, 72, 64}, 80, insn.BPF_DW},
+	// struct user_pt_regs: regs[31] (x0-x30) first; arguments in x0-x7
+	{"aarch64", []int16{0, 8, 16, 24, 32, 40, 48, 56}, 0, insn.BPF_DW},
+	// struct user_regs_struct: pc ra sp gp tp t0 t1 t2 s0 s1 a0-a7 ...
+	{"riscv64", []int16{80, 88, 96, 104, 112, 120, 128, 136}, 80, insn.BPF_DW},
+	// struct pt_regs: bx cx dx si di bp ax ...; the kernel is built with
+	// -mregparm=3: arguments in ax, dx, cx
+	{"i686", []int16{24, 8, 4}, 24, insn.BPF_W},
+	// struct pt_regs: uregs[18], r0-r15 first; arguments in r0-r3
+	{"armv7l", []int16{0, 4, 8, 12}, 0, insn.BPF_W},
+}
+
+// KernelPtRegs is the layout of the running kernel's architecture (uname's
+// machine), or an error naming it when bpfkit does not know it.
+func KernelPtRegs() (PtRegs, error) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return PtRegs{}, fmt.Errorf("uname: %w", err)
+	}
+	return PtRegsOf(unix.ByteSliceToString(u.Machine[:]))
+}
+
+// PtRegsOf is the layout of the architecture named as uname names it
+// (i386 to i686 and armv6l to armv8l count as i686 and armv7l).
+func PtRegsOf(machine string) (PtRegs, error) {
+	switch machine {
+	case "i386", "i486", "i586":
+		machine = "i686"
+	case "armv6l", "armv8l":
+		machine = "armv7l"
+	}
+	for _, r := range ptRegs {
+		if r.Arch == machine {
+			return r, nil
+		}
+	}
+	return PtRegs{}, fmt.Errorf("kprobe arguments: no pt_regs layout for %q: %w", machine, sys.ErrNotSupported)
+}
+
+// Arg is dst = argument n (from 0) of the probed function, read from the
+// pt_regs that ctx points at; an error for an argument not passed in a
+// register.
+func (r PtRegs) Arg(dst, ctx insn.Register, n int) (insn.Item, error) {
+	if n < 0 || n >= len(r.Args) {
+		return insn.Item{}, fmt.Errorf("kprobe argument %d: %s passes %d in registers", n, r.Arch, len(r.Args))
+	}
+	return insn.LoadMem(r.Size, dst, ctx, r.Args[n]), nil
+}
+
+// Return is dst = the return value, in a kretprobe.
+func (r PtRegs) Return(dst, ctx insn.Register) insn.Item {
+	return insn.LoadMem(r.Size, dst, ctx, r.Ret)
+}
