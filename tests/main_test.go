@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
@@ -18,10 +19,14 @@ func TestMain(m *testing.M) {
 }
 
 // writer is this binary run as a workload (BPFKIT_TEST_WRITER=100,5000,...):
-// once a line arrives on stdin it writes those many bytes to /dev/null,
-// one write(2) each, and exits.
+// once a line arrives on stdin it calls getppid BPFKIT_TEST_GETPPID times,
+// writes those many bytes to /dev/null, one write(2) each, and exits.
 func writer(sizes string) int {
 	bufio.NewReader(os.Stdin).ReadString('\n')
+	n, _ := strconv.Atoi(os.Getenv("BPFKIT_TEST_GETPPID"))
+	for range n {
+		syscall.Getppid()
+	}
 	null, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
 	if err != nil {
 		return 1

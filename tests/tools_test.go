@@ -187,13 +187,18 @@ func udpDropSite(out string, countCol int) (site string, n int) {
 // writerProcess starts this test binary as a workload that, once write is
 // called, makes one write(2) of each size to /dev/null and exits.
 func writerProcess(t *testing.T, sizes ...int) (pid int, write func()) {
+	return workload(t, 0, sizes...)
+}
+
+// workload is writerProcess calling getppid n times before it writes.
+func workload(t *testing.T, getppid int, sizes ...int) (pid int, write func()) {
 	t.Helper()
 	var list []string
 	for _, s := range sizes {
 		list = append(list, strconv.Itoa(s))
 	}
 	w := exec.Command(os.Args[0])
-	w.Env = append(os.Environ(), "BPFKIT_TEST_WRITER="+strings.Join(list, ","))
+	w.Env = append(os.Environ(), "BPFKIT_TEST_WRITER="+strings.Join(list, ","), "BPFKIT_TEST_GETPPID="+strconv.Itoa(getppid))
 	stdin, err := w.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

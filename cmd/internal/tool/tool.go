@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,10 +33,12 @@ type Tool struct {
 	JSON     bool          // -json: one JSON object per line
 	Interval time.Duration // the positional interval, or the default
 	Count    int           // the positional count; 0 means until stopped
+	Args     []string      // with TakesArgs, the positional arguments before the interval
 
 	summary, usage string
 	examples       []string
 	positional     bool
+	takesArgs      bool
 	Stdout, Stderr io.Writer
 }
 
@@ -55,6 +58,14 @@ func New(name, summary, usage string, examples ...string) *Tool {
 // the interval when none is given.
 func (t *Tool) Periodic(def time.Duration) *Tool {
 	t.positional, t.Interval = true, def
+	return t
+}
+
+// TakesArgs makes a periodic tool take other positional arguments before
+// its interval and count, such as funccount's patterns: the trailing
+// arguments that read as an interval and a count are those.
+func (t *Tool) TakesArgs() *Tool {
+	t.takesArgs = true
 	return t
 }
 
@@ -94,6 +105,13 @@ func (t *Tool) Parse(args []string) error {
 		return Usagef("%v", err)
 	}
 	rest := t.Flags.Args()
+	if t.takesArgs {
+		n := len(rest)
+		for n > 0 && len(rest)-n < 2 && isNumber(rest[n-1]) {
+			n--
+		}
+		t.Args, rest = rest[:n], rest[n:]
+	}
 	if !t.positional {
 		if len(rest) > 0 {
 			return Usagef("unexpected argument %q", rest[0])
@@ -118,6 +136,12 @@ func (t *Tool) Parse(args []string) error {
 		t.Count = n
 	}
 	return nil
+}
+
+// isNumber says whether s reads as an interval or a count: it starts with
+// a digit, a point or a sign.
+func isNumber(s string) bool {
+	return s != "" && strings.ContainsRune("0123456789.-+", rune(s[0]))
 }
 
 // ParseInterval reads an interval as bcc's tools take it, whole or
@@ -208,4 +232,21 @@ func (t *Tool) Emit(v any) error {
 	}
 	_, err = fmt.Fprintf(t.Stdout, "%s\n", b)
 	return err
+}
+
+// Closer is what Detach closes: links, programs, maps.
+type Closer interface{ Close() error }
+
+// Detach closes links (or anything) all at once, from as many goroutines:
+// detaching a tracepoint or kprobe waits for an RCU grace period in the
+// kernel, and waits that overlap share one, where closing hundreds of
+// attachments one after another would take a grace period each.
+func Detach[C Closer](cs []C) error {
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() { errs[i] = c.Close() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

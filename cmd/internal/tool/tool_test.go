@@ -106,6 +106,14 @@ func TestParse(t *testing.T) {
 			t.Errorf("%q: interval %v count %d", c.args, tl.Interval, tl.Count)
 		}
 	}
+	tl := New("x", "test", "").Periodic(time.Second).TakesArgs()
+	if err := tl.Parse([]string{"vfs_*", "syscalls:*", "5", "2"}); err != nil || len(tl.Args) != 2 || tl.Interval != 5*time.Second || tl.Count != 2 {
+		t.Errorf("patterns then interval and count: %q %v %d %v", tl.Args, tl.Interval, tl.Count, err)
+	}
+	tl = New("x", "test", "").Periodic(time.Second).TakesArgs()
+	if err := tl.Parse([]string{"vfs_*", "0"}); !errors.Is(err, ErrUsage) || len(tl.Args) != 1 {
+		t.Errorf("pattern then interval 0: %q %v", tl.Args, err)
+	}
 	if err := New("x", "test", "").Parse([]string{"extra"}); !errors.Is(err, ErrUsage) {
 		t.Errorf("a positional argument to a tool without any: %v", err)
 	}

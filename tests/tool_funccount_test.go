@@ -1,0 +1,84 @@
+package tests
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/prog"
+)
+
+// counted reads funccount's rows ("name count") into a map, summed over
+// the intervals printed.
+func counted(out string) map[string]int {
+	got := map[string]int{}
+	for line := range strings.SplitSeq(out, "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			if n, err := strconv.Atoi(f[1]); err == nil {
+				got[f[0]] += n
+			}
+		}
+	}
+	return got
+}
+
+// TestFunccountTracepoints: a process calls getppid 37 times and writes 7
+// times while funccount -p counts the syscalls:sys_enter_get* tracepoints
+// and sys_enter_write (twenty-odd, named twice: once each) with one
+// program: the two counts must be exact, and on kernels without perf links
+// funccount must say it fell back to a program per event.
+func TestFunccountTracepoints(t *testing.T) {
+	testutil.RequireRoot(t)
+	pid, run := workload(t, 37, 1, 100, 100, 100, 5000, 5000, 70000)
+	r := startTool(t, "funccount", "-p", strconv.Itoa(pid), "syscalls:sys_enter_get*", "syscalls:sys_enter_write", "syscalls:sys_enter_getppid", "60")
+	r.waitFor("Ctrl-C to stop")
+	run()
+	out := r.stop()
+	got := counted(out)
+	if got["syscalls:sys_enter_getppid"] != 37 || got["syscalls:sys_enter_write"] != 7 {
+		t.Fatalf("getppid %d and write %d, want 37 and 7:\n%s", got["syscalls:sys_enter_getppid"], got["syscalls:sys_enter_write"], out)
+	}
+	checkFallback(t, out)
+}
+
+// checkFallback: the tool says whether it used cookies, and that is what
+// the kernel has.
+func checkFallback(t *testing.T, out string) {
+	t.Helper()
+	links, err := prog.HavePerfLink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if said := strings.Contains(out, "told apart by bpf_cookie"); said != links {
+		t.Fatalf("perf links %v, but funccount said:\n%s", links, out)
+	}
+	if !links && !strings.Contains(out, "this kernel has no BPF perf links") {
+		t.Fatalf("no word of the fallback:\n%s", out)
+	}
+}
+
+// TestFunccountKprobes: the kernel functions behind the same workload,
+// through kprobes (in the VMs): vfs_write 7 times and the getppid handler
+// 37 times.
+func TestFunccountKprobes(t *testing.T) {
+	requireKprobes(t)
+	getppid, err := prog.SyscallSymbol("getppid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, run := workload(t, 37, 1, 100, 100, 100, 5000, 5000, 70000)
+	r := startTool(t, "funccount", "-p", strconv.Itoa(pid), "vfs_write", getppid, "60")
+	r.waitFor("Ctrl-C to stop")
+	run()
+	out := r.stop()
+	got := counted(out)
+	if got[getppid] != 37 || got["vfs_write"] != 7 {
+		t.Fatalf("%s %d and vfs_write %d, want 37 and 7:\n%s", getppid, got[getppid], got["vfs_write"], out)
+	}
+	checkFallback(t, out)
+	if os.Getenv("BPFKIT_VM") == "5.10" && !strings.Contains(out, "one program per event") {
+		t.Fatal("5.10 has no perf links, yet funccount did not fall back")
+	}
+}
