@@ -4,17 +4,24 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: all build dropmon example test test-host test-vm bench fuzz lint
+.PHONY: all build tools dropmon example test test-host test-vm bench fuzz lint
 
 all: build lint test
 
 build:
 	$(GO) build ./...
 
+# tools: every command of cmd/ as a static binary in bin/.
+tools:
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/...
+
 # dropmon: count the packets the kernel drops, by reason and location, every
-# second until Ctrl-C. DROPMON_FLAGS passes flags ("-i 5s -top 20").
+# second until Ctrl-C. DROPMON_FLAGS passes flags and arguments ("-top 20 5",
+# "-stacks", "-events"). The tool runs as a built binary, not under go run:
+# on Ctrl-C it prints what it counted and exits 0, and make stays quiet.
 dropmon:
-	$(GO) run ./cmd/dropmon $(DROPMON_FLAGS)
+	@$(GO) build -o bin/dropmon ./cmd/dropmon
+	bin/dropmon $(DROPMON_FLAGS)
 
 # The example: build a program with the DSL, load it, test-run it, print
 # the results and the journal of bpf() calls.

@@ -112,6 +112,15 @@ func TestToolsRejectBadArguments(t *testing.T) {
 		{"tracex3", []string{"1", "-2"}, "count \"-2\""},
 		{"tracex3", []string{"1", "2", "3"}, "unexpected argument \"3\""},
 		{"tracex3", []string{"-dev", "sda"}, "-dev \"sda\": want MAJOR:MINOR"},
+		{"dropmon", []string{"-top", "-1"}, "-top -1: want 1 or more"},
+		{"dropmon", []string{"-stacks", "-events"}, "choose one"},
+		{"dropmon", []string{"-i", "5"}, "flag provided but not defined: -i"},
+		{"dropmon", []string{"5x"}, "want seconds (1, 0.5) or a duration with its unit"},
+		{"tracex2", []string{"-p", "-3"}, "-p -3: want a process id"},
+		{"tracex4", []string{"1", "0"}, "count \"0\""},
+		{"funccount", nil, "no pattern"},
+		{"funccount", []string{"vfs_[", "1"}, "syntax error in pattern"},
+		{"funccount", []string{"-max", "0", "vfs_read"}, "-max 0: want 1 or more"},
 	} {
 		out, errOut, status := runTool(t, c.tool, c.args...)
 		if status != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.msg) {

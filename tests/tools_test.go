@@ -36,6 +36,7 @@ func toolPath(t *testing.T, name string) string {
 		if toolsDir.err != nil {
 			return
 		}
+		os.Chmod(toolsDir.dir, 0o755) // TestToolsNeedRoot runs them as nobody
 		cmd := exec.Command("go", "build", "-o", toolsDir.dir+"/", "../cmd/...")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "PATH="+os.Getenv("PATH")+":/usr/local/go/bin")
 		if out, err := cmd.CombinedOutput(); err != nil {

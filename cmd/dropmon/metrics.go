@@ -9,11 +9,13 @@ import (
 	"strings"
 )
 
-// drop is one row of dropmon's table: where and why, and how many.
+// drop is one row of dropmon's table: where (a location, or with -stacks
+// a stack) and why, and how many.
 type drop struct {
-	Location string `json:"location"`
-	Reason   string `json:"reason,omitempty"`
-	Drops    uint64 `json:"drops"`
+	Location string   `json:"location,omitempty"`
+	Stack    []string `json:"stack,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
+	Drops    uint64   `json:"drops"`
 }
 
 // writeMetrics writes totals in the Prometheus text exposition format

@@ -1,0 +1,161 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/tracefs"
+)
+
+// haveDropReasons says whether kfree_skb records a drop reason (5.17+).
+func haveDropReasons(t *testing.T) bool {
+	f, err := tracefs.TracepointFormat("skb", "kfree_skb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Field("reason")
+	return err == nil
+}
+
+// TestDropmon sends 100 datagrams to a closed UDP port during an interval
+// that Ctrl-C ends: dropmon must print that interval, with exactly 100
+// drops at one UDP receive site, with reason NO_SOCKET where the kernel
+// records reasons.
+func TestDropmon(t *testing.T) {
+	testutil.RequireRoot(t)
+	r := startTool(t, "dropmon", "-top", "50", "60")
+	r.waitFor("Ctrl-C to stop")
+	dropUDP(t, 100)
+	out := r.stop()
+	site, n := udpDropSite(out, 0)
+	if n != 100 {
+		t.Fatalf("%d drops at the UDP receive site %q, want 100:\n%s", n, site, out)
+	}
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.HasSuffix(line, site) && haveDropReasons(t) != strings.Contains(line, " NO_SOCKET ") {
+			t.Fatalf("reasons recorded: %v, but the line is %q", haveDropReasons(t), line)
+		}
+	}
+	t.Log("\n" + out)
+}
+
+// TestDropmonStacks: the 100 drops are counted under one kernel stack,
+// printed symbolized, that passes through the UDP receive path.
+func TestDropmonStacks(t *testing.T) {
+	testutil.RequireRoot(t)
+	r := startTool(t, "dropmon", "-stacks", "60")
+	r.waitFor("Ctrl-C to stop")
+	dropUDP(t, 100)
+	out := r.stop()
+	// Each stack is a line "count reason", then its frames, indented.
+	found, count, udp := false, "", false
+	for line := range strings.SplitSeq(out+"\n0 end", "\n") {
+		if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(line, "          ") {
+			found = found || count == "100" && udp
+			count, udp = f[0], false
+		}
+		udp = udp || strings.Contains(line, "udp")
+	}
+	if !found {
+		t.Fatalf("no stack with 100 drops through udp:\n%s", out)
+	}
+}
+
+// TestDropmonEvents: with -events -json each of 20 drops is one JSON
+// object naming this process, the IP protocol and the UDP site.
+func TestDropmonEvents(t *testing.T) {
+	testutil.RequireRoot(t)
+	r := startTool(t, "dropmon", "-events", "-json")
+	time.Sleep(500 * time.Millisecond) // -json prints nothing before the events
+	dropUDP(t, 20)
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(r.out.String(), "udp") < 20 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	out := r.stop()
+	n := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+		var e struct {
+			PID                      int
+			Comm, Protocol, Location string
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if strings.Contains(e.Location, "udp") && e.Protocol == "IP" && e.Comm == "tests.test"[:min(len("tests.test"), 15)] {
+			n++
+		}
+	}
+	if n != 20 {
+		t.Fatalf("%d events from this process at the UDP site, want 20:\n%s", n, out)
+	}
+}
+
+// TestDropmonMetrics scrapes -listen's /metrics after 100 drops: the
+// counter of the UDP site holds 100.
+func TestDropmonMetrics(t *testing.T) {
+	testutil.RequireRoot(t)
+	r := startTool(t, "dropmon", "-listen", "127.0.0.1:0", "60")
+	r.waitFor("Ctrl-C to stop")
+	addr := strings.Fields(r.err.String()[strings.Index(r.err.String(), "http://"):])[0]
+	dropUDP(t, 100)
+	time.Sleep(100 * time.Millisecond)
+	resp, err := http.Get(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r.stop()
+	found := false
+	s := bufio.NewScanner(strings.NewReader(string(body)))
+	for s.Scan() {
+		line := s.Text()
+		if strings.HasPrefix(line, `dropmon_drops_total{location="__udp`) && strings.HasSuffix(line, " 100") {
+			found = true
+		}
+	}
+	if !found || resp.Header.Get("Content-Type") != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Fatalf("no UDP counter at 100 in %s:\n%s", resp.Header.Get("Content-Type"), body)
+	}
+}
+
+// TestToolsNeedRoot: run as nobody, each tool says on its first line that
+// it needs root and which capabilities, and exits 1, before loading.
+func TestToolsNeedRoot(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, tool := range []string{"dropmon", "tracex2", "tracex3", "tracex4", "funccount"} {
+		args := map[string][]string{"funccount": {"syscalls:sys_enter_getppid"}}[tool]
+		cmd := exec.Command(toolPath(t, tool), args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		status := -1
+		if e, ok := err.(*exec.ExitError); ok {
+			status = e.ExitCode()
+		}
+		first, _, _ := strings.Cut(string(out), "\n")
+		if status != 1 || !strings.Contains(first, tool+": needs root") || !strings.Contains(first, "CAP_BPF") {
+			t.Errorf("%s as nobody: status %d, %q", tool, status, out)
+		}
+	}
+}
+
+// TestToolsHelp: -h prints the description, the flags and examples, and
+// exits 0.
+func TestToolsHelp(t *testing.T) {
+	for _, tool := range []string{"dropmon", "tracex2", "tracex3", "tracex4", "funccount"} {
+		out, _, status := runTool(t, tool, "-h")
+		if status != 0 || !strings.HasPrefix(out, tool+": ") || !strings.Contains(out, "\nflags:\n") ||
+			strings.Count(out[strings.Index(out, "examples:"):], "\n  "+tool) < 2 {
+			t.Errorf("%s -h: status %d:\n%s", tool, status, out)
+		}
+	}
+}
