@@ -288,4 +288,3 @@ func protocolName(p uint16) string {
 	}
 	return fmt.Sprintf("0x%04x", p)
 }
-
