@@ -60,7 +60,7 @@ type perfRing struct {
 	pos, end   uint64  // read position, and the head published when we looked
 	released   uint64  // the data_tail we last stored
 	woken      bool    // epoll said the kernel woke us for it: look at the head
-	// stop is closed, where samples finds it at less cost.
+	// stop mirrors the poller's closed where samples looks at less cost.
 	stop atomic.Bool
 }
 
@@ -77,24 +77,32 @@ const (
 // index. Programs write to it with bpf_perf_event_output(ctx, array,
 // BPF_F_CURRENT_CPU, data, size).
 func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
-	if err := checkMap(array, mapfd.PerfEventArray); err != nil {
+	r, err := newPerfReader(array, o)
+	if err != nil {
 		return nil, fmt.Errorf("perfring: perf reader: %w", err)
+	}
+	return r, nil
+}
+
+func newPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
+	if err := checkMap(array, mapfd.PerfEventArray); err != nil {
+		return nil, err
 	}
 	page := os.Getpagesize()
 	size, err := ringSize(o, page)
 	if err != nil {
-		return nil, fmt.Errorf("perfring: perf reader: %w", err)
+		return nil, err
 	}
 	cpus, err := mapfd.OnlineCPUs()
 	if err != nil {
-		return nil, fmt.Errorf("perfring: perf reader: %w", err)
+		return nil, err
 	}
 	if n := cpus[len(cpus)-1]; uint32(n) >= array.MaxEntries() {
-		return nil, fmt.Errorf("perfring: perf reader: map %q has %d entries, CPU %d is online", array.Name(), array.MaxEntries(), n)
+		return nil, fmt.Errorf("map %q has %d entries, CPU %d is online", array.Name(), array.MaxEntries(), n)
 	}
 	poll, err := newPoller(len(cpus))
 	if err != nil {
-		return nil, fmt.Errorf("perfring: perf reader: %w", err)
+		return nil, err
 	}
 	r := &PerfReader{array: array, poll: poll, lost: make([]atomic.Uint64, len(cpus))}
 	poll.release, poll.stop = r.release, r.stop
@@ -108,7 +116,7 @@ func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
 		}
 		if err != nil {
 			r.Close()
-			return nil, fmt.Errorf("perfring: perf reader: CPU %d: %w", cpu, err)
+			return nil, fmt.Errorf("CPU %d: %w", cpu, err)
 		}
 	}
 	return r, nil

@@ -104,7 +104,9 @@ func (p *poller) enter(ctx context.Context) error {
 // exit ends a read, also one ended by a panicking callback. If Close came
 // while the read delivered records, it left the freeing to the read.
 func (p *poller) exit() {
-	p.delivering.Store(false)
+	if p.delivering.Load() { // a panic left it set: a store costs more than a load
+		p.delivering.Store(false)
+	}
 	if p.closed.Load() {
 		p.free()
 	}

@@ -38,33 +38,40 @@ type RingBufReader struct {
 // the data pages twice in a row, so a record that wraps around the end of
 // the ring is contiguous in memory: ReadFunc never copies a record.
 func NewRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
-	if err := checkMap(m, mapfd.RingBuf); err != nil {
+	r, err := newRingBufReader(m)
+	if err != nil {
 		return nil, fmt.Errorf("perfring: ring buffer reader: %w", err)
+	}
+	return r, nil
+}
+
+func newRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
+	if err := checkMap(m, mapfd.RingBuf); err != nil {
+		return nil, err
 	}
 	page, size := int64(os.Getpagesize()), int64(m.MaxEntries())
 	if err := checkRingBufSize(size, page); err != nil {
-		return nil, fmt.Errorf("perfring: ring buffer reader: map %q: %w", m.Name(), err)
+		return nil, fmt.Errorf("map %q: %w", m.Name(), err)
 	}
 	cons, err := sys.Mmap(m.FD(), 0, int(page), unix.PROT_READ|unix.PROT_WRITE)
 	if err != nil {
-		return nil, fmt.Errorf("perfring: ring buffer reader: consumer page: %w", err)
+		return nil, fmt.Errorf("consumer page: %w", err)
 	}
 	prod, err := sys.Mmap(m.FD(), page, int(page+2*size), unix.PROT_READ)
 	if err != nil {
 		sys.Munmap(cons)
-		return nil, fmt.Errorf("perfring: ring buffer reader: producer page and data: %w", err)
+		return nil, fmt.Errorf("producer page and data: %w", err)
 	}
 	r := &RingBufReader{consMem: cons, prodMem: prod, data: prod[page:], size: uint64(size),
 		consPos: (*uint64)(unsafe.Pointer(&cons[0])), prodPos: (*uint64)(unsafe.Pointer(&prod[0]))}
-	r.poll, err = newPoller(1)
-	if err != nil {
+	if r.poll, err = newPoller(1); err != nil {
 		r.release()
-		return nil, fmt.Errorf("perfring: ring buffer reader: %w", err)
+		return nil, err
 	}
 	r.poll.release = r.release
 	if err := r.poll.add(m.FD(), 0); err != nil {
 		r.Close()
-		return nil, fmt.Errorf("perfring: ring buffer reader: %w", err)
+		return nil, err
 	}
 	r.pos = atomic.LoadUint64(r.consPos)
 	r.end, r.released = r.pos, r.pos

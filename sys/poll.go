@@ -22,7 +22,7 @@ func EpollCreate() (int, error) {
 func EpollCtl(epfd, op, fd int, events uint32, data int32) error {
 	ev := unix.EpollEvent{Events: events, Fd: data}
 	_, err := traced("epoll_ctl", func() string {
-		return fmt.Sprintf("%d, %s, %d, {events=%s, data=%d}", epfd, lookupName(epollOps, uint32(op)), fd, epollEvents(events), data)
+		return fmt.Sprintf("%d, %s, %d, {events=%#x, data=%d}", epfd, lookupName(epollOps, uint32(op)), fd, events, data)
 	}, func() (int, error) { return 0, unix.EpollCtl(epfd, op, fd, &ev) })
 	return sysErr("epoll_ctl", err)
 }
@@ -77,7 +77,7 @@ func epollWait(epfd int, events []unix.EpollEvent, msec int, holdP bool) (int, e
 	if j != nil {
 		ready := make([]string, max(n, 0))
 		for i := range ready {
-			ready[i] = fmt.Sprintf("{events=%s, data=%d}", epollEvents(events[i].Events), events[i].Fd)
+			ready[i] = fmt.Sprintf("{events=%#x, data=%d}", events[i].Events, events[i].Fd)
 		}
 		if err := j.record("epoll_pwait", fmt.Sprintf("%d, [%s], %d, %d, NULL", epfd, strings.Join(ready, " "), len(events), msec),
 			n, errno, time.Since(start)); err != nil {
@@ -91,24 +91,6 @@ func epollWait(epfd int, events []unix.EpollEvent, msec int, holdP bool) (int, e
 		return 0, errEpollEINTR
 	}
 	return 0, &Error{Op: "epoll_wait", Errno: errno}
-}
-
-// epollEvents names the bits of an epoll event mask.
-func epollEvents(ev uint32) string {
-	var names []string
-	for _, b := range []struct {
-		bit  uint32
-		name string
-	}{{unix.EPOLLIN, "EPOLLIN"}, {unix.EPOLLOUT, "EPOLLOUT"}, {unix.EPOLLERR, "EPOLLERR"}, {unix.EPOLLHUP, "EPOLLHUP"}} {
-		if ev&b.bit != 0 {
-			names = append(names, b.name)
-			ev &^= b.bit
-		}
-	}
-	if ev != 0 || len(names) == 0 {
-		names = append(names, fmt.Sprintf("%#x", ev))
-	}
-	return strings.Join(names, "|")
 }
 
 // Eventfd is eventfd2(2) with EFD_CLOEXEC added to flags.
