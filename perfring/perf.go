@@ -400,8 +400,7 @@ func (r *PerfReader) drain(f func(Record) error) (int, error) {
 	if p.closed.Load() {
 		return 0, ErrClosed
 	}
-	p.delivering.Store(true)
-	count := 0
+	count, delivering := 0, false // stored only when set: a store costs more than a load
 	var err error
 	for i, ring := range r.rings {
 		if ring.pos == ring.end && !ring.look() {
@@ -411,6 +410,10 @@ func (r *PerfReader) drain(f func(Record) error) (int, error) {
 			err = fmt.Errorf("CPU %d: %w: %d bytes published in a ring of %d", ring.cpu, ErrCorrupt, ring.end-ring.pos, n)
 			ring.pos = ring.end
 		} else {
+			if !delivering {
+				p.delivering.Store(true)
+				delivering = true
+			}
 			var k int
 			k, err = r.drainRing(i, ring, f)
 			count += k
@@ -420,7 +423,9 @@ func (r *PerfReader) drain(f func(Record) error) (int, error) {
 			break
 		}
 	}
-	p.delivering.Store(false)
+	if delivering {
+		p.delivering.Store(false)
+	}
 	return count, err
 }
 
