@@ -274,10 +274,8 @@ func (p *poller) shutdown() {
 		return
 	}
 	p.fdMu.Lock()
-	if p.release != nil {
-		p.stop()
-		p.wakeLocked()
-	}
+	p.stop()
+	p.wakeLocked()
 	p.fdMu.Unlock()
 	if p.delivering.Load() {
 		return

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -55,42 +54,34 @@ func epollWait(epfd int, events []unix.EpollEvent, msec int, holdP bool) (int, e
 	if len(events) == 0 {
 		return 0, &Error{Op: "epoll_wait", Errno: unix.EINVAL, Hint: "no room for events"}
 	}
-	j := journal.Load()
-	var start time.Time
-	if j != nil {
-		if j.broken != nil {
-			return 0, j.broken
+	var n int
+	_, err := traced("epoll_pwait", func() string {
+		var ready []string
+		for _, ev := range events[:n] {
+			ready = append(ready, fmt.Sprintf("{events=%#x, data=%d}", ev.Events, ev.Fd))
 		}
-		start = time.Now()
-	}
-	var r uintptr
-	var errno unix.Errno
-	if holdP {
-		r, _, errno = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
-	} else {
-		r, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
-	}
-	n := int(r)
-	if errno != 0 {
-		n = -1
-	}
-	if j != nil {
-		ready := make([]string, max(n, 0))
-		for i := range ready {
-			ready[i] = fmt.Sprintf("{events=%#x, data=%d}", events[i].Events, events[i].Fd)
+		return fmt.Sprintf("%d, [%s], %d, %d, NULL", epfd, strings.Join(ready, " "), len(events), msec)
+	}, func() (int, error) {
+		var r uintptr
+		var errno unix.Errno
+		if holdP {
+			r, _, errno = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
+		} else {
+			r, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
 		}
-		if err := j.record("epoll_pwait", fmt.Sprintf("%d, [%s], %d, %d, NULL", epfd, strings.Join(ready, " "), len(events), msec),
-			n, errno, time.Since(start)); err != nil {
-			return 0, err
+		if errno != 0 {
+			return -1, errno // no allocation: Go boxes values below 256 without one
 		}
-	}
-	switch errno {
-	case 0:
+		n = int(r)
 		return n, nil
-	case unix.EINTR:
+	})
+	switch {
+	case err == nil:
+		return n, nil
+	case err == unix.EINTR:
 		return 0, errEpollEINTR
 	}
-	return 0, &Error{Op: "epoll_wait", Errno: errno}
+	return 0, sysErr("epoll_wait", err)
 }
 
 // Eventfd is eventfd2(2) with EFD_CLOEXEC added to flags.
