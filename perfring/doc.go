@@ -11,7 +11,10 @@
 // (release: our reads are done before the kernel may overwrite). The BPF
 // ring buffer is the same with producer_pos and consumer_pos, plus a busy bit
 // in each record's header that the producer clears (with release) when the
-// record is committed; we load it with acquire.
+// record is committed; we load it with acquire. The positions are 64-bit
+// on every port, loaded and stored with sync/atomic's 64-bit functions,
+// which 32-bit ports allow on 8-byte aligned words: these lie at aligned
+// offsets of page-aligned mappings.
 //
 // # Cost
 //
@@ -24,24 +27,20 @@
 // from another goroutine may unmap the ring. No read path allocates per
 // record.
 //
-// Waiting is the other cost. A perf ring is read only when the kernel has
-// woken the reader for it (epoll says which), as libbpf does: a reader that
-// looks again whenever it catches up chases the producer, a few records at
-// a time, through cache lines the producer is still writing. And a reader
-// that only reads and waits must pass through the Go scheduler now and
-// then, or the runtime takes its P at every wait (see poller.epollWait);
-// it does so without waking another thread (runtime.goyield). What remains
-// over a C reader is the Go runtime's fixed work: its monitor thread,
-// which wakes 100 times a second while the reader waits, and the system
-// call bookkeeping and a clock read at each wake-up; and the reading loop
-// where records are in cache, since Go keeps no register across the call
-// to the callback. Where they are in another CPU's cache, samples
-// prefetches ahead of the loop. At a wake-up every 64 KiB the reader uses
-// 0.9 to 1.3 times libbpf's CPU per record, from run to run; its reading
-// thread alone is at par, and sysmon's ticks, 1-2.5 ns per record, make
-// most of the difference (see poller.epollWait). With GOMAXPROCS=1 the
-// runtime would take the only P from every wait longer than a few tens of
-// µs; there such waits hold the P for up to a millisecond instead.
+// A perf ring is read only when the kernel has woken the reader for it
+// (epoll says which), as libbpf does: a reader that looks again whenever it
+// catches up chases the producer, a few records at a time, through cache
+// lines the producer is still writing. Records usually wait in the cache of
+// the CPU that wrote them, so the reading loop prefetches ahead. Between
+// waits the reader passes through the Go scheduler now and then, or the
+// runtime would take its P at every wait (see poller.epollWait). What the
+// reader costs beside libbpf's is measured in BENCHMARKS.md (make bench).
+//
+// # System calls
+//
+// Every call the readers make to the kernel goes through package sys, and
+// is recorded in its journal when that is on: perf_event_open, mmap and
+// munmap of the rings, epoll and the eventfd that wakes a blocked read.
 //
 // # Losses
 //

@@ -2,13 +2,21 @@ package perfring
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeRing is a perf ring in ordinary memory: a metadata page and data of
@@ -164,4 +172,182 @@ func TestKeep(t *testing.T) {
 	if got := keep(&buf, []byte{1, 2}); !bytes.Equal(got, []byte{1, 2}) || cap(buf) < 300 {
 		t.Fatalf("a short sample after a long one: %v, buffer %d", got, cap(buf))
 	}
+}
+
+// TestLateWakeWritesNothing: a context's AfterFunc that fires after Close
+// (its goroutine was started, but ran late) wrote 8 bytes into whatever
+// file had taken the closed eventfd's number.
+func TestLateWakeWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	// The first file opened starts the Go runtime's own poller, whose fds
+	// would take the numbers freed below.
+	if f, err := os.Create(filepath.Join(dir, "first")); err == nil {
+		f.Close()
+	}
+	p, err := newPoller(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wakefd := p.wakefd
+	p.shutdown()
+	var f *os.File
+	for i := 0; f == nil && i < 256; i++ {
+		g, err := os.Create(filepath.Join(dir, strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		if int(g.Fd()) == wakefd {
+			f = g
+		}
+	}
+	if f == nil {
+		t.Fatalf("no file got fd %d", wakefd)
+	}
+	p.wake() // what context.AfterFunc(ctx, p.wake) runs
+	if st, _ := f.Stat(); st.Size() != 0 {
+		t.Fatalf("a late wake-up wrote %d bytes into the file with the closed eventfd's number", st.Size())
+	}
+}
+
+// closedPoller is a poller whose waits fail at once: a test that reaches
+// one has delivered too little.
+func closedPoller() *poller { return &poller{epfd: -1, wakefd: -1, events: make([]unix.EpollEvent, 2)} }
+
+// TestCallbackPanic: a callback that panics, its panic recovered by the
+// caller, made the next read deliver the same records again (the fast
+// path moved the read position only after its loop). The record whose
+// callback panicked counts as read, as one whose callback returned an
+// error does: each record comes once, on every path.
+func TestCallbackPanic(t *testing.T) {
+	const n = 10
+	perf := func(typ uint32) func() func(context.Context, func(Record) error) (int, error) {
+		return func() func(context.Context, func(Record) error) (int, error) {
+			ring := fakeRing(4096)
+			pos := uint64(0)
+			for i := range n {
+				body := sampleBody([]byte{byte(i)})
+				if typ == perfRecordLost {
+					body = binary.NativeEndian.AppendUint64(binary.NativeEndian.AppendUint64(nil, 0), uint64(i))
+				}
+				pos = putRecord(ring.data, pos, typ, body)
+			}
+			*ring.head, ring.woken = pos, true
+			r := &PerfReader{rings: []*perfRing{ring}, poll: closedPoller(), lost: make([]atomic.Uint64, 1)}
+			return r.ReadFunc
+		}
+	}
+	for name, newReadFunc := range map[string]func() func(context.Context, func(Record) error) (int, error){
+		"perf samples": perf(perfRecordSample), // the fast path
+		"perf next":    perf(perfRecordLost),   // loss reports take the other
+		"ringbuf": func() func(context.Context, func(Record) error) (int, error) {
+			r := fakeRingBuf(4096)
+			for i := range n {
+				r.put([]byte{byte(i)})
+			}
+			return r.ReadFunc
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			readFunc := newReadFunc()
+			var got []int
+			record := func(rec Record) error {
+				v := int(rec.Lost)
+				if rec.Sample != nil {
+					v = int(rec.Sample[0])
+				}
+				got = append(got, v)
+				if v == 3 {
+					panic("callback")
+				}
+				return nil
+			}
+			func() {
+				defer func() { recover() }()
+				readFunc(context.Background(), record)
+			}()
+			k, err := readFunc(context.Background(), record)
+			if err != nil || k != n-4 || !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+				t.Fatalf("after a panic at record 3, the next read delivered %d (%v); all delivered: %v", k, err, got)
+			}
+		})
+	}
+}
+
+// fakeRingBuf is a ring buffer reader of a ring of n bytes in ordinary
+// memory, mapped twice in a row as the kernel maps it.
+func fakeRingBuf(n int) *fakeRB {
+	r := &fakeRB{RingBufReader{poll: closedPoller(), data: make([]byte, 2*n), size: uint64(n)}}
+	r.consPos, r.prodPos = new(uint64), new(uint64)
+	return r
+}
+
+type fakeRB struct{ RingBufReader }
+
+// put commits a record with sample s at the producer position.
+func (r *fakeRB) put(s []byte) {
+	rec := binary.NativeEndian.AppendUint32(nil, uint32(len(s)))
+	rec = binary.NativeEndian.AppendUint32(rec, 0)
+	rec = append(rec, s...)
+	for len(rec)%8 != 0 {
+		rec = append(rec, 0)
+	}
+	r.write(*r.prodPos, rec)
+	*r.prodPos += uint64(len(rec))
+}
+
+// write writes b at position pos of both copies of the data.
+func (r *fakeRB) write(pos uint64, b []byte) {
+	for i, c := range b {
+		at := (pos + uint64(i)) & (r.size - 1)
+		r.data[at], r.data[at+r.size] = c, c
+	}
+}
+
+// TestRingBufSizeChecked: a ring buffer that is not a power of two of pages
+// is refused, and so, on 32-bit ports, is one that mapped twice does not
+// fit an int.
+func TestRingBufSizeChecked(t *testing.T) {
+	for _, size := range []int64{0, 4095, 4097, 3 * 4096, 1<<32 - 4096} {
+		if err := checkRingBufSize(size, 4096); err == nil || !strings.Contains(err.Error(), "not a power of two of pages (4096 bytes)") {
+			t.Errorf("size %d: %v", size, err)
+		}
+	}
+	for _, size := range []int64{4096, 1 << 20, 1 << 31} {
+		err := checkRingBufSize(size, 4096)
+		if fits := 4096+2*size <= math.MaxInt; fits != (err == nil) {
+			t.Errorf("size %d, int of %d bits: %v", size, strconv.IntSize, err)
+		}
+	}
+}
+
+// FuzzRingBufDeliver runs the ring buffer reader's delivery over arbitrary
+// ring memory and positions: it must deliver samples inside the ring or
+// report ErrCorrupt, never panic, and always end.
+func FuzzRingBufDeliver(f *testing.F) {
+	seed := fakeRingBuf(256)
+	for i := range 12 {
+		seed.put(bytes.Repeat([]byte{byte(i)}, i*3))
+	}
+	f.Add(seed.data[:256], uint64(0), *seed.prodPos)
+	f.Add(seed.data[:256], uint64(200), *seed.prodPos)
+	f.Fuzz(func(t *testing.T, mem []byte, cons, prod uint64) {
+		r := fakeRingBuf(256)
+		r.write(0, mem[:min(len(mem), 256)])
+		r.pos, r.released, r.end = cons, cons, prod
+		for range 4 {
+			_, err := r.deliver(func(rec Record) error {
+				if len(rec.Sample) > 0 && !inside(rec.Sample, r.data) {
+					t.Fatalf("sample of %d bytes outside the ring", len(rec.Sample))
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatal(err)
+			}
+			if r.pos == prod {
+				return
+			}
+		}
+	})
 }

@@ -1,9 +1,11 @@
 package perfring
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync/atomic"
 	"time"
@@ -16,18 +18,27 @@ import (
 
 // Options shape the per-CPU perf rings.
 type Options struct {
-	// RingBytes is each CPU's ring, rounded up to a power of two of pages.
-	// Zero means 256 KiB.
+	// RingBytes is each CPU's ring, rounded up to a power of two of pages,
+	// at most 1 GiB. Zero means 256 KiB.
 	RingBytes int
 	// Watermark wakes a blocked reader when this many bytes wait in a
-	// ring. Zero means waking by count: every WakeupEvents records
-	// (default 1). Waking costs the producer about 2 µs each time.
+	// ring; it must be below the ring's size. Zero means waking by count:
+	// every WakeupEvents records (default 1; at most 2^32-1). Each
+	// wake-up costs the producer a little.
 	Watermark    int
 	WakeupEvents int
 }
 
+// maxRingBytes is the largest Options.RingBytes. The kernel keeps a pointer
+// per data page in one allocation of at most 2^MAX_PAGE_ORDER pages
+// (rb_alloc, kernel/events/ring_buffer.c): with 4 KiB pages and 8-byte
+// pointers, fewer than 512 Ki pages, so 1 GiB is the largest power of two.
+// It also keeps every size a 32-bit int.
+const maxRingBytes = 1 << 30
+
 // PerfReader reads the per-CPU rings behind a perf event array. It is meant
-// for one reading goroutine; Close and SetDeadline may come from any other.
+// for one reading goroutine; Close, SetDeadline, Pause and Resume may come
+// from any other, or from a ReadFunc callback.
 type PerfReader struct {
 	array   *mapfd.Map
 	rings   []*perfRing
@@ -49,9 +60,12 @@ type perfRing struct {
 	pos, end   uint64  // read position, and the head published when we looked
 	released   uint64  // the data_tail we last stored
 	woken      bool    // epoll said the kernel woke us for it: look at the head
+	// stop mirrors the poller's closed where samples looks at less cost.
+	stop atomic.Bool
 }
 
-// Offsets of data_head and data_tail in struct perf_event_mmap_page.
+// Offsets of data_head and data_tail in struct perf_event_mmap_page: 8-byte
+// aligned in a page-aligned mapping, as 64-bit atomics need on 32-bit ports.
 const (
 	offDataHead = 1024
 	offDataTail = 1032
@@ -63,31 +77,37 @@ const (
 // index. Programs write to it with bpf_perf_event_output(ctx, array,
 // BPF_F_CURRENT_CPU, data, size).
 func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
-	if array.Type() != mapfd.PerfEventArray {
-		return nil, fmt.Errorf("perf reader: map %q is not a perf event array", array.Name())
+	r, err := newPerfReader(array, o)
+	if err != nil {
+		return nil, fmt.Errorf("perfring: perf reader: %w", err)
+	}
+	return r, nil
+}
+
+func newPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
+	if err := checkMap(array, mapfd.PerfEventArray); err != nil {
+		return nil, err
+	}
+	page := os.Getpagesize()
+	size, err := ringSize(o, page)
+	if err != nil {
+		return nil, err
 	}
 	cpus, err := mapfd.OnlineCPUs()
 	if err != nil {
 		return nil, err
 	}
 	if n := cpus[len(cpus)-1]; uint32(n) >= array.MaxEntries() {
-		return nil, fmt.Errorf("perf reader: map %q has %d entries, CPU %d is online", array.Name(), array.MaxEntries(), n)
-	}
-	page := os.Getpagesize()
-	pages := 1
-	for pages*page < max(o.RingBytes, 1) || o.RingBytes == 0 && pages*page < 256<<10 {
-		pages *= 2
-	}
-	if o.Watermark >= pages*page {
-		return nil, fmt.Errorf("perf reader: watermark %d is not below the ring size %d", o.Watermark, pages*page)
+		return nil, fmt.Errorf("map %q has %d entries, CPU %d is online", array.Name(), array.MaxEntries(), n)
 	}
 	poll, err := newPoller(len(cpus))
 	if err != nil {
 		return nil, err
 	}
 	r := &PerfReader{array: array, poll: poll, lost: make([]atomic.Uint64, len(cpus))}
+	poll.release, poll.stop = r.release, r.stop
 	for i, cpu := range cpus {
-		ring, err := openRing(cpu, pages, page, o)
+		ring, err := openRing(cpu, size, page, o)
 		if err == nil {
 			r.rings = append(r.rings, ring)
 			if err = array.SetFD(uint32(cpu), ring.fd); err == nil {
@@ -96,13 +116,45 @@ func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
 		}
 		if err != nil {
 			r.Close()
-			return nil, fmt.Errorf("perf reader: CPU %d: %w", cpu, err)
+			return nil, fmt.Errorf("CPU %d: %w", cpu, err)
 		}
 	}
 	return r, nil
 }
 
-func openRing(cpu, pages, page int, o Options) (*perfRing, error) {
+// checkMap says why m cannot be read as a map of type want.
+func checkMap(m *mapfd.Map, want mapfd.Type) error {
+	switch {
+	case m == nil:
+		return fmt.Errorf("nil map, want a %s map", want)
+	case m.Type() != want:
+		return fmt.Errorf("map %q is a %s map, want a %s map", m.Name(), m.Type(), want)
+	case m.FD() < 0:
+		return fmt.Errorf("map %q: %w", m.Name(), mapfd.ErrClosed)
+	}
+	return nil
+}
+
+// ringSize checks o and returns the size of each ring's data: RingBytes
+// rounded up to a power of two of pages.
+func ringSize(o Options, page int) (int, error) {
+	switch {
+	case o.RingBytes < 0 || o.RingBytes > maxRingBytes:
+		return 0, fmt.Errorf("RingBytes %d out of range [0, %d]", o.RingBytes, maxRingBytes)
+	case o.WakeupEvents < 0 || uint64(o.WakeupEvents) > math.MaxUint32:
+		return 0, fmt.Errorf("WakeupEvents %d out of range [0, %d]", o.WakeupEvents, uint64(math.MaxUint32))
+	}
+	want, size := int64(cmp.Or(o.RingBytes, 256<<10)), int64(page)
+	for size < want { // page and maxRingBytes are powers of two: size <= max(page, maxRingBytes)
+		size *= 2
+	}
+	if o.Watermark < 0 || int64(o.Watermark) >= size {
+		return 0, fmt.Errorf("Watermark %d out of range [0, %d): it must be below the ring's size", o.Watermark, size)
+	}
+	return int(size), nil
+}
+
+func openRing(cpu, size, page int, o Options) (*perfRing, error) {
 	attr := unix.PerfEventAttr{
 		Type:        unix.PERF_TYPE_SOFTWARE,
 		Config:      unix.PERF_COUNT_SW_BPF_OUTPUT,
@@ -118,10 +170,10 @@ func openRing(cpu, pages, page int, o Options) (*perfRing, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem, err := unix.Mmap(fd, 0, (1+pages)*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := sys.Mmap(fd, 0, page+size, unix.PROT_READ|unix.PROT_WRITE)
 	if err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("mmap of %d pages: %w", 1+pages, err)
+		return nil, fmt.Errorf("%d-byte ring: %w", size, err)
 	}
 	ring := &perfRing{cpu: cpu, fd: fd, mem: mem, data: mem[page:],
 		head: (*uint64)(unsafe.Pointer(&mem[offDataHead])), tail: (*uint64)(unsafe.Pointer(&mem[offDataTail]))}
@@ -136,17 +188,26 @@ func openRing(cpu, pages, page int, o Options) (*perfRing, error) {
 func (r *PerfReader) release() {
 	for _, ring := range r.rings {
 		r.array.ClearFD(uint32(ring.cpu))
-		unix.Munmap(ring.mem)
+		sys.Munmap(ring.mem)
 		unix.Close(ring.fd)
 	}
 	r.rings = nil
 }
 
+func (r *PerfReader) stop() {
+	for _, ring := range r.rings {
+		ring.stop.Store(true)
+	}
+}
+
 // Close stops the reader: a blocked read returns ErrClosed promptly, as do
-// later ones. The map's entries are cleared; the map stays open. Closing
-// twice is harmless.
+// later ones, and the rings are freed and the map's entries cleared once
+// no read uses them. The map stays open. Called while a ReadFunc callback
+// runs (from the callback, say), Close returns at once, and that ReadFunc
+// returns ErrClosed after the callback, freeing the rings. Closing twice
+// is harmless.
 func (r *PerfReader) Close() error {
-	r.poll.shutdown(r.release)
+	r.poll.shutdown()
 	return nil
 }
 
@@ -165,11 +226,23 @@ func (r *PerfReader) Lost() []uint64 {
 }
 
 // Pause stops the kernel writing to the rings (PERF_EVENT_IOC_PAUSE_OUTPUT,
-// 4.7); samples sent meanwhile are lost and counted. Resume undoes it.
-func (r *PerfReader) Pause() error  { return r.pause(true) }
+// 4.7); samples sent meanwhile are lost and counted. After Close it
+// returns ErrClosed.
+func (r *PerfReader) Pause() error { return r.pause(true) }
+
+// Resume undoes Pause.
 func (r *PerfReader) Resume() error { return r.pause(false) }
 
 func (r *PerfReader) pause(on bool) error {
+	p := r.poll
+	if p == nil {
+		return ErrClosed
+	}
+	p.fdMu.Lock() // the ring fds stay open meanwhile
+	defer p.fdMu.Unlock()
+	if p.closed.Load() {
+		return ErrClosed
+	}
 	var errs []error
 	for _, ring := range r.rings {
 		errs = append(errs, sys.PerfEventPauseOutput(ring.fd, on))
@@ -250,9 +323,8 @@ func (ring *perfRing) refresh() bool {
 // look refreshes the ring if the kernel woke us for it since we last
 // looked. Looking only then is what makes a watermark pay: a reader that
 // looks whenever it has caught up chases the producer's head, reading a
-// few records at a time from cache lines the producer is still writing;
-// at a 64 KiB watermark, looking only when woken cost 5-20% less CPU per
-// record. It is also how libbpf's perf_buffer__poll reads.
+// few records at a time from cache lines the producer is still writing. It
+// is also how libbpf's perf_buffer__poll reads.
 func (ring *perfRing) look() bool {
 	if !ring.woken {
 		return false
@@ -274,14 +346,21 @@ func (ring *perfRing) releaseTo(pos uint64) {
 // with every record that ring holds, in order, and returns how many it
 // delivered; the first call reads what every ring holds. Each record's
 // bytes are read in place and handed back to the kernel after f has seen
-// the ring's batch. An error from f stops the reading and is returned; the
-// record it was given counts as read, and the next call goes on from there.
+// the ring's batch. A record counts as read once f is called with it: an
+// error from f stops the reading and is returned, and so does a Close from
+// f, as ErrClosed; a panic in f goes on up. The next call goes on from the
+// next record.
 //
 // With a Watermark, records below it wake nobody: when the deadline passes
 // or ctx ends, ReadFunc reads what the rings hold before it gives up.
 func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, error) {
-	r.poll.mu.Lock()
-	defer r.poll.mu.Unlock()
+	if f == nil {
+		return 0, errNilFunc
+	}
+	if err := r.poll.enter(ctx); err != nil {
+		return 0, err
+	}
+	defer r.poll.exit()
 	for {
 		n, err := r.drain(f)
 		if n > 0 || err != nil {
@@ -295,6 +374,8 @@ func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, e
 		}
 	}
 }
+
+var errNilFunc = errors.New("perfring: ReadFunc with a nil callback")
 
 // wait waits for the kernel to wake us for a ring and marks the rings it
 // woke us for. When the wait fails (deadline, ctx, Close), it marks them
@@ -315,28 +396,37 @@ func (r *PerfReader) wait(ctx context.Context) error {
 // drain reads the rings with records left from an earlier call, and those
 // the kernel woke us for.
 func (r *PerfReader) drain(f func(Record) error) (int, error) {
-	if r.poll.closed.Load() {
+	p := r.poll
+	if p.closed.Load() {
 		return 0, ErrClosed
 	}
-	count := 0
+	count, delivering := 0, false // stored only when set: a store costs more than a load
+	var err error
 	for i, ring := range r.rings {
 		if ring.pos == ring.end && !ring.look() {
 			continue
 		}
 		if n := uint64(len(ring.data)); ring.end-ring.pos > n { // never from a sane kernel
-			err := fmt.Errorf("CPU %d: %w: %d bytes published in a ring of %d", ring.cpu, ErrCorrupt, ring.end-ring.pos, n)
+			err = fmt.Errorf("CPU %d: %w: %d bytes published in a ring of %d", ring.cpu, ErrCorrupt, ring.end-ring.pos, n)
 			ring.pos = ring.end
-			ring.releaseTo(ring.pos)
-			return count, err
+		} else {
+			if !delivering {
+				p.delivering.Store(true)
+				delivering = true
+			}
+			var k int
+			k, err = r.drainRing(i, ring, f)
+			count += k
 		}
-		k, err := r.drainRing(i, ring, f)
-		count += k
 		ring.releaseTo(ring.pos)
 		if err != nil {
-			return count, err
+			break
 		}
 	}
-	return count, nil
+	if delivering {
+		p.delivering.Store(false)
+	}
+	return count, err
 }
 
 // drainRing delivers the ring's records up to ring.end: runs of common
@@ -345,8 +435,7 @@ func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int
 	count := 0
 	for ring.pos != ring.end {
 		if off, left := ring.span(); off%8 == 0 {
-			n, k, err := samples(unsafe.Pointer(unsafe.SliceData(ring.data)), off, left, ring.cpu, f)
-			ring.pos += n
+			k, err := samples(ring, off, left, f)
 			count += k
 			if err != nil || ring.pos == ring.end {
 				return count, err
@@ -355,7 +444,9 @@ func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int
 		rec, ok, err := r.next(i, ring)
 		if err == nil && ok {
 			count++
-			err = f(rec)
+			if err = f(rec); err == nil && r.poll.closed.Load() {
+				err = ErrClosed
+			}
 		}
 		if err != nil {
 			return count, err
@@ -365,26 +456,22 @@ func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int
 }
 
 // samples delivers the common records in the span at off, stopping before
-// the first other one, and returns how many bytes and records it read.
-// off must be 8-byte aligned, as the header reads need: record sizes are
-// multiples of 8. It is a function of its own, with the checks written out
-// in the loop and positions kept as bytes left, so that little stays live
-// across the call to f: Go keeps no register across a call, and each live
-// value is reloaded after every record. BenchmarkDrain, interleaved runs:
-// 7.5 ns per record, against 8.9 with the checks in an inlined helper
-// returning the sample; a C copy of libbpf's loop takes 4.7.
+// the first other one, and returns how many it delivered. off must be
+// 8-byte aligned, as the header reads need: record sizes are multiples of
+// 8. It is a function of its own, with the checks written out in the loop,
+// so that little stays live across the call to f: Go keeps no register
+// across a call, and each live value is reloaded after every record.
+// The read position moves past each record before f sees it, and the
+// loop ends after a call to f that closed the reader.
 //
 // It also asks the CPU for the bytes prefetchAhead past those it reads, a
 // prefetchChunk at a time. The records were written on the ring's CPU and
 // usually wait in that CPU's cache, and the hardware's prefetcher, which
 // stops at each 4 KiB page, leaves most of the transfers to the loop, one
-// at a time. BenchmarkRead, 4 MiB rings, 64 KiB watermark, 20 interleaved
-// runs each: 24.0 ns per record, against 29.6 without (libbpf: 26.7 and
-// 27.7 in the same runs); with 256 KiB rings 24.0 against 28.1. Where the
-// reader runs on the ring's CPU, the records are in its own cache and the
-// prefetches are wasted: about 2 ns per record (BenchmarkDrain).
-func samples(data unsafe.Pointer, off, left uint64, cpu int, f func(Record) error) (uint64, int, error) {
-	start, count := left, 0
+// at a time. Where the reader runs on the ring's CPU, the prefetches are
+// wasted, but cost less than they save elsewhere (BENCHMARKS.md).
+func samples(ring *perfRing, off, left uint64, f func(Record) error) (int, error) {
+	data, cpu, count := unsafe.Pointer(unsafe.SliceData(ring.data)), ring.cpu, 0
 	prefetch(unsafe.Add(data, off), uintptr(min(left, prefetchAhead)))
 	for left >= 16 {
 		// A chunk of records, and the prefetch of the chunk ahead.
@@ -394,21 +481,25 @@ func samples(data unsafe.Pointer, off, left uint64, cpu int, f func(Record) erro
 			h := (*sampleHeader)(unsafe.Add(data, off))
 			size, raw := uint64(h.size), uint64(h.raw)
 			if !isSample(h.typ, size, raw, left) {
-				return start - left, count, nil
+				return count, nil
 			}
 			off += size
 			left -= size
 			count++
+			ring.pos += size
 			if err := f(Record{CPU: cpu, Sample: unsafe.Slice(&h.data[0], raw)}); err != nil {
-				return start - left, count, err
+				return count, err
+			}
+			if ring.stop.Load() {
+				return count, ErrClosed
 			}
 		}
 	}
-	return start - left, count, nil
+	return count, nil
 }
 
 // Of the distances tried, 1-8 KiB ahead in chunks of 256 bytes to 2 KiB,
-// these were among the best; all gained 10-20% from another CPU.
+// these were among the best.
 const (
 	prefetchAhead = 2048
 	prefetchChunk = 1024
@@ -430,8 +521,10 @@ func prefetchNext(data unsafe.Pointer, off, left uint64) {
 // emptied, and in the middle of a ring after a quarter of it has been
 // read.
 func (r *PerfReader) Read(ctx context.Context) (Record, error) {
-	r.poll.mu.Lock()
-	defer r.poll.mu.Unlock()
+	if err := r.poll.enter(ctx); err != nil {
+		return Record{}, err
+	}
+	defer r.poll.exit()
 	for {
 		if r.poll.closed.Load() {
 			return Record{}, ErrClosed

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -51,7 +52,8 @@ func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) *emitted {
 	typed, _ := mapfd.NewTyped[uint32, uint64](seq)
 	e := &emitted{typed}
 	e.follow(pid)
-	items := []Item{
+	group, event, check := getppidEvent()
+	items := append(check,
 		Mov64Reg(R6, R1),
 		StoreImm(BPF_W, R10, -4, 1),
 		Mov64Reg(R2, R10),
@@ -76,7 +78,7 @@ func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) *emitted {
 		StoreMem(BPF_DW, R10, -64, R7),
 		Call(BPF_FUNC_get_smp_processor_id),
 		StoreMem(BPF_DW, R10, -56, R0),
-	}
+	)
 	for i := 16; i < recordSize; i += 8 {
 		var v [8]byte
 		for j := range v {
@@ -101,12 +103,25 @@ func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) *emitted {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	l, err := prog.AttachTracepoint(p, "syscalls", "sys_enter_getppid", prog.AttachOptions{})
+	l, err := prog.AttachTracepoint(p, group, event, prog.AttachOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
 	return e
+}
+
+// getppidEvent is the tracepoint the test programs attach to, and the check
+// that starts them. In a 32-bit binary on a 64-bit kernel sys_enter_getppid
+// never fires: the per-syscall tracepoints ignore compat system calls
+// (ARCH_TRACE_IGNORE_COMPAT_SYSCALLS, kernel/trace/trace_syscalls.c). There
+// the programs attach to raw_syscalls:sys_enter, which sees every call, and
+// check its number (the long at offset 8).
+func getppidEvent() (group, event string, check []Item) {
+	if strconv.IntSize == 64 {
+		return "syscalls", "sys_enter_getppid", nil
+	}
+	return "raw_syscalls", "sys_enter", []Item{LoadMem(BPF_DW, R2, R1, 8), JumpImm(BPF_JNE, R2, unix.SYS_GETPPID, "out")}
 }
 
 // emitted controls and reads the emitter's state.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sync"
@@ -16,11 +17,18 @@ import (
 )
 
 // ErrClosed is returned by reads on a closed reader, including a read that
-// was blocked when Close was called.
+// was blocked when Close was called, and by a ReadFunc whose callback
+// called Close.
 var ErrClosed = errors.New("perfring: reader closed")
 
+// ErrReentrant is returned by Read and ReadFunc called while a ReadFunc
+// callback runs: from the callback itself, or from another goroutine
+// meanwhile (a reader is meant for one reading goroutine).
+var ErrReentrant = errors.New("perfring: Read or ReadFunc called while a ReadFunc callback runs")
+
 // poller waits on the rings' fds with one epoll, plus an eventfd that Close,
-// a cancelled context or SetDeadline write to wake a blocked reader.
+// a cancelled context or SetDeadline write to wake a blocked reader. It also
+// owns the reader's life: who may read, and when the rings are freed.
 type poller struct {
 	epfd, wakefd int
 	events       []unix.EpollEvent
@@ -28,41 +36,81 @@ type poller struct {
 	yielded      time.Duration // when epollWait last yielded to the scheduler, since epoch
 	oneP         bool          // GOMAXPROCS is 1, as of the last yield
 	waitedAt     time.Duration // when epollWait last began a wait, since epoch
-	closed       atomic.Bool
-	mu           sync.Mutex // held by a read; Close takes it to know no read uses the fds
+
+	closed     atomic.Bool
+	delivering atomic.Bool // a ReadFunc is calling its callback, which may call Close
+	mu         sync.Mutex  // held by a read; freeing the rings takes it
+	// fdMu orders wakers and Pause against the freeing: none of them
+	// touches an fd number after it is closed, and perhaps reused.
+	fdMu    sync.Mutex
+	release func() // unmaps and closes the rings; nil once done
+	stop    func() // marks the rings closed, for a loop that checks them rather than closed
 }
 
 const wakeIndex = -1 // the epoll data of the eventfd
 
 func newPoller(n int) (*poller, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("epoll_create1: %w", err)
+	p := &poller{epfd: -1, wakefd: -1, events: make([]unix.EpollEvent, n+1), release: func() {}, stop: func() {}}
+	var err error
+	if p.epfd, err = sys.EpollCreate(); err == nil {
+		if p.wakefd, err = sys.Eventfd(0, unix.EFD_NONBLOCK); err == nil {
+			err = p.add(p.wakefd, wakeIndex)
+		}
 	}
-	wakefd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		unix.Close(epfd)
-		return nil, fmt.Errorf("eventfd: %w", err)
-	}
-	p := &poller{epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, n+1)}
-	if err := p.add(wakefd, wakeIndex); err != nil {
-		p.close()
+		p.free()
 		return nil, err
 	}
 	return p, nil
 }
 
 func (p *poller) add(fd int, index int32) error {
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: index}
-	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		return fmt.Errorf("epoll_ctl: %w", err)
+	return sys.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, unix.EPOLLIN, index)
+}
+
+// wake ends a blocked wait. It may come from any goroutine at any time,
+// as when a context's AfterFunc fires late: after Close it does nothing.
+func (p *poller) wake() {
+	p.fdMu.Lock()
+	defer p.fdMu.Unlock()
+	p.wakeLocked()
+}
+
+func (p *poller) wakeLocked() {
+	if p.wakefd >= 0 {
+		sys.EventfdWrite(p.wakefd, 1)
+	}
+}
+
+// enter begins a read, or says why it cannot: the reader is closed (or a
+// zero value), or a ReadFunc callback runs, holding the read.
+func (p *poller) enter(ctx context.Context) error {
+	switch {
+	case p == nil || p.closed.Load():
+		return ErrClosed
+	case p.delivering.Load():
+		return ErrReentrant
+	case ctx == nil:
+		return errors.New("perfring: nil context")
+	}
+	p.mu.Lock()
+	if p.closed.Load() {
+		p.exit()
+		return ErrClosed
 	}
 	return nil
 }
 
-func (p *poller) wake() {
-	var one = [8]byte{1}
-	unix.Write(p.wakefd, one[:])
+// exit ends a read, also one ended by a panicking callback. If Close came
+// while the read delivered records, it left the freeing to the read.
+func (p *poller) exit() {
+	if p.delivering.Load() { // a panic left it set: a store costs more than a load
+		p.delivering.Store(false)
+	}
+	if p.closed.Load() {
+		p.free()
+	}
+	p.mu.Unlock()
 }
 
 // wait blocks until a ring fd is readable and returns how many are, their
@@ -85,7 +133,7 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 			if left <= 0 {
 				return 0, os.ErrDeadlineExceeded
 			}
-			timeout = int((left + time.Millisecond - 1) / time.Millisecond)
+			timeout = int(min((left+time.Millisecond-1)/time.Millisecond, 1<<31-1))
 		}
 		if !watched {
 			// Before blocking, have ctx wake us when it ends. That
@@ -97,13 +145,12 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("epoll_wait: %w", err)
+			return 0, fmt.Errorf("perfring: %w", err)
 		}
 		ready := 0
 		for _, ev := range p.events[:n] {
 			if ev.Fd == wakeIndex {
-				var buf [8]byte
-				unix.Read(p.wakefd, buf[:])
+				sys.EventfdRead(p.wakefd)
 				continue
 			}
 			p.events[ready] = ev
@@ -124,40 +171,25 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 // scheduler first if it has not done so for yieldEvery.
 //
 // Why yield: sysmon, the Go runtime's monitor, takes the P of a goroutine
-// in a system call at its next tick (20 µs to 10 ms on) once that goroutine
-// has run for 10 ms without passing through the scheduler, even when other
-// Ps are idle; and it does not preempt a goroutine in a system call, so
-// nothing makes it pass through (Go 1.26: retake's sysretake and
-// preemptone in runtime/proc.go). A reader that only drains and waits is
-// such a goroutine: after its first 10 ms, every wait lost its P, which
-// sysmon handed to another thread to park, and which the reader took back
-// from the idle list on waking, waking sysmon out of its deep sleep. At a
-// 64 KiB watermark that cost the runtime's other threads about 20 ns per
-// record, as much as the reading. Passing through the scheduler (goyield)
-// resets the clock.
+// in a system call at its next tick once that goroutine has run for 10 ms
+// (forcePreemptNS) without passing through the scheduler, even when other
+// Ps are idle; and it does not preempt a goroutine in a system call (Go
+// 1.26: retake in runtime/proc.go). A reader that only drains and waits is
+// such a goroutine: every wait would lose its P to another thread, and
+// take one back from the idle list on waking. Passing through the
+// scheduler (goyield) resets the clock.
 //
 // With a single P (GOMAXPROCS=1) yielding is not enough: sysmon takes the
 // P of any system call that lasts a tick, no other P being idle. There a
 // wait that is likely to last (the previous wait and the reading after it
 // did) holds the P instead, for up to holdMs (sys.EpollWaitHoldingP), and
-// other goroutines wait that long at most. At a 64 KiB watermark that took
-// the reader from 1.9 to 1.3 times libbpf's CPU per record.
+// other goroutines wait that long at most.
 //
-// What sysmon still costs: while any P is not idle (ours, in the wait), it
-// wakes every 10 ms or more often, 170-180 times in a 1.3 s benchmark run,
-// at 9-30 µs each here: 1-2.5 ns per record at a 64 KiB watermark, most of
-// what bpfkit's reader costs over libbpf's (per-thread schedstat: the
-// reading thread itself was at par with libbpf's reader). Only with every P
-// idle does it sleep for long, and for that the reader would have to park in
-// Go's netpoller, our epoll fd nested in the runtime's. That loses wake-ups:
-// perf_poll consumes a ring's pending wake-up (atomic_xchg(&rb->poll, 0),
-// kernel/events/core.c), so the runtime's epoll, checking our epoll fd,
-// swallows the event ours would have reported (TestPerfWatermark hung when
-// tried); with every ring read after any wake-up instead, parking and waking
-// through the scheduler cost the reading thread 3 ns per record more than
-// sysmon costs. Nor did waits bounded to yield in time, so that sysmon never
-// takes the P mid-run, pay: the kernel timer each such wait arms cost the
-// reader more than sysmon saved.
+// Parking in Go's netpoller instead, our epoll fd nested in the runtime's,
+// would let sysmon sleep, but it loses wake-ups: perf_poll consumes a
+// ring's pending wake-up (atomic_xchg(&rb->poll, 0), kernel/events/core.c),
+// so the runtime's epoll, checking ours, swallows the event ours would
+// have reported.
 func (p *poller) epollWait(timeout int) (int, error) {
 	now := time.Since(epoch)
 	if now-p.yielded > yieldEvery {
@@ -166,19 +198,19 @@ func (p *poller) epollWait(timeout int) (int, error) {
 		p.oneP = runtime.GOMAXPROCS(0) == 1 // it may change (Go 1.25: cgroup limits)
 	}
 	if timeout == 0 { // a look, not a wait
-		return unix.EpollWait(p.epfd, p.events, 0)
+		return sys.EpollWait(p.epfd, p.events, 0)
 	}
 	cycle := now - p.waitedAt // the previous wait, and the reading after it
 	p.waitedAt = now
 	if !p.oneP || cycle <= holdAbove {
-		return unix.EpollWait(p.epfd, p.events, timeout)
+		return sys.EpollWait(p.epfd, p.events, timeout)
 	}
 	hold := holdMs
 	if timeout > 0 && timeout < hold {
 		hold = timeout
 	}
 	n, err := sys.EpollWaitHoldingP(p.epfd, p.events, hold)
-	if err == unix.EINTR {
+	if errors.Is(err, unix.EINTR) {
 		goyield() // the runtime could not preempt us in the call
 	}
 	if err != nil || n > 0 || hold == timeout {
@@ -187,15 +219,14 @@ func (p *poller) epollWait(timeout int) (int, error) {
 	if timeout > 0 {
 		timeout -= hold
 	}
-	return unix.EpollWait(p.epfd, p.events, timeout)
+	return sys.EpollWait(p.epfd, p.events, timeout)
 }
 
 // With one P, a wait holds it (for up to holdMs) when the previous wait and
 // the reading after it lasted more than holdAbove, sysmon's shortest tick:
 // shorter waits keep the P anyway, and a held wait that sleeps costs a
-// kernel timer (epoll arms it only to sleep: after a long reading, a wait
-// that finds events at once costs nothing more held). Timing the whole
-// cycle takes one clock read per wait, not two.
+// kernel timer (epoll arms it only to sleep). Timing the whole cycle takes
+// one clock read per wait, not two.
 const (
 	holdMs    = 1
 	holdAbove = 20 * time.Microsecond
@@ -212,44 +243,72 @@ var epoch = time.Now()
 // setDeadline makes blocked and future waits return os.ErrDeadlineExceeded
 // at t; the zero t means no deadline.
 func (p *poller) setDeadline(t time.Time) {
-	if t.IsZero() {
-		p.deadline.Store(0)
-	} else {
-		p.deadline.Store(t.UnixNano())
-	}
-	p.wake()
-}
-
-// shutdown marks the poller closed, wakes a blocked read, waits until no
-// read runs, then calls release to free what reads use, and closes the
-// poller. Reads that come later find it closed and return ErrClosed.
-// Closing twice is harmless.
-func (p *poller) shutdown(release func()) {
-	if p.closed.Swap(true) {
+	if p == nil {
 		return
 	}
+	var d int64 // 0 means none: a time UnixNano cannot hold is made one it can
+	switch {
+	case t.IsZero():
+	case t.Unix() <= 0: // by 1970 (UnixNano wraps before 1678)
+		d = 1
+	case t.Unix() >= math.MaxInt64/int64(time.Second): // by 2262
+		d = math.MaxInt64
+	default:
+		d = t.UnixNano()
+	}
+	p.deadline.Store(d)
 	p.wake()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	release()
-	p.close()
 }
 
-func (p *poller) close() {
-	unix.Close(p.epfd)
-	unix.Close(p.wakefd)
+// shutdown marks the poller closed and wakes a blocked read. Then it frees
+// the rings once no read uses them, and closes the poller; but while a
+// ReadFunc delivers records, whose callback may be the caller, it leaves
+// that to the read, which frees them on its way out. Reads that come later
+// find it closed and return ErrClosed. Closing twice is harmless.
+//
+// The read stores delivering=false and then loads closed; shutdown stores
+// closed and then loads delivering. With sequentially consistent atomics,
+// at least one of them sees the other's store: the rings are freed.
+func (p *poller) shutdown() {
+	if p == nil || p.closed.Swap(true) {
+		return
+	}
+	p.fdMu.Lock()
+	p.stop()
+	p.wakeLocked()
+	p.fdMu.Unlock()
+	if p.delivering.Load() {
+		return
+	}
+	p.mu.Lock()
+	p.free()
+	p.mu.Unlock()
+}
+
+// free releases the rings and closes the poller's fds, once; the caller
+// holds mu (or is the constructor).
+func (p *poller) free() {
+	p.fdMu.Lock()
+	defer p.fdMu.Unlock()
+	if p.release != nil {
+		p.release()
+		p.release = nil
+	}
+	for _, fd := range []*int{&p.epfd, &p.wakefd} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
 }
 
 // goyield is runtime.goyield: runtime.Gosched without waking another
 // thread. Gosched puts the goroutine on the global run queue and, when a P
 // is idle, wakes a thread to look for work, which finds none and sleeps
-// again: with a reader woken every 200 µs, those threads used 4 ms of CPU
-// per second on this paravirtualized machine, where waking a thread costs
-// about 20 µs. goyield puts the goroutine on its own P's queue and wakes
-// nobody: 0.05 ms per second. The runtime keeps this symbol, with this
-// signature, for packages outside the standard library (the go:linkname
-// list of go.dev/issue/67401, used by gVisor); were it ever removed, the
-// build would fail, not misbehave.
+// again; goyield puts the goroutine on its own P's queue and wakes nobody.
+// The runtime keeps this symbol, with this signature, for packages outside
+// the standard library (the go:linkname list of go.dev/issue/67401, used
+// by gVisor); were it ever removed, the build would fail, not misbehave.
 //
 //go:linkname goyield runtime.goyield
 func goyield()

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Record is one thing a CPU's ring delivered: a sample, or a report that
@@ -112,23 +114,29 @@ const (
 
 // ringbufRecord parses the record at consumer position cons of a BPF ring
 // buffer whose data area of size n is mapped twice in a row in data (so
-// len(data) == 2n and no record wraps), with hdrLen the header's length word
-// as loaded with acquire. It returns the sample (nil for a discarded record)
-// and the space the record takes. busy is true when the producer has not
-// committed it yet.
-func ringbufRecord(data []byte, n, cons, prod uint64, hdrLen uint32) (sample []byte, size uint64, busy bool, err error) {
-	if hdrLen&ringbufBusy != 0 {
+// len(data) == 2n and no record wraps), the producer having published up
+// to prod. It returns the sample (nil for a discarded record) and the space
+// the record takes. busy is true when the producer has not committed it
+// yet.
+func ringbufRecord(data []byte, n, cons, prod uint64) (sample []byte, size uint64, busy bool, err error) {
+	avail := prod - cons
+	if n == 0 || n&(n-1) != 0 || uint64(len(data)) != 2*n || avail > n || avail < ringbufHdrSize || cons%8 != 0 {
+		return nil, 0, false, fmt.Errorf("%w: ring buffer record at %d with %d bytes published in a ring of %d", ErrCorrupt, cons, avail, n)
+	}
+	// The header's length word, with acquire: the producer clears the busy
+	// bit with release after writing the record.
+	off := cons & (n - 1)
+	hdr := atomic.LoadUint32((*uint32)(unsafe.Pointer(&data[off])))
+	if hdr&ringbufBusy != 0 {
 		return nil, 0, true, nil
 	}
-	avail := prod - cons
-	l := uint64(hdrLen &^ (ringbufBusy | ringbufDiscard))
+	l := uint64(hdr &^ (ringbufBusy | ringbufDiscard))
 	size = (l + ringbufHdrSize + 7) &^ 7
-	if n == 0 || n&(n-1) != 0 || uint64(len(data)) != 2*n || avail > n || size > avail {
-		return nil, 0, false, fmt.Errorf("%w: ring buffer record of %d bytes with %d published in a ring of %d", ErrCorrupt, l, avail, n)
+	if size > avail {
+		return nil, 0, false, fmt.Errorf("%w: ring buffer record of %d bytes with %d published", ErrCorrupt, l, avail)
 	}
-	if hdrLen&ringbufDiscard != 0 {
+	if hdr&ringbufDiscard != 0 {
 		return nil, size, false, nil
 	}
-	off := cons&(n-1) + ringbufHdrSize
-	return data[off : off+l], size, false, nil
+	return data[off+ringbufHdrSize : off+ringbufHdrSize+l], size, false, nil
 }

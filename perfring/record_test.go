@@ -92,19 +92,32 @@ func TestPerfRecordCorrupt(t *testing.T) {
 func TestRingbufRecord(t *testing.T) {
 	const n = 64
 	data := make([]byte, 2*n)
-	if _, _, busy, _ := ringbufRecord(data, n, 0, 16, ringbufBusy|8); !busy {
+	hdr := func(v uint32) { binary.NativeEndian.PutUint32(data, v) }
+	hdr(ringbufBusy | 8)
+	if _, _, busy, _ := ringbufRecord(data, n, 0, 16); !busy {
 		t.Fatal("busy record not reported busy")
 	}
+	hdr(8)
 	copy(data[8:], "payload!")
-	s, size, _, err := ringbufRecord(data, n, 0, 16, 8)
+	s, size, _, err := ringbufRecord(data, n, 0, 16)
 	if err != nil || string(s) != "payload!" || size != 16 {
 		t.Fatalf("%q %d %v", s, size, err)
 	}
-	if s, size, _, err := ringbufRecord(data, n, 0, 16, ringbufDiscard|8); s != nil || size != 16 || err != nil {
+	hdr(ringbufDiscard | 8)
+	if s, size, _, err := ringbufRecord(data, n, 0, 16); s != nil || size != 16 || err != nil {
 		t.Fatalf("discarded: %q %d %v", s, size, err)
 	}
-	if _, _, _, err := ringbufRecord(data, n, 0, 16, 100); !errors.Is(err, ErrCorrupt) {
+	hdr(100)
+	if _, _, _, err := ringbufRecord(data, n, 0, 16); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("record longer than published: %v", err)
+	}
+	// A header the reader cannot load whole and aligned: never from the
+	// kernel, whose positions are multiples of 8.
+	hdr(8)
+	for _, c := range [][2]uint64{{4, 20}, {0, 4}, {0, 2 * n}} {
+		if _, _, _, err := ringbufRecord(data, n, c[0], c[1]); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("consumer at %d, producer at %d: %v, want ErrCorrupt", c[0], c[1], err)
+		}
 	}
 }
 
@@ -151,9 +164,13 @@ func FuzzPerfRecord(f *testing.F) {
 	})
 }
 
+// FuzzRingbufRecord: the parser returns a record inside the ring, busy, or
+// ErrCorrupt for any memory and positions, and never panics.
 func FuzzRingbufRecord(f *testing.F) {
-	f.Add(make([]byte, 64), uint64(0), uint64(16), uint32(8))
-	f.Fuzz(func(t *testing.T, mem []byte, cons, prod uint64, hdr uint32) {
+	seed := make([]byte, 64)
+	binary.NativeEndian.PutUint32(seed, 8)
+	f.Add(seed, uint64(0), uint64(16))
+	f.Fuzz(func(t *testing.T, mem []byte, cons, prod uint64) {
 		n := 8
 		for n*2 <= len(mem) {
 			n *= 2
@@ -161,11 +178,11 @@ func FuzzRingbufRecord(f *testing.F) {
 		ring := make([]byte, n)
 		copy(ring, mem)
 		data := append(ring, ring...)
-		s, size, busy, err := ringbufRecord(data, uint64(n), cons, prod, hdr)
+		s, size, busy, err := ringbufRecord(data, uint64(n), cons, prod)
 		if err != nil && !errors.Is(err, ErrCorrupt) || busy && (s != nil || size != 0) {
 			t.Fatal(err)
 		}
-		if err == nil && !busy && (size > uint64(n) || uint64(len(s)) > size) {
+		if err == nil && !busy && (size > uint64(n) || uint64(len(s)) > size || len(s) > 0 && !inside(s, data)) {
 			t.Fatalf("record %d of size %d in a ring of %d", len(s), size, n)
 		}
 	})

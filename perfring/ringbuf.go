@@ -3,19 +3,22 @@ package perfring
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/bpfkit/bpfkit/mapfd"
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
 // RingBufReader reads a BPF ring buffer (BPF_MAP_TYPE_RINGBUF, 5.8), one
 // ring shared by all CPUs. Programs write with bpf_ringbuf_output or
 // bpf_ringbuf_reserve and submit. It is meant for one reading goroutine;
-// Close and SetDeadline may come from any other.
+// Close and SetDeadline may come from any other, or from a ReadFunc
+// callback.
 type RingBufReader struct {
 	poll      *poller
 	consMem   []byte  // the consumer page, which we write
@@ -35,45 +38,71 @@ type RingBufReader struct {
 // the data pages twice in a row, so a record that wraps around the end of
 // the ring is contiguous in memory: ReadFunc never copies a record.
 func NewRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
-	if m.Type() != mapfd.RingBuf {
-		return nil, fmt.Errorf("ring buffer reader: map %q is not a ring buffer", m.Name())
-	}
-	page := os.Getpagesize()
-	size := int(m.MaxEntries())
-	cons, err := unix.Mmap(m.FD(), 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	r, err := newRingBufReader(m)
 	if err != nil {
-		return nil, fmt.Errorf("ring buffer reader: mmap consumer page: %w", err)
+		return nil, fmt.Errorf("perfring: ring buffer reader: %w", err)
 	}
-	prod, err := unix.Mmap(m.FD(), int64(page), page+2*size, unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		unix.Munmap(cons)
-		return nil, fmt.Errorf("ring buffer reader: mmap producer page and data: %w", err)
-	}
-	poll, err := newPoller(1)
-	if err == nil {
-		if err = poll.add(m.FD(), 0); err != nil {
-			poll.close()
-		}
-	}
-	if err != nil {
-		unix.Munmap(cons)
-		unix.Munmap(prod)
+	return r, nil
+}
+
+func newRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
+	if err := checkMap(m, mapfd.RingBuf); err != nil {
 		return nil, err
 	}
-	r := &RingBufReader{poll: poll, consMem: cons, prodMem: prod, data: prod[page:], size: uint64(size),
+	page, size := int64(os.Getpagesize()), int64(m.MaxEntries())
+	if err := checkRingBufSize(size, page); err != nil {
+		return nil, fmt.Errorf("map %q: %w", m.Name(), err)
+	}
+	cons, err := sys.Mmap(m.FD(), 0, int(page), unix.PROT_READ|unix.PROT_WRITE)
+	if err != nil {
+		return nil, fmt.Errorf("consumer page: %w", err)
+	}
+	prod, err := sys.Mmap(m.FD(), page, int(page+2*size), unix.PROT_READ)
+	if err != nil {
+		sys.Munmap(cons)
+		return nil, fmt.Errorf("producer page and data: %w", err)
+	}
+	r := &RingBufReader{consMem: cons, prodMem: prod, data: prod[page:], size: uint64(size),
 		consPos: (*uint64)(unsafe.Pointer(&cons[0])), prodPos: (*uint64)(unsafe.Pointer(&prod[0]))}
+	if r.poll, err = newPoller(1); err != nil {
+		r.release()
+		return nil, err
+	}
+	r.poll.release = r.release
+	if err := r.poll.add(m.FD(), 0); err != nil {
+		r.Close()
+		return nil, err
+	}
 	r.pos = atomic.LoadUint64(r.consPos)
 	r.end, r.released = r.pos, r.pos
 	return r, nil
 }
 
+// checkRingBufSize says why a ring buffer of size bytes cannot be mapped:
+// the kernel makes them a power of two of pages (ringbuf_map_alloc), and
+// maps the data twice after a page of producer position.
+func checkRingBufSize(size, page int64) error {
+	switch {
+	case size < page || size&(size-1) != 0:
+		return fmt.Errorf("MaxEntries %d is not a power of two of pages (%d bytes)", size, page)
+	case page+2*size > math.MaxInt:
+		return fmt.Errorf("MaxEntries %d: twice that does not fit this 32-bit address space", size)
+	}
+	return nil
+}
+
+func (r *RingBufReader) release() {
+	sys.Munmap(r.consMem)
+	sys.Munmap(r.prodMem)
+}
+
 // Close stops the reader: a blocked read returns ErrClosed promptly, as do
-// later ones. The map stays open. Closing twice is harmless.
+// later ones, and the ring is unmapped once no read uses it. The map stays
+// open. Called while a ReadFunc callback runs (from the callback, say),
+// Close returns at once, and that ReadFunc returns ErrClosed after the
+// callback, unmapping the ring. Closing twice is harmless.
 func (r *RingBufReader) Close() error {
-	r.poll.shutdown(func() {
-		unix.Munmap(r.consMem)
-		unix.Munmap(r.prodMem)
-	})
+	r.poll.shutdown()
 	return nil
 }
 
@@ -86,13 +115,11 @@ func (r *RingBufReader) SetDeadline(t time.Time) { r.poll.setDeadline(t) }
 func (r *RingBufReader) Discarded() uint64 { return r.discarded.Load() }
 
 // next returns the next committed record, or ok=false when the next one is
-// still being written or none is published.
+// still being written or none is published. The read position moves past
+// the record it returns.
 func (r *RingBufReader) next() (rec Record, ok bool, err error) {
 	for r.pos != r.end {
-		// The header's length word, with acquire: the producer clears the
-		// busy bit with release after writing the record.
-		hdr := atomic.LoadUint32((*uint32)(unsafe.Pointer(&r.data[r.pos&(r.size-1)])))
-		sample, size, busy, err := ringbufRecord(r.data, r.size, r.pos, r.end, hdr)
+		sample, size, busy, err := ringbufRecord(r.data, r.size, r.pos, r.end)
 		if err != nil {
 			r.pos = r.end
 			return Record{}, false, err
@@ -115,10 +142,10 @@ func (r *RingBufReader) refresh() bool {
 	return r.end != r.pos
 }
 
-// release stores consumer_pos (release). The kernel wakes the reader when a
+// handBack stores consumer_pos (release). The kernel wakes the reader when a
 // record is committed at the position the consumer has reached, so the
 // position must be current before waiting.
-func (r *RingBufReader) release() {
+func (r *RingBufReader) handBack() {
 	if r.pos != r.released {
 		atomic.StoreUint64(r.consPos, r.pos)
 		r.released = r.pos
@@ -127,29 +154,21 @@ func (r *RingBufReader) release() {
 
 // ReadFunc waits until records are available, then calls f with each of
 // them, in place, and returns how many it delivered. The space is handed
-// back once, after the batch. An error from f stops the reading.
+// back once, after the batch. A record counts as read once f is called
+// with it: an error from f stops the reading and is returned, and so does
+// a Close from f, as ErrClosed; a panic in f goes on up.
 func (r *RingBufReader) ReadFunc(ctx context.Context, f func(Record) error) (int, error) {
-	r.poll.mu.Lock()
-	defer r.poll.mu.Unlock()
+	if f == nil {
+		return 0, errNilFunc
+	}
+	if err := r.poll.enter(ctx); err != nil {
+		return 0, err
+	}
+	defer r.poll.exit()
 	for {
-		if r.poll.closed.Load() {
-			return 0, ErrClosed
-		}
-		count := 0
 		if r.refresh() {
-			for {
-				rec, ok, err := r.next()
-				if err == nil && ok {
-					count++
-					err = f(rec)
-				}
-				if err != nil || !ok {
-					r.release()
-					if err != nil || count > 0 {
-						return count, err
-					}
-					break
-				}
+			if n, err := r.deliver(f); n > 0 || err != nil {
+				return n, err
 			}
 		}
 		if _, err := r.poll.wait(ctx); err != nil {
@@ -158,18 +177,42 @@ func (r *RingBufReader) ReadFunc(ctx context.Context, f func(Record) error) (int
 	}
 }
 
+// deliver calls f with the committed records up to r.end, then hands their
+// space back.
+func (r *RingBufReader) deliver(f func(Record) error) (int, error) {
+	r.poll.delivering.Store(true)
+	count := 0
+	var err error
+	for {
+		var rec Record
+		var ok bool
+		if rec, ok, err = r.next(); err != nil || !ok {
+			break
+		}
+		count++
+		if err = f(rec); err == nil && r.poll.closed.Load() {
+			err = ErrClosed
+		}
+		if err != nil {
+			break
+		}
+	}
+	r.handBack()
+	r.poll.delivering.Store(false)
+	return count, err
+}
+
 // Read returns the next record, waiting for one. Its Sample is a copy, in a
 // buffer the reader reuses, valid until the next call (ReadFunc reads in
 // place).
 func (r *RingBufReader) Read(ctx context.Context) (Record, error) {
-	r.poll.mu.Lock()
-	defer r.poll.mu.Unlock()
+	if err := r.poll.enter(ctx); err != nil {
+		return Record{}, err
+	}
+	defer r.poll.exit()
 	for {
-		if r.poll.closed.Load() {
-			return Record{}, ErrClosed
-		}
 		if r.pos-r.released >= r.size/4 {
-			r.release()
+			r.handBack()
 		}
 		if r.pos != r.end || r.refresh() {
 			rec, ok, err := r.next()
@@ -178,7 +221,7 @@ func (r *RingBufReader) Read(ctx context.Context) (Record, error) {
 				return rec, err
 			}
 		}
-		r.release()
+		r.handBack()
 		if _, err := r.poll.wait(ctx); err != nil {
 			return Record{}, err
 		}

@@ -104,7 +104,8 @@ func TestRingBufDiscard(t *testing.T) {
 	}
 	defer r.Close()
 	seq, tm := seqMap(t)
-	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "discard", License: "GPL", Insns: []Item{
+	group, event, check := getppidEvent()
+	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "discard", License: "GPL", Insns: append(check,
 		Call(BPF_FUNC_get_current_pid_tgid),
 		ALU64Imm(BPF_RSH, R0, 32),
 		JumpImm(BPF_JNE, R0, int32(os.Getpid()), "out"),
@@ -136,12 +137,12 @@ func TestRingBufDiscard(t *testing.T) {
 		Label("out"),
 		Mov64Imm(R0, 0),
 		Exit(),
-	}})
+	)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	l, err := prog.AttachTracepoint(p, "syscalls", "sys_enter_getppid", prog.AttachOptions{})
+	l, err := prog.AttachTracepoint(p, group, event, prog.AttachOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,26 +1,134 @@
 package sys
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// EpollWaitHoldingP is epoll_wait(2), as epoll_pwait with no signal mask
-// (arm64 and other newer ports have no epoll_wait), made with unix.RawSyscall6, so that
-// the Go runtime does not see the thread sleep: the goroutine keeps its P
-// (the scheduler's processor) for up to msec milliseconds, and no other
-// goroutine runs on that P meanwhile. A signal, such as the runtime's
-// preemption or the garbage collector stopping the world, ends the wait at
-// once with EINTR; the caller must then pass through the scheduler
-// (runtime.Gosched), since the runtime could not preempt it in the call.
+// EpollCreate is epoll_create1(EPOLL_CLOEXEC).
+func EpollCreate() (int, error) {
+	fd, err := traced("epoll_create1", func() string { return "EPOLL_CLOEXEC" },
+		func() (int, error) { return unix.EpollCreate1(unix.EPOLL_CLOEXEC) })
+	return newFD(fd, err, "epoll_create1")
+}
+
+// EpollCtl is epoll_ctl(2): op (EPOLL_CTL_ADD, _DEL, _MOD) on fd in epfd's
+// interest list, with events and data (the event's Fd field) as its event.
+func EpollCtl(epfd, op, fd int, events uint32, data int32) error {
+	ev := unix.EpollEvent{Events: events, Fd: data}
+	_, err := traced("epoll_ctl", func() string {
+		return fmt.Sprintf("%d, %s, %d, {events=%#x, data=%d}", epfd, lookupName(epollOps, uint32(op)), fd, events, data)
+	}, func() (int, error) { return 0, unix.EpollCtl(epfd, op, fd, &ev) })
+	return sysErr("epoll_ctl", err)
+}
+
+var epollOps = []string{"", "EPOLL_CTL_ADD", "EPOLL_CTL_DEL", "EPOLL_CTL_MOD"}
+
+// EpollWait is epoll_wait(2), as epoll_pwait with no signal mask (arm64 and
+// other newer ports have no epoll_wait): it waits up to msec milliseconds
+// (-1: no limit) and fills events. It does not allocate, even for EINTR,
+// which the Go runtime's signals cause often.
+func EpollWait(epfd int, events []unix.EpollEvent, msec int) (int, error) {
+	return epollWait(epfd, events, msec, false)
+}
+
+// EpollWaitHoldingP is EpollWait made with unix.RawSyscall6, so that the Go
+// runtime does not see the thread sleep: the goroutine keeps its P (the
+// scheduler's processor) for up to msec milliseconds, and no other goroutine
+// runs on that P meanwhile. A signal, such as the runtime's preemption or
+// the garbage collector stopping the world, ends the wait at once with
+// EINTR; the caller must then pass through the scheduler (runtime.Gosched),
+// since the runtime could not preempt it in the call.
 func EpollWaitHoldingP(epfd int, events []unix.EpollEvent, msec int) (int, error) {
+	return epollWait(epfd, events, msec, true)
+}
+
+// errEpollEINTR is EpollWait's EINTR, made once.
+var errEpollEINTR = &Error{Op: "epoll_wait", Errno: unix.EINTR}
+
+func epollWait(epfd int, events []unix.EpollEvent, msec int, holdP bool) (int, error) {
 	if len(events) == 0 {
-		return 0, unix.EINVAL
+		return 0, &Error{Op: "epoll_wait", Errno: unix.EINVAL, Hint: "no room for events"}
 	}
-	n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
-	if errno != 0 {
-		return 0, errno
+	var n int
+	_, err := traced("epoll_pwait", func() string {
+		var ready []string
+		for _, ev := range events[:n] {
+			ready = append(ready, fmt.Sprintf("{events=%#x, data=%d}", ev.Events, ev.Fd))
+		}
+		return fmt.Sprintf("%d, [%s], %d, %d, NULL", epfd, strings.Join(ready, " "), len(events), msec)
+	}, func() (int, error) {
+		var r uintptr
+		var errno unix.Errno
+		if holdP {
+			r, _, errno = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
+		} else {
+			r, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
+		}
+		if errno != 0 {
+			return -1, errno // no allocation: Go boxes values below 256 without one
+		}
+		n = int(r)
+		return n, nil
+	})
+	switch {
+	case err == nil:
+		return n, nil
+	case err == unix.EINTR:
+		return 0, errEpollEINTR
 	}
-	return int(n), nil
+	return 0, sysErr("epoll_wait", err)
+}
+
+// Eventfd is eventfd2(2) with EFD_CLOEXEC added to flags.
+func Eventfd(initval uint, flags int) (int, error) {
+	flags |= unix.EFD_CLOEXEC
+	fd, err := traced("eventfd2", func() string { return fmt.Sprintf("%d, %#x", initval, flags) },
+		func() (int, error) { return unix.Eventfd(initval, flags) })
+	return newFD(fd, err, "eventfd2")
+}
+
+// EventfdWrite adds n to eventfd fd's counter: write(2) of 8 bytes.
+func EventfdWrite(fd int, n uint64) error {
+	_, err := traced("write", func() string { return fmt.Sprintf("%d, %d, 8", fd, n) }, func() (int, error) {
+		return unix.Write(fd, unsafe.Slice((*byte)(unsafe.Pointer(&n)), 8))
+	})
+	return sysErr("eventfd write", err)
+}
+
+// EventfdRead reads and resets eventfd fd's counter: read(2) of 8 bytes.
+// A non-blocking eventfd whose counter is 0 answers EAGAIN.
+func EventfdRead(fd int) (uint64, error) {
+	var n uint64
+	_, err := traced("read", func() string { return fmt.Sprintf("%d, %d, 8", fd, n) }, func() (int, error) {
+		return unix.Read(fd, unsafe.Slice((*byte)(unsafe.Pointer(&n)), 8))
+	})
+	return n, sysErr("eventfd read", err)
+}
+
+// newFD finishes a call that makes an fd: a journal failure closes it, an
+// error becomes an *Error, and the fd is moved above 2.
+func newFD(fd int, err error, op string) (int, error) {
+	if errors.Is(err, ErrJournal) {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return -1, err
+	}
+	if err != nil {
+		return -1, &Error{Op: op, Errno: errnoOf(err)}
+	}
+	return safeFD(fd, op)
+}
+
+// sysErr makes a call's error an *Error, keeping a journal failure as it is.
+func sysErr(op string, err error) error {
+	if err == nil || errors.Is(err, ErrJournal) {
+		return err
+	}
+	return &Error{Op: op, Errno: errnoOf(err)}
 }
