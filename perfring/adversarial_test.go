@@ -305,6 +305,12 @@ func TestZeroAndClosedReaders(t *testing.T) {
 				if err := p.Resume(); !errors.Is(err, perfring.ErrClosed) {
 					t.Errorf("%s: Resume: %v", name, err)
 				}
+				if err := p.Enable(); !errors.Is(err, perfring.ErrClosed) {
+					t.Errorf("%s: Enable: %v", name, err)
+				}
+				if fds := p.FDs(); fds != nil {
+					t.Errorf("%s: FDs: %v", name, fds)
+				}
 				p.Lost()
 			} else {
 				r.(*perfring.RingBufReader).Discarded()
@@ -401,6 +407,30 @@ func TestCallbackReentry(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestHostileEvents: an event the kernel does not have, and options out of
+// range, are errors that leave nothing open.
+func TestHostileEvents(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	for _, c := range []struct {
+		ev   perfring.Event
+		o    perfring.Options
+		want string
+	}{
+		{perfring.Event{Type: unix.PERF_TYPE_TRACEPOINT, Config: 1 << 40}, perfring.Options{}, "perf_event_open"},
+		{perfring.Event{Type: 1 << 30}, perfring.Options{}, "perf_event_open"},
+		{perfring.Event{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_BPF_OUTPUT}, perfring.Options{RingBytes: -1}, "RingBytes -1 out of range"},
+	} {
+		r, err := perfring.NewEventReader(c.ev, c.o)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "perfring: event reader: ") {
+			t.Errorf("%+v %+v: %v, want an error with %q", c.ev, c.o, err, c.want)
+			if r != nil {
+				r.Close()
+			}
 		}
 	}
 }

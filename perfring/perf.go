@@ -77,17 +77,55 @@ const (
 // index. Programs write to it with bpf_perf_event_output(ctx, array,
 // BPF_F_CURRENT_CPU, data, size).
 func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
-	r, err := newPerfReader(array, o)
+	if err := checkMap(array, mapfd.PerfEventArray); err != nil {
+		return nil, fmt.Errorf("perfring: perf reader: %w", err)
+	}
+	r, err := newPerfReader(array, bpfOutput, o)
 	if err != nil {
 		return nil, fmt.Errorf("perfring: perf reader: %w", err)
 	}
 	return r, nil
 }
 
-func newPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
-	if err := checkMap(array, mapfd.PerfEventArray); err != nil {
-		return nil, err
+// Event is a perf event for NewEventReader to sample: its type and config
+// (PERF_TYPE_TRACEPOINT and the tracepoint's id, say).
+type Event struct {
+	Type   uint32
+	Config uint64
+}
+
+// bpfOutput is the event behind a perf event array.
+var bpfOutput = Event{unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_BPF_OUTPUT}
+
+// NewEventReader opens ev on every online CPU, disabled, to record each
+// hit with PERF_SAMPLE_RAW (for a tracepoint, its own record, laid out as
+// its format says) in that CPU's ring. A program attached to one of FDs
+// (prog.AttachPerfEvent) is the filter: the kernel keeps the record only
+// when it returns non-zero, and it runs for the event on every CPU, since
+// the kernel keeps a tracepoint's programs in one array for all its perf
+// events (tp_event->prog_array, since 4.15). Enable starts the events.
+func NewEventReader(ev Event, o Options) (*PerfReader, error) {
+	r, err := newPerfReader(nil, ev, o)
+	if err != nil {
+		return nil, fmt.Errorf("perfring: event reader: %w", err)
 	}
+	return r, nil
+}
+
+// FDs are the reader's perf events, one per online CPU in the order of
+// mapfd.OnlineCPUs, or nil once closed; they stay the reader's.
+func (r *PerfReader) FDs() []int {
+	var fds []int
+	r.eachRing(func(ring *perfRing) error { fds = append(fds, ring.fd); return nil })
+	return fds
+}
+
+// Enable starts the events of a NewEventReader (PERF_EVENT_IOC_ENABLE).
+func (r *PerfReader) Enable() error {
+	return r.eachRing(func(ring *perfRing) error { return sys.PerfEventEnable(ring.fd) })
+}
+
+func newPerfReader(array *mapfd.Map, ev Event, o Options) (*PerfReader, error) {
 	page := os.Getpagesize()
 	size, err := ringSize(o, page)
 	if err != nil {
@@ -97,7 +135,7 @@ func newPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := cpus[len(cpus)-1]; uint32(n) >= array.MaxEntries() {
+	if n := cpus[len(cpus)-1]; array != nil && uint32(n) >= array.MaxEntries() {
 		return nil, fmt.Errorf("map %q has %d entries, CPU %d is online", array.Name(), array.MaxEntries(), n)
 	}
 	poll, err := newPoller(len(cpus))
@@ -107,10 +145,13 @@ func newPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
 	r := &PerfReader{array: array, poll: poll, lost: make([]atomic.Uint64, len(cpus))}
 	poll.release, poll.stop = r.release, r.stop
 	for i, cpu := range cpus {
-		ring, err := openRing(cpu, size, page, o)
+		ring, err := openRing(cpu, size, page, ev, array == nil, o)
 		if err == nil {
 			r.rings = append(r.rings, ring)
-			if err = array.SetFD(uint32(cpu), ring.fd); err == nil {
+			if array != nil {
+				err = array.SetFD(uint32(cpu), ring.fd)
+			}
+			if err == nil {
 				err = poll.add(ring.fd, int32(i))
 			}
 		}
@@ -154,13 +195,16 @@ func ringSize(o Options, page int) (int, error) {
 	return int(size), nil
 }
 
-func openRing(cpu, size, page int, o Options) (*perfRing, error) {
+func openRing(cpu, size, page int, ev Event, disabled bool, o Options) (*perfRing, error) {
 	attr := unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_SOFTWARE,
-		Config:      unix.PERF_COUNT_SW_BPF_OUTPUT,
+		Type:        ev.Type,
+		Config:      ev.Config,
 		Sample_type: unix.PERF_SAMPLE_RAW,
 		Sample:      1,
 		Wakeup:      uint32(max(o.WakeupEvents, 1)),
+	}
+	if disabled {
+		attr.Bits |= unix.PerfBitDisabled
 	}
 	if o.Watermark > 0 {
 		attr.Bits |= unix.PerfBitWatermark
@@ -187,7 +231,9 @@ func openRing(cpu, size, page int, o Options) (*perfRing, error) {
 // then unmaps and closes the rings. The map itself stays the caller's.
 func (r *PerfReader) release() {
 	for _, ring := range r.rings {
-		r.array.ClearFD(uint32(ring.cpu))
+		if r.array != nil {
+			r.array.ClearFD(uint32(ring.cpu))
+		}
 		sys.Munmap(ring.mem)
 		unix.Close(ring.fd)
 	}
@@ -234,6 +280,12 @@ func (r *PerfReader) Pause() error { return r.pause(true) }
 func (r *PerfReader) Resume() error { return r.pause(false) }
 
 func (r *PerfReader) pause(on bool) error {
+	return r.eachRing(func(ring *perfRing) error { return sys.PerfEventPauseOutput(ring.fd, on) })
+}
+
+// eachRing calls f for every ring while its fd stays open, or returns
+// ErrClosed.
+func (r *PerfReader) eachRing(f func(*perfRing) error) error {
 	p := r.poll
 	if p == nil {
 		return ErrClosed
@@ -245,7 +297,7 @@ func (r *PerfReader) pause(on bool) error {
 	}
 	var errs []error
 	for _, ring := range r.rings {
-		errs = append(errs, sys.PerfEventPauseOutput(ring.fd, on))
+		errs = append(errs, f(ring))
 	}
 	return errors.Join(errs...)
 }

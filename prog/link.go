@@ -102,6 +102,25 @@ func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, 
 	return l, nil
 }
 
+// AttachPerfEvent runs p on the perf event perfFD, which the caller opened
+// and keeps (perfring.NewEventReader's, say): p must be of the type the
+// event takes (Tracepoint for a tracepoint, PerfEvent for a sampling
+// event). For a tracepoint, p's return value is a filter: the event's own
+// record is kept only when p returns non-zero. The Link holds a duplicate
+// of perfFD. With a perf link (5.15) Close detaches p; with
+// PERF_EVENT_IOC_SET_BPF p stays until every fd of the event is closed.
+func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
+	desc := fmt.Sprintf("perf event fd %d", perfFD)
+	if p.fd.Int() < 0 {
+		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, ErrClosed)
+	}
+	fd, err := sys.Dup(perfFD)
+	if err != nil {
+		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+	}
+	return attachPerf(p, fd, nil, desc, o)
+}
+
 // openTracepointEvent opens a disabled perf event on the tracepoint (or
 // tracefs kprobe or uprobe event) with the given id. For all processes (pid
 // -1) a program attached to it runs on every CPU, so the event needs only

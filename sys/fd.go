@@ -1,6 +1,8 @@
 package sys
 
 import (
+	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -29,4 +31,18 @@ func (f *FD) Close() error {
 		return nil
 	}
 	return unix.Close(int(n - 1))
+}
+
+// Dup returns a new close-on-exec fd, above 2, for the same open file as
+// fd (fcntl F_DUPFD_CLOEXEC), journaled.
+func Dup(fd int) (int, error) {
+	nfd, err := traced("fcntl", func() string { return fmt.Sprintf("%d, F_DUPFD_CLOEXEC, 3", fd) },
+		func() (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3) })
+	if err != nil {
+		if nfd >= 0 && errors.Is(err, ErrJournal) {
+			unix.Close(nfd)
+		}
+		return -1, &Error{Op: "fcntl F_DUPFD_CLOEXEC", Errno: errnoOf(err)}
+	}
+	return nfd, nil
 }

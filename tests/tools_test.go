@@ -236,3 +236,12 @@ func histSlots(text string) string {
 	}
 	return fmt.Sprint(got)
 }
+
+// waitOutput waits up to 10 s for the tool's output to satisfy ok (a
+// perf ring is read when the kernel wakes the reader).
+func waitOutput(r *running, ok func(string) bool) {
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok(r.out.String()) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,247 @@
+// Command tracex1 prints the packets one network device receives, as the
+// kernel's samples/bpf/tracex1 does, with its mechanism: the BPF program
+// is the filter of a perf event on net:netif_receive_skb. For each packet
+// the kernel runs it, and keeps the tracepoint's own record (its
+// PERF_SAMPLE_RAW sample) in the perf event's ring only when the program
+// returns 1: when the packet's device is the one asked for. tracex1 reads
+// the rings with perfring and decodes each record with the tracepoint's
+// parsed format. With -printk the program instead calls bpf_trace_printk,
+// and tracex1 prints what it wrote, read back from tracefs's trace_pipe.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/bpfkit/bpfkit/cmd/internal/tool"
+	. "github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/perfring"
+	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/tracefs"
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	t := tool.New("tracex1", "the packets a network device receives (net:netif_receive_skb), filtered in the kernel by a BPF program",
+		"[-dev NAME] [-printk] [-json] [interval [count]]",
+		"tracex1                  # packets received on lo, until Ctrl-C",
+		"tracex1 -dev eth0 1 10   # on eth0, for ten seconds",
+		"tracex1 -printk          # through bpf_trace_printk and trace_pipe, as the kernel's sample",
+	).Periodic(time.Second)
+	dev := t.Flags.String("dev", "lo", "the network device `NAME`")
+	printk := t.Flags.Bool("printk", false, "print through bpf_trace_printk and tracefs's trace_pipe instead of a perf ring")
+	t.ParseOrExit()
+	if *dev == "" || len(*dev) > unix.IFNAMSIZ-1 || strings.ContainsAny(*dev, "/%: \t\n\x00") {
+		t.Exit(tool.Usagef("-dev %q: not a network device name", *dev))
+	}
+	if *printk && t.JSON {
+		t.Exit(tool.Usagef("-printk prints trace_pipe's lines: not with -json"))
+	}
+	ctx, stop := tool.Context()
+	defer stop()
+	if t.Count > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(t.Count)*t.Interval)
+		defer cancel()
+	}
+	t.Exit(run(ctx, t, *dev, *printk))
+}
+
+func run(ctx context.Context, t *tool.Tool, dev string, printk bool) error {
+	if err := t.NeedRoot(); err != nil {
+		return err
+	}
+	if _, err := net.InterfaceByName(dev); err != nil {
+		return fmt.Errorf("no network device %q: %w", dev, err)
+	}
+	format, err := tracefs.TracepointFormat("net", "netif_receive_skb")
+	if err != nil {
+		return err
+	}
+	name, err := format.Field("name")
+	if err != nil {
+		return err
+	}
+	length, err := format.Field("len")
+	if err != nil {
+		return err
+	}
+	filter, err := devFilter(name, dev)
+	if err != nil {
+		return err
+	}
+	if printk {
+		return traceprintk(ctx, t, filter, length, dev)
+	}
+
+	// The filter: keep the record (1) for dev's packets, drop it (0) else.
+	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "tracex1", License: "GPL",
+		Insns: append(filter, Mov64Imm(R0, 1), Exit(), Label("other"), Mov64Imm(R0, 0), Exit())})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	r, err := perfring.NewEventReader(perfring.Event{Type: unix.PERF_TYPE_TRACEPOINT, Config: format.ID}, perfring.Options{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	// One attachment filters the event on every CPU (NewEventReader says why).
+	l, err := prog.AttachPerfEvent(p, r.FDs()[0], prog.AttachOptions{})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if err := r.Enable(); err != nil {
+		return err
+	}
+	if !t.JSON {
+		fmt.Fprintf(t.Stdout, "packets received on %s; Ctrl-C to stop\n%-12s %3s %-16s %6s\n", dev, "TIME", "CPU", "DEVICE", "LEN")
+	}
+	var packets, lost uint64
+	for {
+		_, err := r.ReadFunc(ctx, func(rec perfring.Record) error {
+			if rec.Lost > 0 {
+				lost += rec.Lost
+				if !t.JSON {
+					fmt.Fprintf(t.Stdout, "lost %d records on CPU %d: the perf ring was full\n", rec.Lost, rec.CPU)
+				}
+				return nil
+			}
+			d, n, err := decode(rec.Sample, name, length)
+			if err != nil {
+				return err
+			}
+			packets++
+			if t.JSON {
+				return t.Emit(struct {
+					Time   string `json:"time"`
+					CPU    int    `json:"cpu"`
+					Device string `json:"device"`
+					Len    uint32 `json:"len"`
+				}{time.Now().Format(time.RFC3339Nano), rec.CPU, d, n})
+			}
+			_, err = fmt.Fprintf(t.Stdout, "%-12s %3d %-16s %6d\n", time.Now().Format("15:04:05.000"), rec.CPU, d, n)
+			return err
+		})
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !t.JSON {
+		fmt.Fprintf(t.Stdout, "%d packets", packets)
+		if lost > 0 {
+			fmt.Fprintf(t.Stdout, ", %d records lost", lost)
+		}
+		fmt.Fprintln(t.Stdout)
+	}
+	return nil
+}
+
+// devFilter returns instructions that fall through when the record's
+// device name is dev, and jump to "other" when it is not. The name is a
+// __data_loc string: the 32 bits at its offset hold where it lies in the
+// record (low 16) and its length with the NUL (high 16). A tracepoint
+// program may not read its record at a variable offset, so the name is
+// copied to the stack with bpf_probe_read_kernel and compared 8 bytes at a
+// time, masked to the length of dev and its NUL.
+func devFilter(name tracefs.Field, dev string) ([]Item, error) {
+	if !name.DataLoc {
+		return nil, fmt.Errorf("netif_receive_skb's name is %s, not a __data_loc string", name.Type)
+	}
+	var want [16]byte
+	copy(want[:], dev)
+	items := []Item{
+		Mov64Reg(R6, R1),
+		LoadMem(BPF_W, R3, R6, int16(name.Offset)),
+		Mov64Reg(R4, R3), ALU64Imm(BPF_RSH, R4, 16), JumpImm(BPF_JNE, R4, int32(len(dev)+1), "other"),
+		ALU64Imm(BPF_AND, R3, 0xffff), ALU64Reg(BPF_ADD, R3, R6),
+		Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -16), Mov64Imm(R2, 16), Call(BPF_FUNC_probe_read_kernel),
+		JumpImm(BPF_JNE, R0, 0, "other"),
+	}
+	for w := range 2 {
+		var mask [8]byte
+		for i := range mask {
+			if w*8+i <= len(dev) {
+				mask[i] = 0xff
+			}
+		}
+		items = append(items, LoadMem(BPF_DW, R1, R10, int16(-16+8*w)),
+			LoadImm64(R2, int64(binary.NativeEndian.Uint64(mask[:]))), ALU64Reg(BPF_AND, R1, R2),
+			LoadImm64(R2, int64(binary.NativeEndian.Uint64(want[8*w:]))), JumpReg(BPF_JNE, R1, R2, "other"))
+	}
+	return items, nil
+}
+
+// decode reads the device name and length from a netif_receive_skb record.
+func decode(rec []byte, name, length tracefs.Field) (string, uint32, error) {
+	if len(rec) < name.Offset+4 || len(rec) < length.Offset+4 {
+		return "", 0, fmt.Errorf("a netif_receive_skb record of %d bytes", len(rec))
+	}
+	loc := binary.NativeEndian.Uint32(rec[name.Offset:])
+	off, n := int(loc&0xffff), int(loc>>16)
+	if off+n > len(rec) {
+		return "", 0, fmt.Errorf("the device name lies outside its record")
+	}
+	return unix.ByteSliceToString(rec[off : off+n]), binary.NativeEndian.Uint32(rec[length.Offset:]), nil
+}
+
+// traceprintk attaches a program that prints the length of dev's packets
+// with bpf_trace_printk, and copies trace_pipe's lines to stdout.
+func traceprintk(ctx context.Context, t *tool.Tool, filter []Item, length tracefs.Field, dev string) error {
+	format := fmt.Sprintf("tracex1: dev %s len %%u\n", dev)
+	b := make([]byte, (len(format)+1+7)&^7)
+	copy(b, format)
+	items := filter
+	for i := 0; i < len(b); i += 8 {
+		items = append(items, LoadImm64(R1, int64(binary.NativeEndian.Uint64(b[i:]))), StoreMem(BPF_DW, R10, int16(-len(b)+i), R1))
+	}
+	loadLen, err := tool.LoadField(R3, R6, length)
+	if err != nil {
+		return err
+	}
+	items = append(items, loadLen, Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, int32(-len(b))), Mov64Imm(R2, int32(len(format)+1)),
+		Call(BPF_FUNC_trace_printk), Label("other"), Mov64Imm(R0, 0), Exit())
+	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "tracex1_printk", License: "GPL", Insns: items})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	dir, err := tracefs.Path()
+	if err != nil {
+		return err
+	}
+	// trace_pipe can be polled: Go's poller makes Close end a blocked Read.
+	pipe, err := os.Open(dir + "/trace_pipe")
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { pipe.Close() })
+	defer stop()
+	l, err := prog.AttachTracepoint(p, "net", "netif_receive_skb", prog.AttachOptions{})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	fmt.Fprintf(t.Stdout, "bpf_trace_printk lines from %s/trace_pipe; Ctrl-C to stop\n", dir)
+	s := bufio.NewScanner(pipe)
+	for s.Scan() {
+		if strings.Contains(s.Text(), "tracex1: ") {
+			fmt.Fprintln(t.Stdout, s.Text())
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return s.Err()
+}

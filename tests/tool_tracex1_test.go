@@ -1,0 +1,83 @@
+package tests
+
+import (
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/bpfkit/bpfkit/internal/testutil"
+)
+
+// sendLo sends n datagrams of 777 bytes to a socket listening on
+// 127.0.0.1: n packets of 805 bytes (IP and UDP headers on top) received
+// on lo, and nothing else (no ICMP errors, the port being open).
+func sendLo(t *testing.T, n int) {
+	t.Helper()
+	rcv, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	snd, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Close()
+	for range n {
+		if _, err := snd.WriteTo(make([]byte, 777), rcv.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// count805 counts the lines that report a packet of 805 bytes on lo.
+func count805(out string) int {
+	n := 0
+	for line := range strings.SplitSeq(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[len(f)-1] == "805" && (f[len(f)-2] == "lo" || f[len(f)-2] == "len") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestTracex1: 25 datagrams on lo are 25 records kept by the filter
+// program, with their length, through the perf ring and, with -printk,
+// through bpf_trace_printk and trace_pipe.
+func TestTracex1(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, args := range [][]string{{"60"}, {"-printk", "60"}} {
+		r := startTool(t, "tracex1", args...)
+		r.waitFor("Ctrl-C to stop")
+		sendLo(t, 25)
+		waitOutput(r, func(out string) bool { return count805(out) >= 25 })
+		out := r.stop()
+		if n := count805(out); n != 25 {
+			t.Fatalf("tracex1 %q: %d packets of 805 bytes on lo, want 25:\n%s", args, n, out)
+		}
+	}
+}
+
+// TestTracex1Filter: watching another device, the filter drops every
+// packet of lo.
+func TestTracex1Filter(t *testing.T) {
+	testutil.RequireRoot(t)
+	ifs, _ := net.Interfaces()
+	other := ""
+	for _, i := range ifs {
+		if i.Name != "lo" {
+			other = i.Name
+		}
+	}
+	if other == "" {
+		t.Skip("no network device but lo")
+	}
+	r := startTool(t, "tracex1", "-dev", other, "60")
+	r.waitFor("Ctrl-C to stop")
+	sendLo(t, 25)
+	out := r.stop()
+	if strings.Contains(out, " lo ") || !strings.Contains(out, "\n0 packets") && strings.Contains(out, "805") {
+		t.Fatalf("tracex1 -dev %s printed lo's packets:\n%s", other, out)
+	}
+}
