@@ -95,12 +95,13 @@ func startTool(t *testing.T, name string, args ...string) *running {
 	return r
 }
 
-// waitFor waits until the tool's output holds s (it has attached, say),
+// waitFor waits until the tool's output, or with -json its stderr, holds s
+// (it has attached, say),
 // failing the test if it exits or takes longer than a minute.
 func (r *running) waitFor(s string) {
 	r.t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(r.out.String(), s) {
+	for !strings.Contains(r.out.String(), s) && !strings.Contains(r.err.String(), s) {
 		select {
 		case <-r.done:
 			r.t.Fatalf("%s exited %d before printing %q:\n%s%s", r.cmd.Path, r.status, s, r.out.String(), r.err.String())

@@ -90,9 +90,9 @@ func (d *dropmon) stream(ctx context.Context, format *tracefs.Format) error {
 	var mono unix.Timespec
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
 	boot := time.Now().Add(-time.Duration(mono.Nano()))
+	d.t.Started("streaming drops at skb:kfree_skb")
 	if !d.t.JSON {
-		fmt.Fprintf(d.t.Stdout, "streaming drops at skb:kfree_skb; Ctrl-C to stop\n%-12s %3s %7s %-16s %-6s %-18s %s\n",
-			"TIME", "CPU", "PID", "COMM", "PROTO", "REASON", "LOCATION")
+		fmt.Fprintf(d.t.Stdout, "%-12s %3s %7s %-16s %-6s %-18s %s\n", "TIME", "CPU", "PID", "COMM", "PROTO", "REASON", "LOCATION")
 	}
 	var drops, lost uint64
 	for {

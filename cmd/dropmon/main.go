@@ -174,9 +174,7 @@ func (d *dropmon) count(ctx context.Context) error {
 	if d.o.stacks {
 		what += " by kernel stack"
 	}
-	if !d.t.JSON {
-		fmt.Fprintf(d.t.Stdout, "counting %s; Ctrl-C to stop\n", what)
-	}
+	d.t.Started("counting %s", what)
 	seen := map[key]uint64{}
 	return d.t.Every(ctx, func(final bool) error {
 		rows, err := d.rows(counts, stacks, seen)

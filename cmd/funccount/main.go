@@ -143,13 +143,11 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, maxEvents int) error {
 		links = append(links, l)
 	}
 
-	if !t.JSON {
-		how := fmt.Sprintf("one program, %d attachments told apart by bpf_cookie", len(events))
-		if !cookies {
-			how = fmt.Sprintf("this kernel has no BPF perf links (Linux 5.15 adds them, with bpf_cookie): one program per event, %d", len(events))
-		}
-		fmt.Fprintf(t.Stdout, "counting %d events (%s); Ctrl-C to stop\n", len(events), how)
+	how := fmt.Sprintf("one program, %d attachments told apart by bpf_cookie", len(events))
+	if !cookies {
+		how = fmt.Sprintf("this kernel has no BPF perf links (Linux 5.15 adds them, with bpf_cookie): one program per event, %d", len(events))
 	}
+	t.Started("counting %d events (%s)", len(events), how)
 	ncpu, err := mapfd.PossibleCPUs()
 	if err != nil {
 		return err

@@ -102,8 +102,9 @@ func run(ctx context.Context, t *tool.Tool, dev string, printk bool) error {
 	if err := r.Enable(); err != nil {
 		return err
 	}
+	t.Started("packets received on %s", dev)
 	if !t.JSON {
-		fmt.Fprintf(t.Stdout, "packets received on %s; Ctrl-C to stop\n%-12s %3s %-16s %6s\n", dev, "TIME", "CPU", "DEVICE", "LEN")
+		fmt.Fprintf(t.Stdout, "%-12s %3s %-16s %6s\n", "TIME", "CPU", "DEVICE", "LEN")
 	}
 	var packets, lost uint64
 	for {
@@ -233,7 +234,7 @@ func traceprintk(ctx context.Context, t *tool.Tool, filter []Item, length tracef
 		return err
 	}
 	defer l.Close()
-	fmt.Fprintf(t.Stdout, "bpf_trace_printk lines from %s/trace_pipe; Ctrl-C to stop\n", dir)
+	t.Started("bpf_trace_printk lines from %s/trace_pipe", dir)
 	s := bufio.NewScanner(pipe)
 	for s.Scan() {
 		if strings.Contains(s.Text(), "tracex1: ") {

@@ -106,9 +106,7 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, top int) error {
 		defer l.Close()
 	}
 
-	if !t.JSON {
-		fmt.Fprintln(t.Stdout, "counting freed packets (skb:kfree_skb) and write() sizes; Ctrl-C to stop")
-	}
+	t.Started("counting freed packets (skb:kfree_skb) and write() sizes")
 	seenFreed := map[uint64]uint64{}
 	var seenSizes [slots]uint64
 	ncpu, err := mapfd.PossibleCPUs()

@@ -151,9 +151,7 @@ func run(ctx context.Context, t *tool.Tool, filter uint32, color bool) error {
 	}
 
 	h := &heatmap{lat: lat, color: color, out: t.Stdout, width: 60}
-	if !t.JSON {
-		fmt.Fprintf(t.Stdout, "block I/O latency: one column per %v, darker is more requests of that latency; Ctrl-C to stop\n", t.Interval)
-	}
+	t.Started("block I/O latency: one column per %v, darker is more requests of that latency", t.Interval)
 	err = t.Every(ctx, func(final bool) error {
 		col, err := h.read()
 		if err != nil {

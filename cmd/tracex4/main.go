@@ -94,9 +94,7 @@ func run(ctx context.Context, t *tool.Tool, pid uint32) error {
 		defer l.Close()
 	}
 
-	if !t.JSON {
-		fmt.Fprintf(t.Stdout, "counting the sizes of %s, asked and written; Ctrl-C to stop\n", fn)
-	}
+	t.Started("counting the sizes of %s, asked and written", fn)
 	ncpu, err := mapfd.PossibleCPUs()
 	if err != nil {
 		return err

@@ -250,3 +250,15 @@ func Detach[C Closer](cs []C) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// Started says, once everything is attached, what the tool watches and
+// that Ctrl-C stops it: on stdout, or with -json on stderr (stdout being
+// JSON only).
+func (t *Tool) Started(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...) + "; Ctrl-C to stop\n"
+	if t.JSON {
+		fmt.Fprintf(t.Stderr, "%s: %s", t.Name, msg)
+		return
+	}
+	io.WriteString(t.Stdout, msg)
+}
