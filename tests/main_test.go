@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
 )
@@ -20,23 +21,35 @@ func TestMain(m *testing.M) {
 
 // writer is this binary run as a workload (BPFKIT_TEST_WRITER=100,5000,...):
 // once a line arrives on stdin it calls getppid BPFKIT_TEST_GETPPID times,
-// writes those many bytes to /dev/null, one write(2) each, and exits.
+// opens /dev/null and /dev/zero, reads 123 bytes of zeros, writes those
+// many bytes of 'x' to /dev/null, one write(2) each, BPFKIT_TEST_GAP apart,
+// and exits.
 func writer(sizes string) int {
 	bufio.NewReader(os.Stdin).ReadString('\n')
 	n, _ := strconv.Atoi(os.Getenv("BPFKIT_TEST_GETPPID"))
 	for range n {
 		syscall.Getppid()
 	}
+	gap, _ := time.ParseDuration(os.Getenv("BPFKIT_TEST_GAP"))
 	null, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
 	if err != nil {
 		return 1
 	}
+	zero, err := os.Open("/dev/zero")
+	if err != nil {
+		return 1
+	}
 	buf := make([]byte, 1<<20)
+	zero.Read(buf[:123])
+	for i := range buf {
+		buf[i] = 'x'
+	}
 	for s := range strings.SplitSeq(sizes, ",") {
 		n, err := strconv.Atoi(s)
 		if err != nil || n > len(buf) {
 			return 1
 		}
+		time.Sleep(gap)
 		null.Write(buf[:n])
 	}
 	return 0

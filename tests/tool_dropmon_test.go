@@ -132,7 +132,7 @@ func TestDropmonMetrics(t *testing.T) {
 // it needs root and which capabilities, and exits 1, before loading.
 func TestToolsNeedRoot(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, tool := range []string{"dropmon", "tracex2", "tracex3", "tracex4", "funccount"} {
+	for _, tool := range []string{"dropmon", "tracex1", "tracex2", "tracex3", "tracex4", "tracex5", "funccount"} {
 		args := map[string][]string{"funccount": {"syscalls:sys_enter_getppid"}}[tool]
 		cmd := exec.Command(toolPath(t, tool), args...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -151,7 +151,7 @@ func TestToolsNeedRoot(t *testing.T) {
 // TestToolsHelp: -h prints the description, the flags and examples, and
 // exits 0.
 func TestToolsHelp(t *testing.T) {
-	for _, tool := range []string{"dropmon", "tracex2", "tracex3", "tracex4", "funccount"} {
+	for _, tool := range []string{"dropmon", "tracex1", "tracex2", "tracex3", "tracex4", "tracex5", "funccount"} {
 		out, _, status := runTool(t, tool, "-h")
 		if status != 0 || !strings.HasPrefix(out, tool+": ") || !strings.Contains(out, "\nflags:\n") ||
 			strings.Count(out[strings.Index(out, "examples:"):], "\n  "+tool) < 2 {

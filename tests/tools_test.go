@@ -194,13 +194,18 @@ func writerProcess(t *testing.T, sizes ...int) (pid int, write func()) {
 
 // workload is writerProcess calling getppid n times before it writes.
 func workload(t *testing.T, getppid int, sizes ...int) (pid int, write func()) {
+	return spacedWorkload(t, getppid, 0, sizes...)
+}
+
+// spacedWorkload is workload with gap between the writes.
+func spacedWorkload(t *testing.T, getppid int, gap time.Duration, sizes ...int) (pid int, write func()) {
 	t.Helper()
 	var list []string
 	for _, s := range sizes {
 		list = append(list, strconv.Itoa(s))
 	}
 	w := exec.Command(os.Args[0])
-	w.Env = append(os.Environ(), "BPFKIT_TEST_WRITER="+strings.Join(list, ","), "BPFKIT_TEST_GETPPID="+strconv.Itoa(getppid))
+	w.Env = append(os.Environ(), "BPFKIT_TEST_WRITER="+strings.Join(list, ","), "BPFKIT_TEST_GETPPID="+strconv.Itoa(getppid), "BPFKIT_TEST_GAP="+gap.String())
 	stdin, err := w.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
