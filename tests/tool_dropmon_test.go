@@ -105,6 +105,7 @@ func TestDropmonMetrics(t *testing.T) {
 	testutil.RequireRoot(t)
 	r := startTool(t, "dropmon", "-listen", "127.0.0.1:0", "60")
 	r.waitFor("Ctrl-C to stop")
+	r.waitFor("/metrics\n") // stderr's line, which stdout's may overtake
 	addr := strings.Fields(r.err.String()[strings.Index(r.err.String(), "http://"):])[0]
 	dropUDP(t, 100)
 	time.Sleep(100 * time.Millisecond)
