@@ -47,12 +47,17 @@ test-vm:
 # Benchmarks, each beside its reference in the same run: maps and loads
 # beside a bare system call ("x-bare" is bpfkit's time over the bare
 # call's), the perf and ring buffer readers beside libbpf's (built from
-# perfring/testdata with gcc and Debian's libbpf-dev, installed if missing).
+# perfring/testdata with gcc and Debian's libbpf-dev, installed if missing),
+# the tools' programs beside bpftrace's one-liners (Debian's bpftrace), and
+# dropmon's size beside a binary with the same standard imports.
 # tests/bench/run.sh writes the figures to BENCHMARKS.md.
 bench:
 	@command -v gcc >/dev/null && [ -e /usr/include/bpf/libbpf.h ] || \
 	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc libc6-dev libbpf-dev >/dev/null; } || \
 	  echo "bench: no gcc or libbpf-dev: the perf reader runs without libbpf beside it"
+	@command -v bpftrace >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends bpftrace >/dev/null; } || \
+	  echo "bench: no bpftrace: the tools' costs are measured without it beside them"
 	GO=$(GO) tests/bench/run.sh
 
 # A short run of every fuzz target.

@@ -83,3 +83,22 @@ func (i *Info) Listing() string {
 		return name
 	})
 }
+
+// Stats is BPF_ENABLE_STATS (5.8): while it is open the kernel counts the
+// runs and the run time of every program (Info's RunCount and RunTime),
+// as kernel.bpf_stats_enabled does, at a small cost per run.
+type Stats struct{ fd sys.FD }
+
+// EnableStats turns the statistics on until Close.
+func EnableStats() (*Stats, error) {
+	fd, err := sys.EnableStats(&sys.EnableStatsAttr{Type: 0}) // BPF_STATS_RUN_TIME
+	if err != nil {
+		return nil, fmt.Errorf("prog: enable statistics: %w", err)
+	}
+	s := &Stats{}
+	s.fd.Set(fd)
+	return s, nil
+}
+
+// Close turns the statistics off, unless something else keeps them on.
+func (s *Stats) Close() error { return s.fd.Close() }

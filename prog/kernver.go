@@ -2,6 +2,7 @@ package prog
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -43,7 +44,11 @@ func vdsoVersion() (uint32, error) {
 	if _, err := mem.ReadAt(image, int64(start)); err != nil {
 		return 0, fmt.Errorf("read vDSO: %w", err)
 	}
-	notes, err := elfNotes(image)
+	f, err := readELF(bytes.NewReader(image))
+	if err != nil {
+		return 0, fmt.Errorf("vDSO: %w", err)
+	}
+	notes, err := f.notes()
 	if err != nil {
 		return 0, fmt.Errorf("vDSO: %w", err)
 	}
@@ -53,50 +58,6 @@ func vdsoVersion() (uint32, error) {
 		}
 	}
 	return 0, errors.New("vDSO has no Linux version note")
-}
-
-// elfNotes returns the PT_NOTE segments of the little-endian ELF image
-// (ELF64, or ELF32 for a 32-bit process), read by hand: debug/elf would
-// cost every program that loads anything a third of a megabyte.
-func elfNotes(b []byte) ([][]byte, error) {
-	le := binary.LittleEndian
-	if len(b) < 52 || string(b[:4]) != "\x7fELF" || b[5] != 1 {
-		return nil, errors.New("not a little-endian ELF image")
-	}
-	// e_phoff, e_phentsize, e_phnum; then p_offset and p_filesz in each
-	// program header.
-	wide := b[4] == 2
-	phoff, entsize, num := uint64(le.Uint32(b[28:])), uint64(le.Uint16(b[42:])), uint64(le.Uint16(b[44:]))
-	if wide {
-		if len(b) < 64 {
-			return nil, errors.New("short ELF64 header")
-		}
-		phoff, entsize, num = le.Uint64(b[32:]), uint64(le.Uint16(b[54:])), uint64(le.Uint16(b[56:]))
-	}
-	minSize := uint64(32) // sizeof(Elf32_Phdr), Elf64_Phdr is 56
-	if wide {
-		minSize = 56
-	}
-	var notes [][]byte
-	for i := range num {
-		at := phoff + i*entsize
-		if entsize < minSize || at > uint64(len(b)) || uint64(len(b))-at < entsize {
-			return nil, errors.New("program headers outside the image")
-		}
-		ph := b[at:]
-		if le.Uint32(ph) != 4 { // PT_NOTE
-			continue
-		}
-		off, size := uint64(le.Uint32(ph[4:])), uint64(le.Uint32(ph[16:]))
-		if wide {
-			off, size = le.Uint64(ph[8:]), le.Uint64(ph[32:])
-		}
-		if off > uint64(len(b)) || size > uint64(len(b))-off {
-			return nil, errors.New("note segment outside the image")
-		}
-		notes = append(notes, b[off:off+size])
-	}
-	return notes, nil
 }
 
 // linuxNote finds the note named "Linux" of type 0 whose 4-byte descriptor

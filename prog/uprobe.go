@@ -1,8 +1,8 @@
 package prog
 
 import (
-	"debug/elf"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -45,12 +45,7 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 	}
 	// The kernel probes any file; a program meant for an executable that
 	// is not one is a mistake to report, not to attach.
-	f, err := elf.Open(abs)
-	if err != nil {
-		return fail(fmt.Errorf("not an ELF binary: %w", err))
-	}
-	off, err := fileOffset(f, o.Symbol, o.Offset)
-	f.Close()
+	off, err := fileOffset(abs, o.Symbol, o.Offset)
 	if err != nil {
 		return fail(err)
 	}
@@ -67,12 +62,7 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 // take: the symbol's address less its segment's address plus the segment's
 // offset in the file.
 func SymbolOffset(path, symbol string) (uint64, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("uprobe target %s: %w", path, err)
-	}
-	defer f.Close()
-	off, err := fileOffset(f, symbol, 0)
+	off, err := fileOffset(path, symbol, 0)
 	if err != nil {
 		return 0, fmt.Errorf("uprobe target %s: %w", path, err)
 	}
@@ -84,26 +74,39 @@ func SymbolOffset(path, symbol string) (uint64, error) {
 // function (when its size is known) and in the file part of an executable
 // PT_LOAD segment: a uprobe anywhere else is accepted by the kernel and
 // never fires.
-func fileOffset(f *elf.File, symbol string, off uint64) (uint64, error) {
+func fileOffset(path, symbol string, off uint64) (uint64, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer file.Close()
+	// The kernel probes any file; a program meant for an executable that
+	// is not one is a mistake to report, not to attach.
+	f, err := readELF(file)
+	if err != nil {
+		return 0, fmt.Errorf("not an ELF binary: %w", err)
+	}
 	addr, isAddr := off, symbol != ""
 	if isAddr {
-		s, err := funcSymbol(f, symbol)
-		if err != nil {
+		s, found, err := f.funcSymbol(symbol)
+		switch {
+		case err != nil:
 			return 0, err
+		case !found:
+			return 0, fmt.Errorf("no function symbol %q (a stripped binary needs an offset)", symbol)
+		case s.size != 0 && off >= s.size || s.value+off < s.value:
+			return 0, fmt.Errorf("%w: offset %#x is outside %s (%d bytes)", tracefs.ErrInvalid, off, symbol, s.size)
 		}
-		if s.Size != 0 && off >= s.Size || s.Value+off < s.Value {
-			return 0, fmt.Errorf("%w: offset %#x is outside %s (%d bytes)", tracefs.ErrInvalid, off, symbol, s.Size)
-		}
-		addr = s.Value + off
+		addr = s.value + off
 	}
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 {
+	for _, p := range f.progs {
+		if p.typ != ptLoad || p.flags&pfX == 0 {
 			continue
 		}
-		if isAddr && addr >= p.Vaddr && addr-p.Vaddr < p.Filesz {
-			return addr - p.Vaddr + p.Off, nil
+		if isAddr && addr >= p.vaddr && addr-p.vaddr < p.filesz {
+			return addr - p.vaddr + p.off, nil
 		}
-		if !isAddr && addr >= p.Off && addr-p.Off < p.Filesz {
+		if !isAddr && addr >= p.off && addr-p.off < p.filesz {
 			return addr, nil
 		}
 	}
@@ -112,16 +115,4 @@ func fileOffset(f *elf.File, symbol string, off uint64) (uint64, error) {
 		what = fmt.Sprintf("%s+%#x", symbol, off)
 	}
 	return 0, fmt.Errorf("%w: %s is in no executable segment of the file", tracefs.ErrInvalid, what)
-}
-
-func funcSymbol(f *elf.File, symbol string) (elf.Symbol, error) {
-	for _, get := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
-		syms, _ := get()
-		for _, s := range syms {
-			if s.Name == symbol && elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-				return s, nil
-			}
-		}
-	}
-	return elf.Symbol{}, fmt.Errorf("no function symbol %q (a stripped binary needs an offset)", symbol)
 }

@@ -14,7 +14,7 @@ import (
 
 // loopDevice attaches a 16 MiB file to a free loop device and returns its
 // path and minor number; it is detached when the test ends.
-func loopDevice(t *testing.T) (string, int) {
+func loopDevice(t testing.TB) (string, int) {
 	t.Helper()
 	backing, err := os.CreateTemp(t.TempDir(), "loop")
 	if err != nil {
@@ -58,7 +58,7 @@ func loopDevice(t *testing.T) (string, int) {
 
 // directReads reads n blocks of 4 KiB from path with O_DIRECT, each at its
 // own offset: n requests the block layer issues and completes.
-func directReads(t *testing.T, path string, n int) {
+func directReads(t testing.TB, path string, n int) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
 	if err != nil {

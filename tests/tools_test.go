@@ -26,7 +26,7 @@ var toolsDir struct {
 
 // toolPath is the binary of cmd/name: from BPFKIT_TOOLS (the VMs' initramfs
 // holds them prebuilt), else built once per run with go build.
-func toolPath(t *testing.T, name string) string {
+func toolPath(t testing.TB, name string) string {
 	t.Helper()
 	if d := os.Getenv("BPFKIT_TOOLS"); d != "" {
 		return filepath.Join(d, name)

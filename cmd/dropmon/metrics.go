@@ -1,12 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"sort"
 	"strings"
+	"time"
 )
 
 // drop is one row of dropmon's table: where (a location, or with -stacks
@@ -47,21 +48,66 @@ func labelValue(s string) string {
 
 // serveMetrics serves GET /metrics on addr with the totals of the moment,
 // until the listener is closed; it returns the listener once it listens.
+// It speaks just enough HTTP/1.1 for a scraper, one request per
+// connection: net/http would make dropmon several times larger.
 func serveMetrics(addr string, totals func() ([]drop, error)) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("-listen %s: %w", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		rows, err := totals()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveOne(c, totals)
+		}
+	}()
+	return ln, nil
+}
+
+// serveOne answers one request: /metrics, or 404, or 405 for what is not
+// a GET or HEAD.
+func serveOne(c net.Conn, totals func() ([]drop, error)) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(io.LimitReader(c, 64<<10))
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return
+	}
+	for { // the headers, up to the empty line
+		h, err := r.ReadString('\n')
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		writeMetrics(w, rows)
-	})
-	go http.Serve(ln, mux)
-	return ln, nil
+		if strings.TrimRight(h, "\r\n") == "" {
+			break
+		}
+	}
+	method, rest, _ := strings.Cut(line, " ")
+	target, _, _ := strings.Cut(rest, " ")
+	path, _, _ := strings.Cut(target, "?")
+	status, ctype, body := "200 OK", "text/plain; version=0.0.4; charset=utf-8", ""
+	switch {
+	case method != "GET" && method != "HEAD":
+		status, ctype, body = "405 Method Not Allowed", "text/plain", "GET /metrics\n"
+	case path != "/metrics":
+		status, ctype, body = "404 Not Found", "text/plain", "dropmon serves /metrics\n"
+	default:
+		var b strings.Builder
+		rows, err := totals()
+		if err == nil {
+			err = writeMetrics(&b, rows)
+		}
+		body = b.String()
+		if err != nil {
+			status, ctype, body = "500 Internal Server Error", "text/plain", err.Error()+"\n"
+		}
+	}
+	fmt.Fprintf(c, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", status, ctype, len(body))
+	if method != "HEAD" {
+		io.WriteString(c, body)
+	}
 }

@@ -38,8 +38,9 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-// TestServeMetrics: GET /metrics over HTTP returns the same text with the
-// exposition format's content type.
+// TestServeMetrics: GET /metrics through Go's HTTP client returns the same
+// text with the exposition format's content type; other paths are 404 and
+// other methods 405.
 func TestServeMetrics(t *testing.T) {
 	ln, err := serveMetrics("127.0.0.1:0", func() ([]drop, error) { return totals, nil })
 	if err != nil {
@@ -56,5 +57,19 @@ func TestServeMetrics(t *testing.T) {
 	writeMetrics(&want, totals)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/plain; version=0.0.4; charset=utf-8" || string(body) != want.String() {
 		t.Fatalf("%s %q:\n%s", resp.Status, resp.Header.Get("Content-Type"), body)
+	}
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{{"GET", "/", 404}, {"GET", "/metrics?x=1", 200}, {"POST", "/metrics", 405}, {"HEAD", "/metrics", 200}} {
+		req, _ := http.NewRequest(c.method, "http://"+ln.Addr().String()+c.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("%s %s: %s, want %d", c.method, c.path, resp.Status, c.status)
+		}
 	}
 }

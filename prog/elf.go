@@ -1,0 +1,149 @@
+package prog
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+)
+
+// elfFile is what prog reads of a little-endian ELF file (ELF64, or
+// ELF32 for 32-bit programs): its program headers, for the vDSO's notes
+// and for the file offsets uprobes take, and its function symbols. It is
+// read by hand: debug/elf, with debug/dwarf and the decompressors it
+// brings, would cost every program that imports prog a few hundred
+// kilobytes of binary, tracepoint-only tools included.
+type elfFile struct {
+	r     io.ReaderAt
+	wide  bool // ELF64
+	progs []elfProg
+	shoff uint64 // section headers
+	shent uint64
+	shnum uint64
+}
+
+// elfProg is a program header: PT_LOAD, PT_NOTE, ...
+type elfProg struct {
+	typ, flags              uint32
+	off, vaddr, filesz, mem uint64
+}
+
+// The ELF constants prog needs (PT_LOAD, PT_NOTE, PF_X, SHT_SYMTAB,
+// SHT_DYNSYM, STT_FUNC in elf.h).
+const (
+	ptLoad    = 1
+	ptNote    = 4
+	pfX       = 1
+	shtSymtab = 2
+	shtDynsym = 11
+	sttFunc   = 2
+)
+
+var errNotELF = errors.New("not a little-endian ELF file")
+
+// readELF reads the header and program headers of r.
+func readELF(r io.ReaderAt) (*elfFile, error) {
+	var h [64]byte
+	if n, _ := r.ReadAt(h[:], 0); n < 52 || string(h[:4]) != "\x7fELF" || h[5] != 1 || h[4] != 1 && h[4] != 2 {
+		return nil, errNotELF
+	}
+	le := binary.LittleEndian
+	f := &elfFile{r: r, wide: h[4] == 2}
+	// e_phoff, e_phentsize, e_phnum, e_shoff, e_shentsize, e_shnum
+	phoff, phent, phnum := uint64(le.Uint32(h[28:])), uint64(le.Uint16(h[42:])), uint64(le.Uint16(h[44:]))
+	f.shoff, f.shent, f.shnum = uint64(le.Uint32(h[32:])), uint64(le.Uint16(h[46:])), uint64(le.Uint16(h[48:]))
+	if f.wide {
+		phoff, phent, phnum = le.Uint64(h[32:]), uint64(le.Uint16(h[54:])), uint64(le.Uint16(h[56:]))
+		f.shoff, f.shent, f.shnum = le.Uint64(h[40:]), uint64(le.Uint16(h[58:])), uint64(le.Uint16(h[60:]))
+	}
+	if phent < map[bool]uint64{false: 32, true: 56}[f.wide] || phnum > 1<<12 {
+		return nil, errors.New("bad ELF program headers")
+	}
+	buf := make([]byte, phent*phnum)
+	if _, err := r.ReadAt(buf, int64(phoff)); err != nil && phnum > 0 {
+		return nil, errors.New("ELF program headers outside the file")
+	}
+	for i := range phnum {
+		ph := buf[i*phent:]
+		p := elfProg{typ: le.Uint32(ph), off: uint64(le.Uint32(ph[4:])), vaddr: uint64(le.Uint32(ph[8:])),
+			filesz: uint64(le.Uint32(ph[16:])), mem: uint64(le.Uint32(ph[20:])), flags: le.Uint32(ph[24:])}
+		if f.wide {
+			p = elfProg{typ: le.Uint32(ph), flags: le.Uint32(ph[4:]), off: le.Uint64(ph[8:]), vaddr: le.Uint64(ph[16:]),
+				filesz: le.Uint64(ph[32:]), mem: le.Uint64(ph[40:])}
+		}
+		f.progs = append(f.progs, p)
+	}
+	return f, nil
+}
+
+// notes returns the contents of the PT_NOTE segments.
+func (f *elfFile) notes() ([][]byte, error) {
+	var out [][]byte
+	for _, p := range f.progs {
+		if p.typ != ptNote {
+			continue
+		}
+		if p.filesz > 1<<20 {
+			return nil, errors.New("ELF note segment too large")
+		}
+		b := make([]byte, p.filesz)
+		if _, err := f.r.ReadAt(b, int64(p.off)); err != nil {
+			return nil, errors.New("ELF note segment outside the file")
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// elfSym is a function symbol's address and size.
+type elfSym struct{ value, size uint64 }
+
+// funcSymbol finds a function symbol by name in the symbol table, else in
+// the dynamic symbols.
+func (f *elfFile) funcSymbol(name string) (elfSym, bool, error) {
+	le := binary.LittleEndian
+	if f.shent < map[bool]uint64{false: 40, true: 64}[f.wide] || f.shnum > 1<<16 {
+		return elfSym{}, false, nil // no usable section headers: no symbols
+	}
+	sh := make([]byte, f.shent*f.shnum)
+	if _, err := f.r.ReadAt(sh, int64(f.shoff)); err != nil {
+		return elfSym{}, false, errors.New("ELF section headers outside the file")
+	}
+	// section i: sh_type, sh_offset, sh_size, sh_link, sh_entsize
+	section := func(i uint64) (typ uint32, off, size uint64, link uint32, ent uint64) {
+		s := sh[i*f.shent:]
+		if f.wide {
+			return le.Uint32(s[4:]), le.Uint64(s[24:]), le.Uint64(s[32:]), le.Uint32(s[40:]), le.Uint64(s[56:])
+		}
+		return le.Uint32(s[4:]), uint64(le.Uint32(s[16:])), uint64(le.Uint32(s[20:])), le.Uint32(s[24:]), uint64(le.Uint32(s[36:]))
+	}
+	for _, want := range []uint32{shtSymtab, shtDynsym} {
+		for i := range f.shnum {
+			typ, off, size, link, ent := section(i)
+			if typ != want || uint64(link) >= f.shnum || ent < map[bool]uint64{false: 16, true: 24}[f.wide] || size > 1<<30 {
+				continue
+			}
+			_, stroff, strsize, _, _ := section(uint64(link))
+			syms, strs := make([]byte, size), make([]byte, min(strsize, 1<<30))
+			if _, err := f.r.ReadAt(syms, int64(off)); err != nil {
+				return elfSym{}, false, errors.New("ELF symbols outside the file")
+			}
+			if _, err := f.r.ReadAt(strs, int64(stroff)); err != nil {
+				return elfSym{}, false, errors.New("ELF symbol names outside the file")
+			}
+			for j := uint64(0); j+ent <= size; j += ent {
+				s := syms[j:]
+				// st_name, st_value, st_size, st_info
+				nameOff, value, sz, info := uint64(le.Uint32(s)), uint64(le.Uint32(s[4:])), uint64(le.Uint32(s[8:])), s[12]
+				if f.wide {
+					nameOff, info, value, sz = uint64(le.Uint32(s)), s[4], le.Uint64(s[8:]), le.Uint64(s[16:])
+				}
+				if info&0xf != sttFunc || value == 0 || nameOff+uint64(len(name)) >= uint64(len(strs)) ||
+					string(strs[nameOff:nameOff+uint64(len(name))]) != name || strs[nameOff+uint64(len(name))] != 0 {
+					continue
+				}
+				return elfSym{value, sz}, true, nil
+			}
+		}
+	}
+	return elfSym{}, false, nil
+}
