@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: all build tools dropmon example test test-host test-vm bench fuzz lint
+.PHONY: all build tools dropmon example test test-host test-386 test-vm bench fuzz lint
 
 all: build lint test
 
@@ -34,11 +34,20 @@ example:
 # 6.1, 6.12 and 7.2 kernels, which have kprobes. test-vm installs qemu-system-x86,
 # busybox-static and cpio if missing and caches the kernels outside the
 # repository (/var/cache/bpfkit-vm); see tests/vm/README.md.
-test: lint test-host test-vm
+test: lint test-host test-386 test-vm
 
 test-host:
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the tests load BPF programs"; exit 1; }
 	$(GO) test -count=1 ./...
+
+# 32-bit: the library's tests built for 386 and run on this 64-bit kernel,
+# which takes their system calls through its compat layer: attrs, pointers
+# and 64-bit atomics as a 32-bit program lays them out.
+test-386:
+	@for p in sys insn mapfd prog tracefs perfring; do \
+	  echo "GOARCH=386 $$p"; \
+	  GOARCH=386 CGO_ENABLED=0 $(GO) test -c -o bin/386/$$p.test ./$$p && (cd $$p && ../bin/386/$$p.test) || exit 1; \
+	done
 
 test-vm:
 	tests/vm/run.sh

@@ -105,10 +105,10 @@ func Assemble(items []Item) ([]Instruction, error) {
 	}
 	for pc, ins := range out { // the kernel: "jump out of range", "jump into the middle of ldimm64 insn"
 		d, ok := jumpOffset(ins)
-		to, why := pc+1+d, ""
+		to, why := int64(pc)+1+int64(d), "" // in 64 bits: a gotol's pc+1+imm overflows a 32-bit int
 		switch {
 		case !ok:
-		case to < 0 || to >= len(out):
+		case to < 0 || to >= int64(len(out)):
 			why = fmt.Sprintf("to insn %d, outside the program's %d", to, len(out))
 		case to > 0 && out[to-1].IsLoadImm64():
 			why = fmt.Sprintf("to insn %d, the second slot of a 64-bit load", to)

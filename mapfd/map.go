@@ -487,16 +487,17 @@ func ParseCPUList(s string) ([]int, error) {
 		if !isRange {
 			top = lo
 		}
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := strconv.Atoi(top)
-		if err1 != nil || err2 != nil || a < 0 || b < a || len(cpus) > 0 && a <= cpus[len(cpus)-1] {
+		// In 64 bits: a 32-bit int cannot hold what a bad list may say.
+		a, err1 := strconv.ParseInt(lo, 10, 64)
+		b, err2 := strconv.ParseInt(top, 10, 64)
+		if err1 != nil || err2 != nil || a < 0 || b < a || len(cpus) > 0 && a <= int64(cpus[len(cpus)-1]) {
 			return nil, fmt.Errorf("bad CPU list %q", s)
 		}
 		if b >= MaxCPUs {
 			return nil, fmt.Errorf("CPU list %q: CPU %d is not below %d, the most a kernel can have", s, b, MaxCPUs)
 		}
 		for c := a; c <= b; c++ {
-			cpus = append(cpus, c)
+			cpus = append(cpus, int(c))
 		}
 	}
 	return cpus, nil
