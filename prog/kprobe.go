@@ -47,20 +47,6 @@ func explainProbe(spec tracefs.ProbeSpec, err error) error {
 	return fmt.Errorf("kernel function %q not found or not probeable (see /proc/kallsyms and available_filter_functions): %w", spec.Symbol, err)
 }
 
-// syscallPrefixes is, for each GOARCH, the prefix of the kernel function
-// that handles a system call of a process of that architecture, since the
-// syscall wrappers (x86-64 4.17, arm64 4.19, s390 and riscv later): a 386
-// process on an x86-64 kernel enters through the IA32 emulation, whose
-// table holds __ia32_sys_* (or __ia32_compat_sys_* for the calls with a
-// compat version). Elsewhere, and on older kernels, the handler is sys_*.
-var syscallPrefixes = map[string]string{
-	"amd64":   "__x64_sys_",
-	"386":     "__ia32_sys_",
-	"arm64":   "__arm64_sys_",
-	"riscv64": "__riscv_sys_",
-	"s390x":   "__s390x_sys_",
-}
-
 // SyscallSymbol returns the kernel function that handles the system call
 // name ("getpid") made by this process: __x64_sys_getpid on x86-64 since
 // 4.17, sys_getpid on kernels without syscall wrappers. The prefix is found

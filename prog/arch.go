@@ -1,5 +1,9 @@
 package prog
 
+// What differs from one architecture to the next, in one place: where a
+// kprobe finds arguments in struct pt_regs (by the kernel's machine), and
+// the prefix of system call handlers (by the process's GOARCH).
+
 import (
 	"fmt"
 
@@ -74,4 +78,18 @@ func (r PtRegs) Arg(dst, ctx insn.Register, n int) (insn.Item, error) {
 // Return is dst = the return value, in a kretprobe.
 func (r PtRegs) Return(dst, ctx insn.Register) insn.Item {
 	return insn.LoadMem(r.Size, dst, ctx, r.Ret)
+}
+
+// syscallPrefixes is, for each GOARCH, the prefix of the kernel function
+// that handles a system call of a process of that architecture, since the
+// syscall wrappers (x86-64 4.17, arm64 4.19, s390 and riscv later): a 386
+// process on an x86-64 kernel enters through the IA32 emulation, whose
+// table holds __ia32_sys_* (or __ia32_compat_sys_* for the calls with a
+// compat version). Elsewhere, and on older kernels, the handler is sys_*.
+var syscallPrefixes = map[string]string{
+	"amd64":   "__x64_sys_",
+	"386":     "__ia32_sys_",
+	"arm64":   "__arm64_sys_",
+	"riscv64": "__riscv_sys_",
+	"s390x":   "__s390x_sys_",
 }
