@@ -3,6 +3,7 @@ package prog_test
 import (
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -168,5 +169,44 @@ func TestHostileSpecs(t *testing.T) {
 	}
 	if _, err := p.Info(); !errors.Is(err, prog.ErrClosed) {
 		t.Fatalf("Info of a zero Program: %v", err)
+	}
+}
+
+// TestWrongType: every attach function names the type it needs before
+// asking the kernel, and a nil program is an error, not a panic.
+func TestWrongType(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	p, err := prog.Load(retZeroSpec(prog.SocketFilter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	exe, _ := os.Executable()
+	for what, attach := range map[string]func(*prog.Program) (*prog.Link, error){
+		"a tracepoint needs type Tracepoint": func(p *prog.Program) (*prog.Link, error) {
+			return prog.AttachTracepoint(p, "syscalls", "sys_enter_getppid", prog.AttachOptions{})
+		},
+		"a raw tracepoint needs type RawTracepoint": func(p *prog.Program) (*prog.Link, error) {
+			return prog.AttachRawTracepoint(p, "sys_enter", prog.AttachOptions{})
+		},
+		"a kprobe needs type Kprobe": func(p *prog.Program) (*prog.Link, error) {
+			return prog.AttachKprobe(p, "vfs_read", prog.KprobeOptions{})
+		},
+		"a uprobe needs type Kprobe": func(p *prog.Program) (*prog.Link, error) {
+			return prog.AttachUprobe(p, exe, prog.UprobeOptions{Offset: 0})
+		},
+		"a perf event needs type Tracepoint": func(p *prog.Program) (*prog.Link, error) {
+			return prog.AttachPerfEvent(p, 0, prog.AttachOptions{})
+		},
+	} {
+		_, err := attach(p)
+		wantErr(t, what, err, `program "" is a socket filter; `+what)
+		if !errors.Is(err, prog.ErrWrongType) {
+			t.Errorf("%s: %v is not ErrWrongType", what, err)
+		}
+		if _, err := attach(nil); err == nil || !strings.Contains(err.Error(), "nil program") {
+			t.Errorf("%s, nil program: %v", what, err)
+		}
 	}
 }

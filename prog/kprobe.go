@@ -29,6 +29,9 @@ type KprobeOptions struct {
 // has one and kprobe_events otherwise; the event it creates goes with Close.
 // On a kernel without kprobes the error wraps sys.ErrNotSupported.
 func AttachKprobe(p *Program, symbol string, o KprobeOptions) (*Link, error) {
+	if err := usable(p, "a kprobe", Kprobe); err != nil {
+		return nil, err
+	}
 	kind := tracefs.Kprobe
 	if o.Return {
 		kind = tracefs.Kretprobe

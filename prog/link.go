@@ -3,6 +3,8 @@ package prog
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/bpfkit/bpfkit/sys"
@@ -102,6 +104,29 @@ func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, 
 	return l, nil
 }
 
+// ErrWrongType is wrapped by the error of an attach function given a
+// program of a type that cannot run there; the kernel would refuse it
+// with a bare EINVAL.
+var ErrWrongType = errors.New("prog: wrong program type")
+
+// usable says why p cannot be attached to what, if it cannot: nil, closed,
+// or not one of the types what takes (the first named in the message).
+func usable(p *Program, what string, types ...Type) error {
+	switch {
+	case p == nil:
+		return fmt.Errorf("attach a nil program to %s", what)
+	case p.fd.Int() < 0:
+		return fmt.Errorf("attach %q to %s: %w", p.name, what, ErrClosed)
+	case !slices.Contains(types, p.typ):
+		return fmt.Errorf("attach %q to %s: program %q is a %s; %s needs type %s: %w", p.name, what, p.name,
+			strings.ReplaceAll(p.typ.String(), "_", " "), what, typeNames[types[0]], ErrWrongType)
+	}
+	return nil
+}
+
+// typeNames are the Go names of the types attach functions need.
+var typeNames = map[Type]string{Tracepoint: "Tracepoint", Kprobe: "Kprobe", RawTracepoint: "RawTracepoint", PerfEvent: "PerfEvent"}
+
 // AttachPerfEvent runs p on the perf event perfFD, which the caller opened
 // and keeps (perfring.NewEventReader's, say): p must be of the type the
 // event takes (Tracepoint for a tracepoint, PerfEvent for a sampling
@@ -111,8 +136,8 @@ func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, 
 // PERF_EVENT_IOC_SET_BPF p stays until every fd of the event is closed.
 func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 	desc := fmt.Sprintf("perf event fd %d", perfFD)
-	if p.fd.Int() < 0 {
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, ErrClosed)
+	if err := usable(p, "a perf event", Tracepoint, Kprobe, PerfEvent); err != nil {
+		return nil, err
 	}
 	fd, err := sys.Dup(perfFD)
 	if err != nil {
@@ -134,6 +159,9 @@ func openTracepointEvent(id uint64, pid, cpu int) (int, error) {
 // events/<group>/<name> (syscalls:sys_enter_getppid, skb:kfree_skb, ...).
 func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, error) {
 	desc := "tracepoint " + group + ":" + name
+	if err := usable(p, "a tracepoint", Tracepoint); err != nil {
+		return nil, err
+	}
 	id, err := tracefs.TracepointID(group, name)
 	if err != nil {
 		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
@@ -150,8 +178,8 @@ func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, e
 // A cookie needs Linux 6.10.
 func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error) {
 	desc := "raw tracepoint " + name
-	if p.fd.Int() < 0 {
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, ErrClosed)
+	if err := usable(p, "a raw tracepoint", RawTracepoint, unix.BPF_PROG_TYPE_RAW_TRACEPOINT_WRITABLE); err != nil {
+		return nil, err
 	}
 	tp, err := sys.StringPointer(name)
 	if err != nil {

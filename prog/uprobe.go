@@ -29,6 +29,9 @@ type UprobeOptions struct {
 // The offset must fall in an executable segment of the file, where the
 // kernel can place a breakpoint that fires.
 func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
+	if err := usable(p, "a uprobe", Kprobe); err != nil {
+		return nil, err
+	}
 	kind := tracefs.Uprobe
 	if o.Return {
 		kind = tracefs.Uretprobe
