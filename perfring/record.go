@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -139,4 +141,59 @@ func ringbufRecord(data []byte, n, cons, prod uint64) (sample []byte, size uint6
 		return nil, size, false, nil
 	}
 	return data[off+ringbufHdrSize : off+ringbufHdrSize+l], size, false, nil
+}
+
+// Decode copies a sample into *out, a struct, array or number laid out as
+// the program wrote it (host byte order, the compiler's padding: declare
+// the Go type with the same fields and blank padding), without
+// allocating. The sample must hold at least the size of T; bytes past it
+// are ignored. T must hold no pointers, strings, slices, maps or
+// interfaces: bytes from the kernel are not addresses.
+func Decode[T any](sample []byte, out *T) error {
+	if out == nil {
+		return errors.New("perfring: Decode into nil")
+	}
+	typ := reflect.TypeFor[T]()
+	if err, ok := plainTypes.Load(typ); ok {
+		if err != nil {
+			return err.(error)
+		}
+	} else {
+		err := plain(typ)
+		if err != nil {
+			err = fmt.Errorf("perfring: Decode into %s: %w", typ, err)
+		}
+		plainTypes.Store(typ, err)
+		if err != nil {
+			return err
+		}
+	}
+	size := int(unsafe.Sizeof(*out))
+	if len(sample) < size {
+		return fmt.Errorf("perfring: a sample of %d bytes is shorter than %s (%d bytes)", len(sample), typ, size)
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), size), sample)
+	return nil
+}
+
+// plainTypes caches plain's answer (error or nil) by type.
+var plainTypes sync.Map
+
+// plain says why t cannot hold bytes from the kernel, if it cannot.
+func plain(t reflect.Type) error {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint16,
+		reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return nil
+	case reflect.Array:
+		return plain(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if err := plain(t.Field(i).Type); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%s is not fixed-size plain data", t)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -186,4 +187,46 @@ func FuzzRingbufRecord(f *testing.F) {
 			t.Fatalf("record %d of size %d in a ring of %d", len(s), size, n)
 		}
 	})
+}
+
+// TestDecode: a sample laid out as the program wrote it fills a Go struct
+// with the same fields, without allocating; short samples and types with
+// pointers are errors.
+func TestDecode(t *testing.T) {
+	type event struct {
+		Time     uint64
+		PID, CPU uint32
+		Proto    uint16
+		_        [6]byte
+		Comm     [16]byte
+	}
+	sample := binary.NativeEndian.AppendUint64(nil, 123456789)
+	sample = binary.NativeEndian.AppendUint32(sample, 42)
+	sample = binary.NativeEndian.AppendUint32(sample, 1)
+	sample = binary.NativeEndian.AppendUint16(sample, 0x0800)
+	sample = append(sample, make([]byte, 6)...)
+	sample = append(append(sample, "curl"...), make([]byte, 12)...)
+	var e event
+	if err := Decode(sample, &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Time != 123456789 || e.PID != 42 || e.CPU != 1 || e.Proto != 0x0800 || string(e.Comm[:4]) != "curl" {
+		t.Fatalf("%+v", e)
+	}
+	if n := testing.AllocsPerRun(100, func() { Decode(sample, &e) }); n != 0 {
+		t.Fatalf("%v allocations per Decode", n)
+	}
+	if err := Decode(sample[:10], &e); err == nil || !strings.Contains(err.Error(), "shorter than") {
+		t.Fatalf("a short sample: %v", err)
+	}
+	var withPointer struct {
+		N uint64
+		P *int
+	}
+	if err := Decode(sample, &withPointer); err == nil || !strings.Contains(err.Error(), "*int is not fixed-size plain data") {
+		t.Fatalf("a pointer field: %v", err)
+	}
+	if err := Decode[event](sample, nil); err == nil {
+		t.Fatal("Decode into nil")
+	}
 }

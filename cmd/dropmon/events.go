@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -16,11 +15,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// event is what the program sends for each drop, 48 bytes:
-//
-//	u64 time (CLOCK_MONOTONIC ns), u64 location, u32 pid, u32 cpu,
-//	u32 reason, u16 protocol, u16 pad, char comm[16]
-const eventSize = 48
+// event is what the program sends for each drop, as it lays it out.
+type event struct {
+	Time     uint64 // CLOCK_MONOTONIC ns
+	Location uint64
+	PID, CPU uint32
+	Reason   uint32
+	Protocol uint16
+	_        uint16
+	Comm     [16]byte
+}
+
+const eventSize = 48 // unsafe.Sizeof(event{})
 
 // dropEvent is one drop, as -events prints it.
 type dropEvent struct {
@@ -104,15 +110,14 @@ func (d *dropmon) stream(ctx context.Context, format *tracefs.Format) error {
 				}
 				return nil
 			}
-			s := rec.Sample
-			if len(s) < eventSize {
-				return fmt.Errorf("short event of %d bytes", len(s))
+			var ev event
+			if err := perfring.Decode(rec.Sample, &ev); err != nil {
+				return err
 			}
-			le := binary.LittleEndian
 			e := dropEvent{
-				Time: boot.Add(time.Duration(le.Uint64(s))), PID: le.Uint32(s[16:]), CPU: le.Uint32(s[20:]),
-				Reason: d.reasonName(le.Uint32(s[24:])), Protocol: protocolName(le.Uint16(s[28:])),
-				Comm: unix.ByteSliceToString(s[32:48]), Location: d.syms.Name(le.Uint64(s[8:])),
+				Time: boot.Add(time.Duration(ev.Time)), PID: ev.PID, CPU: ev.CPU,
+				Reason: d.reasonName(ev.Reason), Protocol: protocolName(ev.Protocol),
+				Comm: unix.ByteSliceToString(ev.Comm[:]), Location: d.syms.Name(ev.Location),
 			}
 			drops++
 			if d.t.JSON {
