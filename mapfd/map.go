@@ -20,18 +20,18 @@ type Type uint32
 
 // The map types bpfkit knows; any other bpf_map_type value works as well.
 const (
-	Hash           Type = unix.BPF_MAP_TYPE_HASH
-	Array          Type = unix.BPF_MAP_TYPE_ARRAY
+	Hash           Type = unix.BPF_MAP_TYPE_HASH             // keys of any size to values
+	Array          Type = unix.BPF_MAP_TYPE_ARRAY            // u32 indexes to values, all present, zeroed
 	ProgArray      Type = unix.BPF_MAP_TYPE_PROG_ARRAY       // values are program fds; for bpf_tail_call
 	PerfEventArray Type = unix.BPF_MAP_TYPE_PERF_EVENT_ARRAY // values are perf event fds; for bpf_perf_event_output
-	PerCPUHash     Type = unix.BPF_MAP_TYPE_PERCPU_HASH
-	PerCPUArray    Type = unix.BPF_MAP_TYPE_PERCPU_ARRAY
-	StackTrace     Type = unix.BPF_MAP_TYPE_STACK_TRACE
-	LRUHash        Type = unix.BPF_MAP_TYPE_LRU_HASH
-	LRUPerCPUHash  Type = unix.BPF_MAP_TYPE_LRU_PERCPU_HASH
-	Queue          Type = unix.BPF_MAP_TYPE_QUEUE
-	Stack          Type = unix.BPF_MAP_TYPE_STACK
-	RingBuf        Type = unix.BPF_MAP_TYPE_RINGBUF // 5.8; MaxEntries is the size in bytes, a power of 2 and of the page size
+	PerCPUHash     Type = unix.BPF_MAP_TYPE_PERCPU_HASH      // a value per possible CPU for each key
+	PerCPUArray    Type = unix.BPF_MAP_TYPE_PERCPU_ARRAY     // a value per possible CPU for each index
+	StackTrace     Type = unix.BPF_MAP_TYPE_STACK_TRACE      // stacks by id, for bpf_get_stackid
+	LRUHash        Type = unix.BPF_MAP_TYPE_LRU_HASH         // a hash that evicts the least recently used
+	LRUPerCPUHash  Type = unix.BPF_MAP_TYPE_LRU_PERCPU_HASH  // an LRU hash with a value per CPU
+	Queue          Type = unix.BPF_MAP_TYPE_QUEUE            // FIFO, no keys (4.20)
+	Stack          Type = unix.BPF_MAP_TYPE_STACK            // LIFO, no keys (4.20)
+	RingBuf        Type = unix.BPF_MAP_TYPE_RINGBUF          // 5.8; MaxEntries is the size in bytes, a power of 2 and of the page size
 )
 
 // String is the type's name as in the uapi's enum bpf_map_type, without

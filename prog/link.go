@@ -23,6 +23,7 @@ type Link struct {
 	event  *tracefs.ProbeEvent // created in kprobe_events/uprobe_events, or nil
 }
 
+// String says what the link attaches to: "tracepoint skb:kfree_skb".
 func (l *Link) String() string { return l.desc }
 
 // FD is the BPF link's fd, or the perf event's when the program was attached

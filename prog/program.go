@@ -14,15 +14,15 @@ type Type uint32
 
 // The program types bpfkit tests; any other bpf_prog_type value works too.
 const (
-	SocketFilter  Type = unix.BPF_PROG_TYPE_SOCKET_FILTER
-	Kprobe        Type = unix.BPF_PROG_TYPE_KPROBE // kprobes, kretprobes, uprobes, uretprobes
-	SchedCLS      Type = unix.BPF_PROG_TYPE_SCHED_CLS
-	SchedACT      Type = unix.BPF_PROG_TYPE_SCHED_ACT
-	Tracepoint    Type = unix.BPF_PROG_TYPE_TRACEPOINT
-	XDP           Type = unix.BPF_PROG_TYPE_XDP
-	PerfEvent     Type = unix.BPF_PROG_TYPE_PERF_EVENT
-	CgroupSKB     Type = unix.BPF_PROG_TYPE_CGROUP_SKB
-	RawTracepoint Type = unix.BPF_PROG_TYPE_RAW_TRACEPOINT
+	SocketFilter  Type = unix.BPF_PROG_TYPE_SOCKET_FILTER  // filters a socket's packets; test-runnable
+	Kprobe        Type = unix.BPF_PROG_TYPE_KPROBE         // kprobes, kretprobes, uprobes, uretprobes
+	SchedCLS      Type = unix.BPF_PROG_TYPE_SCHED_CLS      // tc classifier
+	SchedACT      Type = unix.BPF_PROG_TYPE_SCHED_ACT      // tc action
+	Tracepoint    Type = unix.BPF_PROG_TYPE_TRACEPOINT     // tracepoints, through perf events
+	XDP           Type = unix.BPF_PROG_TYPE_XDP            // packets at the driver
+	PerfEvent     Type = unix.BPF_PROG_TYPE_PERF_EVENT     // sampling perf events
+	CgroupSKB     Type = unix.BPF_PROG_TYPE_CGROUP_SKB     // a cgroup's packets
+	RawTracepoint Type = unix.BPF_PROG_TYPE_RAW_TRACEPOINT // tracepoints' raw arguments (4.17)
 )
 
 // String is the type's name as in the uapi's enum bpf_prog_type, without

@@ -28,6 +28,7 @@ type VerifierError struct {
 // logTail is how many of the log's last lines Error shows.
 const logTail = 8
 
+// Error shows the errno, the failing instruction and the log's last lines.
 func (e *VerifierError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "program %q: %v: the verifier rejected it", e.Name, e.Err)
@@ -46,6 +47,7 @@ func (e *VerifierError) Error() string {
 	return b.String()
 }
 
+// Unwrap is the bpf(2) error, for errors.Is(err, unix.EACCES).
 func (e *VerifierError) Unwrap() error { return e.Err }
 
 func newVerifierError(name string, err error, log string, insns []insn.Instruction) error {

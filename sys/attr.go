@@ -59,6 +59,7 @@ func NewObjName(name string) (ObjName, error) {
 	return n, nil
 }
 
+// String is the name up to its NUL.
 func (n ObjName) String() string {
 	for i, c := range n {
 		if c == 0 {

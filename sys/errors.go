@@ -17,6 +17,7 @@ type Error struct {
 	Hint  string
 }
 
+// Error says which call failed, the errno and, when known, why.
 func (e *Error) Error() string {
 	msg := e.Errno.Error()
 	if e.Errno == ENOTSUPP {
@@ -32,14 +33,15 @@ func (e *Error) Error() string {
 // subsystem lets reach user space (libc has no name for it).
 const ENOTSUPP = unix.Errno(524)
 
+// Unwrap is the errno, for errors.Is(err, unix.EPERM).
 func (e *Error) Unwrap() error { return e.Errno }
 
 // Capability numbers from linux/capability.h.
 const (
-	CAP_NET_ADMIN = 12
-	CAP_SYS_ADMIN = 21
-	CAP_PERFMON   = 38 // 5.8
-	CAP_BPF       = 39 // 5.8
+	CAP_NET_ADMIN = 12 // networking programs (XDP, tc) beside CAP_BPF
+	CAP_SYS_ADMIN = 21 // all of BPF; before 5.8 the only one
+	CAP_PERFMON   = 38 // tracing programs beside CAP_BPF (5.8)
+	CAP_BPF       = 39 // loading programs and creating maps (5.8)
 )
 
 var capNames = map[int]string{CAP_NET_ADMIN: "CAP_NET_ADMIN", CAP_SYS_ADMIN: "CAP_SYS_ADMIN", CAP_PERFMON: "CAP_PERFMON", CAP_BPF: "CAP_BPF"}
