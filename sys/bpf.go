@@ -2,6 +2,7 @@ package sys
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -71,7 +72,15 @@ func kernelAttrSize() uintptr {
 	for lo < hi {
 		mid := max((lo+hi)/2&^7, lo)
 		probe[mid] = 1
-		_, _, errno := unix.Syscall(unix.SYS_BPF, invalidCmd, uintptr(unsafe.Pointer(&probe)), AttrSize)
+		_, err := traced("bpf", func() string { return fmt.Sprintf("%#x (no command: sizing union bpf_attr), byte %d set, %d", invalidCmd, mid, AttrSize) },
+			func() (int, error) {
+				r, _, errno := unix.Syscall(unix.SYS_BPF, invalidCmd, uintptr(unsafe.Pointer(&probe)), AttrSize)
+				if errno != 0 {
+					return -1, errno
+				}
+				return int(r), nil
+			})
+		errno := errnoOf(err)
 		probe[mid] = 0
 		switch errno {
 		case unix.E2BIG: // mid is past the union

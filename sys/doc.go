@@ -22,12 +22,28 @@
 //
 // The journal records every call for security review, one line each in
 // strace's shape, call(arguments) = result <duration>, where the result is
-// what the call returned or -1 with the errno's name and text (from a run of
-// make example):
+// what the call returned (an mmap's address in hex) or -1 with the errno's
+// name and text. The calls are bpf(2) with the attr fields a reviewer
+// needs, perf_event_open with the event (for a kprobe or uprobe PMU, the
+// function or file and offset), the perf ioctls, mmap and munmap of rings,
+// epoll and eventfd calls, mount, unlink of pins, setrlimit, fcntl, and
+// every write to a tracefs control file. From a run of dropmon -events:
 //
-//	bpf(BPF_MAP_CREATE, map_type=hash key_size=4 value_size=8 max_entries=256 map_flags=0x0 name="proto_counts") = 5 <69.7µs>
-//	bpf(BPF_PROG_LOAD, prog_type=socket_filter insn_cnt=23 license="GPL" name="classify" kern_version=0x0 prog_flags=0x0 log_level=0) = 6 <133.6µs>
-//	bpf(BPF_MAP_GET_NEXT_KEY, map_fd=5 flags=0x0) = -1 ENOENT (no such file or directory) <2µs>
+//	bpf(0xbfbf (no command: sizing union bpf_attr), byte 168 set, 256) = -1 E2BIG (argument list too long) <700ns>
+//	bpf(BPF_MAP_CREATE, map_type=perf_event_array key_size=4 value_size=4 max_entries=2 map_flags=0x0 name="drop_events") = 5 <35.8µs>
+//	bpf(BPF_PROG_LOAD, prog_type=tracepoint insn_cnt=34 license="GPL" name="dropmon_events" kern_version=0x0 prog_flags=0x0 log_level=0) = 8 <160.3µs>
+//	perf_event_open(type=software config=0xa sample_type=0x400 wakeup=1 bits=0x0, pid=-1, cpu=0, group_fd=-1, flags=0x8) = 12 <71.4µs>
+//	mmap(NULL, 266240, PROT_READ|PROT_WRITE, MAP_SHARED, 12, 0x0) = 0x7f25d42fa000 <60.9µs>
+//	bpf(BPF_MAP_UPDATE_ELEM, map_fd=5 flags=0x0) = 0 <3.3µs>
+//	perf_event_open(type=tracepoint config=0x906 sample_type=0x0 wakeup=1 bits=0x1, pid=-1, cpu=0, group_fd=-1, flags=0x8) = 14 <225.3µs>
+//	bpf(BPF_LINK_CREATE, prog_fd=8 target_fd=14 attach_type=perf_event flags=0x0 cookie=0x0) = 15 <4.1µs>
+//	ioctl(14, PERF_EVENT_IOC_ENABLE, 0) = 0 <18.8µs>
+//	epoll_pwait(9, [{events=0x1, data=-1}], 3, -1, NULL) = 1 <1.3220677s>
+//	munmap(0x7f25d42fa000, 266240) = 0 <34.6µs>
+//
+// and of a uprobe created through tracefs:
+//
+//	write("/sys/kernel/tracing/uprobe_events", "p:bpfkit_4026531836_5125_93610/e1_true /usr/bin/true:0x1000\n") = 61 <412µs>
 //
 // Enable it with SetJournal, or with BPFKIT_JOURNAL=1 (or stderr) for stderr
 // or BPFKIT_JOURNAL=/absolute/path to append to a file. It fails closed: any

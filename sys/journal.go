@@ -75,6 +75,9 @@ func init() {
 // fail.
 func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Duration) error {
 	res := fmt.Sprint(r)
+	if op == "mmap" {
+		res = fmt.Sprintf("%#x", uint(r))
+	}
 	if errno != 0 {
 		res = fmt.Sprintf("-1 %s (%v)", unix.ErrnoName(errno), errno)
 	}

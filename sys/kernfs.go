@@ -19,7 +19,10 @@ func Mmap(fd int, offset int64, length int, prot int) ([]byte, error) {
 	}, func() (int, error) {
 		var err error
 		mem, err = unix.Mmap(fd, offset, length, prot, unix.MAP_SHARED)
-		return 0, err
+		if err != nil {
+			return -1, err
+		}
+		return int(uintptr(unsafe.Pointer(unsafe.SliceData(mem)))), nil // the address, for the journal
 	})
 	if errors.Is(err, ErrJournal) {
 		if mem != nil {
