@@ -41,9 +41,10 @@
 //	epoll_pwait(9, [{events=0x1, data=-1}], 3, -1, NULL) = 1 <1.3220677s>
 //	munmap(0x7f25d42fa000, 266240) = 0 <34.6µs>
 //
-// and of a uprobe created through tracefs:
+// and of a uprobe event created and removed through tracefs:
 //
-//	write("/sys/kernel/tracing/uprobe_events", "p:bpfkit_4026531836_5125_93610/e1_true /usr/bin/true:0x1000\n") = 61 <412µs>
+//	write("/sys/kernel/tracing/uprobe_events", "p:bpfkit_4026531836_24592_486337/e1_true /usr/bin/true:0x1000\n") = 62 <203.5µs>
+//	write("/sys/kernel/tracing/uprobe_events", "-:bpfkit_4026531836_24592_486337/e1_true\n") = 41 <10.3µs>
 //
 // Enable it with SetJournal, or with BPFKIT_JOURNAL=1 (or stderr) for stderr
 // or BPFKIT_JOURNAL=/absolute/path to append to a file. It fails closed: any
