@@ -1,6 +1,7 @@
 package prog_test
 
 import (
+	_ "embed"
 	"errors"
 	"fmt"
 	"go/doc"
@@ -466,12 +467,17 @@ type rootExample struct {
 	want, skip string
 }
 
+// exampleSource is this file, embedded for the test binaries that run
+// without their sources (in the VMs).
+//
+//go:embed example_test.go
+var exampleSource []byte
+
 // TestExamples runs the examples of rootExamples, as root, and checks that
 // each prints what its "it prints:" comment says; and that every example
 // of this file has an Output comment or is one of them.
 func TestExamples(t *testing.T) {
-	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, "example_test.go", nil, parser.ParseComments)
+	file, err := parser.ParseFile(token.NewFileSet(), "example_test.go", exampleSource, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}

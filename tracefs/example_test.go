@@ -1,6 +1,7 @@
 package tracefs_test
 
 import (
+	_ "embed"
 	"errors"
 	"fmt"
 	"go/doc"
@@ -77,18 +78,22 @@ func ExampleTracepointFormat() {
 	// true const char * 24 8
 }
 
-// Field's error names the fields the tracepoint has.
+// Field finds a field by name; its error names the fields the tracepoint
+// has.
 func ExampleFormat_Field() {
-	f, err := tracefs.TracepointFormat("syscalls", "sys_enter_openat")
+	f, err := tracefs.TracepointFormat("syscalls", "sys_enter_getppid")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	_, err = f.Field("path")
+	nr, err := f.Field("__syscall_nr")
+	fmt.Println(nr.Type, nr.Offset, nr.Size, nr.Signed, err)
+	_, err = f.Field("pid")
 	fmt.Println(err)
 
 	// As root, it prints:
-	// tracepoint syscalls:sys_enter_openat has no field "path" (it has common_type, common_flags, common_preempt_count, common_pid, __syscall_nr, dfd, filename, flags, mode)
+	// int 8 4 true <nil>
+	// tracepoint syscalls:sys_enter_getppid has no field "pid" (it has common_type, common_flags, common_preempt_count, common_pid, __syscall_nr)
 }
 
 // uprobed is the function the examples probe.
@@ -225,12 +230,17 @@ type rootExample struct {
 	want, skip string
 }
 
+// exampleSource is this file, embedded for the test binaries that run
+// without their sources (in the VMs).
+//
+//go:embed example_test.go
+var exampleSource []byte
+
 // TestExamples runs the examples of rootExamples, as root, and checks that
 // each prints what its "it prints:" comment says; and that every example
 // of this file has an Output comment or is one of them.
 func TestExamples(t *testing.T) {
-	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, "example_test.go", nil, parser.ParseComments)
+	file, err := parser.ParseFile(token.NewFileSet(), "example_test.go", exampleSource, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}
