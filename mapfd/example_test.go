@@ -74,8 +74,8 @@ func ExampleMap_NextKey() {
 		return
 	}
 	defer m.Close()
-	var key []byte // the first
-	next := make([]byte, 4)
+	var key []byte // nil: the first
+	next := make([]byte, m.KeySize())
 	for {
 		if err := m.NextKey(key, next); errors.Is(err, mapfd.ErrKeyNotExist) {
 			break
@@ -84,7 +84,7 @@ func ExampleMap_NextKey() {
 			return
 		}
 		fmt.Println(binary.NativeEndian.Uint32(next))
-		key = next
+		key = append(key[:0], next...)
 	}
 
 	// As root, it prints:
@@ -340,6 +340,9 @@ func ExampleNewTyped() {
 	slots.Update(2, 99, mapfd.BPF_ANY)
 	for k, v := range slots.All(&err) {
 		fmt.Println(k, v)
+	}
+	if err != nil {
+		fmt.Println(err)
 	}
 
 	// As root, it prints:

@@ -84,15 +84,15 @@ func ExampleVerifierError() {
 		fmt.Println(err)
 		return
 	}
-	text, _ := insn.Format(ve.Insns, ve.Insn)
-	fmt.Printf("instruction %d: %s\n", ve.Insn, text)
-	fmt.Println("EACCES:", errors.Is(err, unix.EACCES))
-	fmt.Println("says why:", strings.Contains(ve.Log, "R2 invalid mem access"))
+	first, _, _ := strings.Cut(err.Error(), "\n") // the log's last lines follow
+	fmt.Println(first)
+	fmt.Println("instruction", ve.Insn, "EACCES:", errors.Is(err, unix.EACCES))
+	fmt.Println("the log says why:", strings.Contains(ve.Log, "R2 invalid mem access"))
 
 	// As root, it prints:
-	// instruction 1: r0 = *(u64 *)(r2 +0)
-	// EACCES: true
-	// says why: true
+	// program "bad": BPF_PROG_LOAD: permission denied: the verifier rejected it at instruction 1: r0 = *(u64 *)(r2 +0)
+	// instruction 1 EACCES: true
+	// the log says why: true
 }
 
 // TestRun gives a program a packet, and returns the packet as the program
@@ -397,7 +397,8 @@ func ExampleKernelPtRegs() {
 		fmt.Println(err)
 		return
 	}
-	insns, _ := insn.Assemble([]insn.Item{arg, regs.Return(insn.R7, insn.R1)})
+	ret := regs.Return(insn.R7, insn.R1) // r7 = the return value, in a kretprobe
+	insns, _ := insn.Assemble([]insn.Item{arg, ret})
 	fmt.Println(regs.Arch)
 	fmt.Print(insn.Disassemble(insns))
 
