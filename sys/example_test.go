@@ -48,8 +48,8 @@ func ExampleNewObjName() {
 
 // SetJournal records every call bpfkit makes to the kernel, one line each
 // in strace's shape. Here a map is made and a missing key looked up; the
-// fds and durations, which vary from run to run, are masked in what is
-// printed.
+// map's lines are printed with their fds and durations, which vary from
+// run to run, masked.
 func ExampleSetJournal() {
 	var journal bytes.Buffer
 	sys.SetJournal(&journal)
@@ -63,9 +63,10 @@ func ExampleSetJournal() {
 
 	fd := regexp.MustCompile(`(map_fd=|= )\d+`)
 	took := regexp.MustCompile(` <[^>]*>$`)
-	for _, line := range strings.Split(strings.TrimSpace(journal.String()), "\n") {
-		line = took.ReplaceAllString(fd.ReplaceAllString(line, "${1}N"), "")
-		fmt.Println(line)
+	for _, line := range strings.Split(journal.String(), "\n") {
+		if strings.HasPrefix(line, "bpf(BPF_MAP_") { // the map's calls, of all the process made
+			fmt.Println(took.ReplaceAllString(fd.ReplaceAllString(line, "${1}N"), ""))
+		}
 	}
 
 	// As root, it prints:
