@@ -14,11 +14,12 @@ import (
 // the kernel dropped samples.
 type Record struct {
 	CPU int
-	// Sample is what the program passed to bpf_perf_event_output or
-	// bpf_ringbuf_output. From ReadFunc it points into the ring (or, for a
-	// perf record that wrapped, into the reader's scratch buffer) and is
-	// valid until the callback returns; from Read it is a copy, valid
-	// until the next Read.
+	// Sample is what the program passed to bpf_perf_event_output (then,
+	// from a perf ring, the kernel's zero padding: up to 7 bytes, which
+	// align the sample and its 4-byte size to 8) or bpf_ringbuf_output.
+	// From ReadFunc it points into the ring (or, for a perf record that
+	// wrapped, into the reader's scratch buffer) and is valid until the
+	// callback returns; from Read it is a copy, valid until the next Read.
 	Sample []byte
 	// Lost counts samples dropped on this CPU because its ring was full;
 	// non-zero only in a loss report, whose Sample is nil.

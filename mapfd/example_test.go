@@ -1,0 +1,528 @@
+package mapfd_test
+
+import (
+	_ "embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"go/doc"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/mapfd"
+	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/sys"
+	"golang.org/x/sys/unix"
+)
+
+// The byte API takes keys and values as the kernel lays them out.
+func Example() {
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1024, Name: "bytes_by_port"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	key := binary.NativeEndian.AppendUint32(nil, 443)
+	if err := m.Update(key, binary.NativeEndian.AppendUint64(nil, 1500), mapfd.BPF_ANY); err != nil {
+		fmt.Println(err)
+		return
+	}
+	value := make([]byte, m.ValueSize())
+	if err := m.Lookup(key, value); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(m.Name(), m.Type(), binary.NativeEndian.Uint64(value))
+
+	// As root, it prints:
+	// bytes_by_port hash 1500
+}
+
+// A missing key is ErrKeyNotExist, which is also the kernel's ENOENT.
+func ExampleMap_Lookup() {
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 16, Name: "sparse"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	err = m.Lookup(make([]byte, 4), make([]byte, 8))
+	fmt.Println(errors.Is(err, mapfd.ErrKeyNotExist), errors.Is(err, unix.ENOENT))
+	fmt.Println(err)
+
+	// As root, it prints:
+	// true true
+	// mapfd: key does not exist
+}
+
+// NextKey walks the keys: nil asks for the first, ErrKeyNotExist ends the
+// walk. A hash map gives them in its own order.
+func ExampleMap_NextKey() {
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 8, MaxEntries: 3, Name: "slots"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	var key []byte // nil: the first
+	next := make([]byte, m.KeySize())
+	for {
+		if err := m.NextKey(key, next); errors.Is(err, mapfd.ErrKeyNotExist) {
+			break
+		} else if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(binary.NativeEndian.Uint32(next))
+		key = append(key[:0], next...)
+	}
+
+	// As root, it prints:
+	// 0
+	// 1
+	// 2
+}
+
+// All iterates over keys and values; the error that ends it, if any, is
+// stored in err.
+func ExampleMap_All() {
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 16, Name: "by_pid"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	for pid := uint32(1); pid <= 3; pid++ {
+		m.Update(binary.NativeEndian.AppendUint32(nil, pid), binary.NativeEndian.AppendUint64(nil, uint64(pid)*100), mapfd.BPF_ANY)
+	}
+	var lines []string
+	for k, v := range m.All(&err) {
+		lines = append(lines, fmt.Sprintf("pid %d: %d", binary.NativeEndian.Uint32(k), binary.NativeEndian.Uint64(v)))
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	slices.Sort(lines) // a hash map has no order
+	fmt.Println(strings.Join(lines, "\n"))
+
+	// As root, it prints:
+	// pid 1: 100
+	// pid 2: 200
+	// pid 3: 300
+}
+
+// LookupBatch copies many elements per system call; ErrBatchEnd comes with
+// the last of them.
+func ExampleMap_LookupBatch() {
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 8, MaxEntries: 10, Name: "squares"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	for i := uint32(0); i < 10; i++ {
+		m.Update(binary.NativeEndian.AppendUint32(nil, i), binary.NativeEndian.AppendUint64(nil, uint64(i*i)), mapfd.BPF_ANY)
+	}
+	keys, values := make([]byte, 4*4), make([]byte, 4*8) // 4 elements a call
+	var c mapfd.BatchCursor
+	for {
+		n, err := m.LookupBatch(&c, keys, values)
+		var got []uint64
+		for i := range n {
+			got = append(got, binary.NativeEndian.Uint64(values[8*i:]))
+		}
+		fmt.Println(got)
+		if errors.Is(err, mapfd.ErrBatchEnd) {
+			break
+		}
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+
+	// As root, it prints:
+	// [0 1 4 9]
+	// [16 25 36 49]
+	// [64 81]
+}
+
+// A queue has no keys: Update pushes, LookupAndDelete pops the oldest.
+func ExampleMap_LookupAndDelete() {
+	q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 4, MaxEntries: 8, Name: "jobs"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer q.Close()
+	for _, job := range []uint32{7, 8, 9} {
+		q.Update(nil, binary.NativeEndian.AppendUint32(nil, job), mapfd.BPF_ANY)
+	}
+	v := make([]byte, 4)
+	for q.LookupAndDelete(nil, v) == nil {
+		fmt.Println(binary.NativeEndian.Uint32(v))
+	}
+
+	// As root, it prints:
+	// 7
+	// 8
+	// 9
+}
+
+// A prog array holds programs for bpf_tail_call. Here a socket filter
+// tail-calls slot 0, which SetFD fills with a program returning 7.
+func ExampleMap_SetFD() {
+	jumps, err := mapfd.Create(mapfd.Spec{Type: mapfd.ProgArray, MaxEntries: 4, Name: "jumps"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer jumps.Close()
+	seven, err := prog.Load(prog.Spec{Type: prog.SocketFilter, License: "GPL", Insns: []insn.Item{
+		insn.Mov64Imm(insn.R0, 7),
+		insn.Exit(),
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer seven.Close()
+	caller, err := prog.Load(prog.Spec{Type: prog.SocketFilter, License: "GPL", Insns: []insn.Item{
+		insn.LoadMapFD(insn.R2, jumps), // r1 is still the context
+		insn.Mov64Imm(insn.R3, 0),
+		insn.Call(insn.BPF_FUNC_tail_call),
+		insn.Mov64Imm(insn.R0, 1), // slot 0 is empty
+		insn.Exit(),
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer caller.Close()
+	for _, set := range []bool{false, true} {
+		if set {
+			if err := jumps.SetFD(0, seven.FD()); err != nil {
+				fmt.Println(err)
+				return
+			}
+		}
+		r, err := caller.TestRun(prog.RunOptions{Data: make([]byte, 64)})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println("slot 0 set:", set, "returned", r.Retval)
+	}
+
+	// As root, it prints:
+	// slot 0 set: false returned 1
+	// slot 0 set: true returned 7
+}
+
+// A perf event array from a zero Spec has 4-byte keys and values and one
+// entry per possible CPU: what perfring.NewPerfReader takes.
+func ExampleCreate_perfEventArray() {
+	events, err := mapfd.Create(mapfd.Spec{Type: mapfd.PerfEventArray, Name: "events"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer events.Close()
+	n, _ := mapfd.PossibleCPUs()
+	fmt.Println(events.Type(), events.KeySize(), events.ValueSize(), events.MaxEntries() == uint32(n))
+
+	// As root, it prints:
+	// perf_event_array 4 4 true
+}
+
+// A ring buffer's MaxEntries is its size in bytes, a power of 2 and a
+// multiple of the page size; perfring.NewRingBufReader reads it.
+func ExampleCreate_ringBuf() {
+	ring, err := mapfd.Create(mapfd.Spec{Type: mapfd.RingBuf, MaxEntries: 256 << 10, Name: "ring"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ring.Close()
+	fmt.Println(ring.Type(), ring.MaxEntries())
+	_, err = mapfd.Create(mapfd.Spec{Type: mapfd.RingBuf, MaxEntries: 1000, Name: "odd"})
+	fmt.Println(errors.Is(err, unix.EINVAL))
+
+	// As root, it prints:
+	// ringbuf 262144
+	// true
+}
+
+// A pin makes the map outlive the process, in a BPF file system; another
+// process opens it by its path.
+func ExampleMap_Pin() {
+	const path = "/sys/fs/bpf/bpfkit_example_totals"
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1, Name: "totals"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	m.Update(make([]byte, 4), binary.NativeEndian.AppendUint64(nil, 42), mapfd.BPF_ANY)
+	if err := m.Pin(path); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer mapfd.Unpin(path)
+
+	opened, err := mapfd.Open(path)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer opened.Close()
+	v := make([]byte, 8)
+	err = opened.Lookup(make([]byte, 4), v)
+	fmt.Println(opened.Name(), binary.NativeEndian.Uint64(v), err)
+
+	// As root, it prints:
+	// totals 42 <nil>
+}
+
+// CreateTyped takes the key and value sizes from Go types: here a struct
+// key, padded as the program lays it out.
+func ExampleCreateTyped() {
+	type flow struct {
+		Port  uint16
+		Proto uint8
+		_     uint8
+	}
+	m, err := mapfd.CreateTyped[flow, uint64](mapfd.Spec{Type: mapfd.Hash, MaxEntries: 1024, Name: "flows"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	m.Update(flow{Port: 53, Proto: unix.IPPROTO_UDP}, 10, mapfd.BPF_ANY)
+	n, err := m.Lookup(flow{Port: 53, Proto: unix.IPPROTO_UDP})
+	fmt.Println(m.Map().KeySize(), n, err)
+	_, err = m.Lookup(flow{Port: 80, Proto: unix.IPPROTO_TCP})
+	fmt.Println(err)
+
+	// As root, it prints:
+	// 4 10 <nil>
+	// mapfd: key does not exist
+}
+
+// NewTyped checks that Go types fit a map made otherwise (opened from a
+// pin, say).
+func ExampleNewTyped() {
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4, Name: "slots"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	if _, err := mapfd.NewTyped[uint32, uint32](m); err != nil {
+		fmt.Println(err)
+	}
+	slots, err := mapfd.NewTyped[uint32, uint64](m)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	slots.Update(2, 99, mapfd.BPF_ANY)
+	for k, v := range slots.All(&err) {
+		fmt.Println(k, v)
+	}
+	if err != nil {
+		fmt.Println(err)
+	}
+
+	// As root, it prints:
+	// map "slots": value type of 4 bytes, the map's values are 8
+	// 0 0
+	// 1 0
+	// 2 99
+	// 3 0
+}
+
+// A per-CPU map holds one value per possible CPU, so programs count
+// without contending; user space sums them. Here a program counts its runs
+// in a per-CPU array, test-run 100 times.
+func ExampleTyped_LookupPerCPU() {
+	runs, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: mapfd.PerCPUArray, MaxEntries: 1, Name: "runs"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer runs.Close()
+	p, err := prog.Load(prog.Spec{Type: prog.SocketFilter, License: "GPL", Insns: []insn.Item{
+		insn.StoreImm(insn.BPF_W, insn.R10, -4, 0), // key 0
+		insn.Mov64Reg(insn.R2, insn.R10),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R2, -4),
+		insn.LoadMapFD(insn.R1, runs),
+		insn.Call(insn.BPF_FUNC_map_lookup_elem), // this CPU's value
+		insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, "out"),
+		insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, 0),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R1, 1), // no atomic needed: it is this CPU's own
+		insn.StoreMem(insn.BPF_DW, insn.R0, 0, insn.R1),
+		insn.Label("out"),
+		insn.Mov64Imm(insn.R0, 0),
+		insn.Exit(),
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	if _, err := p.TestRun(prog.RunOptions{Data: make([]byte, 64), Repeat: 100}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	n, _ := mapfd.PossibleCPUs()
+	perCPU := make([]uint64, n)
+	if err := runs.LookupPerCPU(0, perCPU); err != nil {
+		fmt.Println(err)
+		return
+	}
+	var total uint64
+	for _, v := range perCPU {
+		total += v
+	}
+	fmt.Println("runs:", total)
+
+	// As root, it prints:
+	// runs: 100
+}
+
+func ExampleParseCPUList() {
+	cpus, err := mapfd.ParseCPUList("0-3,8,10-11")
+	fmt.Println(cpus, err)
+	// Output:
+	// [0 1 2 3 8 10 11] <nil>
+}
+
+func ExampleType_PerCPU() {
+	for _, t := range []mapfd.Type{mapfd.Hash, mapfd.PerCPUHash, mapfd.LRUPerCPUHash} {
+		fmt.Println(t, t.PerCPU())
+	}
+	// Output:
+	// hash false
+	// percpu_hash true
+	// lru_percpu_hash true
+}
+
+// rootExamples are the examples that need root: TestExamples runs them.
+func rootExamples() []rootExample {
+	noBPFFS := ""
+	if _, err := sys.BPFFSPath("/sys/fs/bpf/x"); err != nil {
+		noBPFFS = err.Error()
+	}
+	return []rootExample{
+		{f: Example}, {f: ExampleMap_Lookup}, {f: ExampleMap_NextKey}, {f: ExampleMap_All},
+		{f: ExampleMap_LookupBatch}, {f: ExampleMap_LookupAndDelete}, {f: ExampleMap_SetFD},
+		{f: ExampleCreate_perfEventArray}, {f: ExampleCreate_ringBuf}, {f: ExampleMap_Pin, skip: noBPFFS},
+		{f: ExampleCreateTyped}, {f: ExampleNewTyped}, {f: ExampleTyped_LookupPerCPU},
+	}
+}
+
+// The rest of this file is the same in every package's example_test.go.
+
+// rootExample is an example that needs root or prints what depends on the
+// machine. It has no Output comment, so go test compiles it but does not
+// run it; its comment "As root, it prints:" (or "On x86-64, ...", any line
+// ending in "it prints:"), and the lines after, show what it prints, and
+// TestExamples checks that as root. want, if set, replaces that text where
+// this kernel answers otherwise; skip, if set, says why the example cannot
+// run here.
+type rootExample struct {
+	f          func()
+	want, skip string
+}
+
+// exampleSource is this file, embedded for the test binaries that run
+// without their sources (in the VMs).
+//
+//go:embed example_test.go
+var exampleSource []byte
+
+// TestExamples runs the examples of rootExamples, as root, and checks that
+// each prints what its "it prints:" comment says; and that every example
+// of this file has an Output comment or is one of them.
+func TestExamples(t *testing.T) {
+	file, err := parser.ParseFile(token.NewFileSet(), "example_test.go", exampleSource, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prints := map[string]string{} // example -> the output its comment shows
+	for _, ex := range doc.Examples(file) {
+		if ex.Output != "" || ex.EmptyOutput {
+			continue
+		}
+		name := "Example" + ex.Name
+		for _, c := range ex.Comments {
+			first, rest, _ := strings.Cut(c.Text(), "\n")
+			if c.Pos() > ex.Code.Pos() && c.End() < ex.Code.End() && strings.HasSuffix(first, "it prints:") {
+				prints[name] = rest
+			}
+		}
+		if _, ok := prints[name]; !ok {
+			t.Errorf("%s has neither an Output comment nor an \"it prints:\" comment: nothing checks it", name)
+		}
+	}
+	for _, ex := range rootExamples() {
+		name := runtime.FuncForPC(reflect.ValueOf(ex.f).Pointer()).Name()
+		name = name[strings.LastIndex(name, ".")+1:]
+		want, ok := prints[name]
+		if !ok {
+			t.Errorf("%s is in rootExamples without an \"it prints:\" comment", name)
+			continue
+		}
+		delete(prints, name)
+		if ex.want != "" {
+			want = ex.want
+		}
+		t.Run(name, func(t *testing.T) {
+			testutil.RequireRoot(t)
+			if ex.skip != "" {
+				t.Skip(ex.skip)
+			}
+			testutil.CheckNoLeaks(t)
+			if got := stdoutOf(t, ex.f); strings.TrimSpace(got) != strings.TrimSpace(want) {
+				t.Errorf("got:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+	for name := range prints {
+		t.Errorf("%s is not in rootExamples: nothing runs it", name)
+	}
+}
+
+// stdoutOf runs f and returns what it printed to os.Stdout.
+func stdoutOf(t *testing.T, f func()) string {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		out <- string(b)
+	}()
+	stdout := os.Stdout
+	os.Stdout = w
+	func() {
+		defer func() { os.Stdout = stdout; w.Close() }()
+		f()
+	}()
+	s := <-out
+	r.Close()
+	return s
+}

@@ -1,0 +1,271 @@
+package perfring_test
+
+import (
+	"context"
+	_ "embed"
+	"encoding/binary"
+	"fmt"
+	"go/doc"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/mapfd"
+	"github.com/bpfkit/bpfkit/perfring"
+	"github.com/bpfkit/bpfkit/prog"
+)
+
+// A program sends "getppid!" through a perf event array each time this
+// process calls getppid; ReadFunc hands the records over in place, a
+// batch at a time.
+func ExampleNewPerfReader() {
+	events, err := mapfd.Create(mapfd.Spec{Type: mapfd.PerfEventArray, Name: "events"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer events.Close()
+	r, err := perfring.NewPerfReader(events, perfring.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer r.Close()
+
+	msg := binary.NativeEndian.Uint64([]byte("getppid!"))
+	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "send", License: "GPL", Insns: []insn.Item{
+		insn.Mov64Reg(insn.R6, insn.R1), // the context, which perf_event_output takes
+		insn.Call(insn.BPF_FUNC_get_current_pid_tgid),
+		insn.ALU64Imm(insn.BPF_RSH, insn.R0, 32),
+		insn.JumpImm(insn.BPF_JNE, insn.R0, int32(os.Getpid()), "out"),
+		insn.LoadImm64(insn.R1, int64(msg)),
+		insn.StoreMem(insn.BPF_DW, insn.R10, -8, insn.R1),
+		insn.Mov64Reg(insn.R1, insn.R6),
+		insn.LoadMapFD(insn.R2, events),
+		insn.LoadImm64(insn.R3, 0xffffffff), // BPF_F_CURRENT_CPU: this CPU's ring
+		insn.Mov64Reg(insn.R4, insn.R10),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R4, -8),
+		insn.Mov64Imm(insn.R5, 8),
+		insn.Call(insn.BPF_FUNC_perf_event_output),
+		insn.Label("out"),
+		insn.Mov64Imm(insn.R0, 0),
+		insn.Exit(),
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	l, err := prog.AttachTracepoint(p, "syscalls", "sys_enter_getppid", prog.AttachOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+
+	for range 3 {
+		os.Getppid()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for read := 0; read < 3; {
+		n, err := r.ReadFunc(ctx, func(rec perfring.Record) error {
+			if rec.Lost != 0 {
+				fmt.Println("lost", rec.Lost)
+				return nil
+			}
+			fmt.Printf("%q\n", rec.Sample) // 8 bytes, then the kernel's padding
+			return nil
+		})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		read += n
+	}
+
+	// As root, it prints:
+	// "getppid!\x00\x00\x00\x00"
+	// "getppid!\x00\x00\x00\x00"
+	// "getppid!\x00\x00\x00\x00"
+}
+
+// A program sends "getppid!" through a BPF ring buffer, shared by every
+// CPU, each time this process calls getppid; Read returns the records one
+// by one, copied.
+func ExampleNewRingBufReader() {
+	ring, err := mapfd.Create(mapfd.Spec{Type: mapfd.RingBuf, MaxEntries: 64 << 10, Name: "ring"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ring.Close()
+	r, err := perfring.NewRingBufReader(ring)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer r.Close()
+
+	msg := binary.NativeEndian.Uint64([]byte("getppid!"))
+	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "send", License: "GPL", Insns: []insn.Item{
+		insn.Call(insn.BPF_FUNC_get_current_pid_tgid),
+		insn.ALU64Imm(insn.BPF_RSH, insn.R0, 32),
+		insn.JumpImm(insn.BPF_JNE, insn.R0, int32(os.Getpid()), "out"),
+		insn.LoadImm64(insn.R1, int64(msg)),
+		insn.StoreMem(insn.BPF_DW, insn.R10, -8, insn.R1),
+		insn.LoadMapFD(insn.R1, ring),
+		insn.Mov64Reg(insn.R2, insn.R10),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R2, -8),
+		insn.Mov64Imm(insn.R3, 8),
+		insn.Mov64Imm(insn.R4, 0),
+		insn.Call(insn.BPF_FUNC_ringbuf_output),
+		insn.Label("out"),
+		insn.Mov64Imm(insn.R0, 0),
+		insn.Exit(),
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	l, err := prog.AttachTracepoint(p, "syscalls", "sys_enter_getppid", prog.AttachOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+
+	for range 3 {
+		os.Getppid()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 3 {
+		rec, err := r.Read(ctx)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s (%d bytes)\n", rec.Sample, len(rec.Sample))
+	}
+
+	// As root, it prints:
+	// getppid! (8 bytes)
+	// getppid! (8 bytes)
+	// getppid! (8 bytes)
+}
+
+// rootExamples are the examples that need root: TestExamples runs them.
+func rootExamples() []rootExample {
+	compat := ""
+	if strconv.IntSize == 32 {
+		// The syscalls: tracepoints ignore compat system calls
+		// (ARCH_TRACE_IGNORE_COMPAT_SYSCALLS).
+		compat = "sys_enter_getppid does not fire for a 32-bit process"
+	}
+	return []rootExample{{f: ExampleNewPerfReader, skip: compat}, {f: ExampleNewRingBufReader, skip: compat}}
+}
+
+// The rest of this file is the same in every package's example_test.go.
+
+// rootExample is an example that needs root or prints what depends on the
+// machine. It has no Output comment, so go test compiles it but does not
+// run it; its comment "As root, it prints:" (or "On x86-64, ...", any line
+// ending in "it prints:"), and the lines after, show what it prints, and
+// TestExamples checks that as root. want, if set, replaces that text where
+// this kernel answers otherwise; skip, if set, says why the example cannot
+// run here.
+type rootExample struct {
+	f          func()
+	want, skip string
+}
+
+// exampleSource is this file, embedded for the test binaries that run
+// without their sources (in the VMs).
+//
+//go:embed example_test.go
+var exampleSource []byte
+
+// TestExamples runs the examples of rootExamples, as root, and checks that
+// each prints what its "it prints:" comment says; and that every example
+// of this file has an Output comment or is one of them.
+func TestExamples(t *testing.T) {
+	file, err := parser.ParseFile(token.NewFileSet(), "example_test.go", exampleSource, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prints := map[string]string{} // example -> the output its comment shows
+	for _, ex := range doc.Examples(file) {
+		if ex.Output != "" || ex.EmptyOutput {
+			continue
+		}
+		name := "Example" + ex.Name
+		for _, c := range ex.Comments {
+			first, rest, _ := strings.Cut(c.Text(), "\n")
+			if c.Pos() > ex.Code.Pos() && c.End() < ex.Code.End() && strings.HasSuffix(first, "it prints:") {
+				prints[name] = rest
+			}
+		}
+		if _, ok := prints[name]; !ok {
+			t.Errorf("%s has neither an Output comment nor an \"it prints:\" comment: nothing checks it", name)
+		}
+	}
+	for _, ex := range rootExamples() {
+		name := runtime.FuncForPC(reflect.ValueOf(ex.f).Pointer()).Name()
+		name = name[strings.LastIndex(name, ".")+1:]
+		want, ok := prints[name]
+		if !ok {
+			t.Errorf("%s is in rootExamples without an \"it prints:\" comment", name)
+			continue
+		}
+		delete(prints, name)
+		if ex.want != "" {
+			want = ex.want
+		}
+		t.Run(name, func(t *testing.T) {
+			testutil.RequireRoot(t)
+			if ex.skip != "" {
+				t.Skip(ex.skip)
+			}
+			testutil.CheckNoLeaks(t)
+			if got := stdoutOf(t, ex.f); strings.TrimSpace(got) != strings.TrimSpace(want) {
+				t.Errorf("got:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+	for name := range prints {
+		t.Errorf("%s is not in rootExamples: nothing runs it", name)
+	}
+}
+
+// stdoutOf runs f and returns what it printed to os.Stdout.
+func stdoutOf(t *testing.T, f func()) string {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		out <- string(b)
+	}()
+	stdout := os.Stdout
+	os.Stdout = w
+	func() {
+		defer func() { os.Stdout = stdout; w.Close() }()
+		f()
+	}()
+	s := <-out
+	r.Close()
+	return s
+}
