@@ -72,7 +72,9 @@ func kernelAttrSize() uintptr {
 	for lo < hi {
 		mid := max((lo+hi)/2&^7, lo)
 		probe[mid] = 1
-		_, err := traced("bpf", func() string { return fmt.Sprintf("%#x (no command: sizing union bpf_attr), byte %d set, %d", invalidCmd, mid, AttrSize) },
+		_, err := traced("bpf", func() string {
+			return fmt.Sprintf("%#x (no command: sizing union bpf_attr), byte %d set, %d", invalidCmd, mid, AttrSize)
+		},
 			func() (int, error) {
 				r, _, errno := unix.Syscall(unix.SYS_BPF, invalidCmd, uintptr(unsafe.Pointer(&probe)), AttrSize)
 				if errno != 0 {

@@ -70,4 +70,3 @@ func exportedRecv(r *ast.FieldList) bool {
 	id, ok := typ.(*ast.Ident)
 	return ok && id.IsExported()
 }
-

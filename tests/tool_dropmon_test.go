@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,17 +56,22 @@ func TestDropmonStacks(t *testing.T) {
 	r.waitFor("Ctrl-C to stop")
 	dropUDP(t, 100)
 	out := r.stop()
-	// Each stack is a line "count reason", then its frames, indented.
-	found, count, udp := false, "", false
+	// Each stack is a line "count reason", then its frames, indented. The
+	// drops take the sender's path, or ksoftirqd's when the machine is
+	// busy: their stacks through udp must count 100 in all.
+	total, count, udp := 0, 0, false
 	for line := range strings.SplitSeq(out+"\n0 end", "\n") {
 		if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(line, "          ") {
-			found = found || count == "100" && udp
-			count, udp = f[0], false
+			if udp {
+				total += count
+			}
+			count, udp = 0, false
+			count, _ = strconv.Atoi(f[0])
 		}
 		udp = udp || strings.Contains(line, "udp")
 	}
-	if !found {
-		t.Fatalf("no stack with 100 drops through udp:\n%s", out)
+	if total != 100 {
+		t.Fatalf("%d drops in stacks through udp, want 100:\n%s", total, out)
 	}
 }
 

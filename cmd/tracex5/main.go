@@ -130,7 +130,7 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, swap bool) error {
 	for nr, h := range map[int]struct {
 		id   int32
 		data string
-	}{unix.SYS_WRITE: {hWrite, ""}, unix.SYS_READ: {hRead, ""}, unix.SYS_OPENAT: {hOpenat, "string"}, unix.SYS_MMAP: {hMmap, ""}} {
+	}{unix.SYS_WRITE: {hWrite, ""}, unix.SYS_READ: {hRead, ""}, unix.SYS_OPENAT: {hOpenat, "string"}, sysMmap: {hMmap, ""}} {
 		p, err := load("tracex5_"+names[uint32(h.id)], handler(h.id, h.data))
 		if err != nil {
 			return err
