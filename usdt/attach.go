@@ -227,6 +227,26 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 	return a, nil
 }
 
+// Enable sets the probe's semaphore, as attaching to it would, without
+// a uprobe on its call sites, for programs that test one probe's
+// semaphore before firing another: CPython 3.11 to 3.14 fire
+// python:function__entry only while python:line is enabled (CPython
+// gh-98894), and a uprobe on python:line would trap at every line. The
+// uprobe, whose program does nothing, is on the executable's entry point,
+// which a process runs once, at its start.
+func Enable(p *Probe, o Options) (*Attachment, error) {
+	if p.file.entry == 0 {
+		return nil, fmt.Errorf("usdt: enable %s: %s has no entry point in an executable segment", p, p.file.Path)
+	}
+	sem, err := p.semaphore(p.Sites[0])
+	if err != nil || sem == 0 {
+		return nil, fmt.Errorf("usdt: enable %s: %s has no semaphore to set (%v)", p, p.file.Path, err)
+	}
+	q := &Probe{p.Provider, p.Name, []Site{{Offset: p.file.entry, Semaphore: p.Sites[0].Semaphore}}, p.file}
+	o.NoCookies = true
+	return Attach(q, o, func(*Args) ([]Item, error) { return []Item{Mov64Imm(R0, 0), Exit()}, nil })
+}
+
 func load(build Builder, args *Args, name string) (*prog.Program, error) {
 	items, err := build(args)
 	if err != nil {

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bpfkit/bpfkit/internal/testutil"
 	. "github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/tracefs"

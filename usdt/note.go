@@ -19,6 +19,7 @@ type File struct {
 	Machine elf.Machine // EM_X86_64, EM_386, EM_AARCH64 ...
 	Probes  []*Probe    // one per provider:name, in the order of the notes
 	progs   []elf.ProgHeader
+	entry   uint64 // file offset of the entry point, or 0
 }
 
 // Probe is one provider:name and its call sites: the compiler emits a
@@ -91,6 +92,7 @@ func Open(path string) (*File, error) {
 	for _, p := range f.Progs {
 		file.progs = append(file.progs, p.ProgHeader)
 	}
+	file.entry, _ = file.offset(f.Entry, elf.PF_X)
 	byName := map[string]*Probe{}
 	for _, n := range notes {
 		// Prelink moved the sections: the note's base is where
