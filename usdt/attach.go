@@ -1,7 +1,7 @@
 package usdt
 
 import (
-	"debug/elf"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -171,55 +171,51 @@ func (p *Probe) ParseArgs() ([][]Arg, error) {
 // probe: one uprobe per site, each with the probe's semaphore as its
 // ref_ctr_offset so that the traced program sees the probe enabled (4.20).
 func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
-	fail := func(err error) (*Attachment, error) {
-		return nil, fmt.Errorf("usdt: attach to %s in %s: %w", p, p.file.Path, err)
-	}
 	sites, err := p.ParseArgs()
 	if err != nil {
 		return nil, err
 	}
-	var sems []uint64
-	for _, s := range p.Sites {
-		off, err := p.semaphore(s)
-		if err != nil {
-			return fail(err)
-		}
-		sems = append(sems, off)
+	a := &Attachment{}
+	fail := func(err error) (*Attachment, error) {
+		a.Close()
+		return nil, fmt.Errorf("usdt: attach to %s in %s: %w", p, p.file.Path, err)
 	}
-	if len(sites[0]) > 0 {
-		if err := checkArch(p.file.Machine); err != nil {
-			return fail(err)
-		}
+	// The registers' offsets are those of 64-bit kernels' pt_regs.
+	if regs, err := prog.KernelPtRegs(); len(sites[0]) > 0 && (err != nil || regs.Size != BPF_DW) {
+		return fail(fmt.Errorf("reading arguments needs an x86_64 or arm64 kernel: %w", sys.ErrNotSupported))
 	}
-	cookies := false
 	if !o.NoCookies {
-		if cookies, err = prog.HavePerfLink(); err != nil {
+		if a.Cookies, err = prog.HavePerfLink(); err != nil {
 			return fail(err)
 		}
 	}
-	a := &Attachment{Cookies: cookies}
-	if cookies {
+	if a.Cookies {
 		if a.specs, err = specMap(sites); err != nil {
 			return fail(err)
 		}
 	}
 	for i, s := range p.Sites {
-		if i == 0 || !cookies {
-			args := &Args{N: len(sites[0]), site: sites[i], specs: a.specs}
-			pr, err := load(build, args, o.Name)
+		sem, err := p.semaphore(s)
+		if err != nil {
+			return fail(err)
+		}
+		if i == 0 || !a.Cookies {
+			items, err := build(&Args{N: len(sites[0]), site: sites[i], specs: a.specs})
 			if err != nil {
-				a.Close()
+				return fail(err)
+			}
+			pr, err := prog.Load(prog.Spec{Type: prog.Kprobe, Name: cmp.Or(o.Name, "usdt"), License: "GPL", Insns: items})
+			if err != nil {
 				return fail(err)
 			}
 			a.Programs = append(a.Programs, pr)
 		}
-		uo := prog.UprobeOptions{Offset: s.Offset, PID: o.PID, RefCtrOffset: sems[i]}
-		if cookies {
+		uo := prog.UprobeOptions{Offset: s.Offset, PID: o.PID, RefCtrOffset: sem}
+		if a.Cookies {
 			uo.Cookie = uint64(i)
 		}
 		l, err := prog.AttachUprobe(a.Programs[len(a.Programs)-1], p.file.Path, uo)
 		if err != nil {
-			a.Close()
 			return fail(err)
 		}
 		a.links = append(a.links, l)
@@ -247,17 +243,6 @@ func Enable(p *Probe, o Options) (*Attachment, error) {
 	return Attach(q, o, func(*Args) ([]Item, error) { return []Item{Mov64Imm(R0, 0), Exit()}, nil })
 }
 
-func load(build Builder, args *Args, name string) (*prog.Program, error) {
-	items, err := build(args)
-	if err != nil {
-		return nil, err
-	}
-	if name == "" {
-		name = "usdt"
-	}
-	return prog.Load(prog.Spec{Type: prog.Kprobe, Name: name, License: "GPL", Insns: items})
-}
-
 // specMap makes the array of argument descriptions, one entry per site.
 func specMap(sites [][]Arg) (*mapfd.Map, error) {
 	n := max(len(sites[0]), 1)
@@ -283,18 +268,4 @@ func specMap(sites [][]Arg) (*mapfd.Map, error) {
 		}
 	}
 	return m, nil
-}
-
-// checkArch checks that this kernel's struct pt_regs is the one
-// regOffset knows for binaries of machine.
-func checkArch(machine elf.Machine) error {
-	regs, err := prog.KernelPtRegs()
-	if err != nil {
-		return err
-	}
-	want := map[elf.Machine]string{elf.EM_X86_64: "x86_64", elf.EM_386: "x86_64", elf.EM_AARCH64: "aarch64"}[machine]
-	if regs.Arch != want {
-		return fmt.Errorf("reading the arguments of a %v binary on a %s kernel: %w", machine, regs.Arch, sys.ErrNotSupported)
-	}
-	return nil
 }

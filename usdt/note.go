@@ -18,7 +18,7 @@ type File struct {
 	Path    string      // absolute, as the uprobes are attached
 	Machine elf.Machine // EM_X86_64, EM_386, EM_AARCH64 ...
 	Probes  []*Probe    // one per provider:name, in the order of the notes
-	progs   []elf.ProgHeader
+	progs   []*elf.Prog
 	entry   uint64 // file offset of the entry point, or 0
 }
 
@@ -65,38 +65,31 @@ func Open(path string) (*File, error) {
 		return nil, fmt.Errorf("usdt: %s: %w", path, err)
 	}
 	defer f.Close()
-	if f.Data != elf.ELFDATA2LSB {
-		return nil, fmt.Errorf("usdt: %s: a big-endian ELF file: only little-endian ones are supported", path)
-	}
 	sec := f.Section(".note.stapsdt")
-	if sec == nil {
+	switch {
+	case f.Data != elf.ELFDATA2LSB:
+		return nil, fmt.Errorf("usdt: %s: a big-endian ELF file: only little-endian ones are supported", path)
+	case sec == nil:
 		return nil, fmt.Errorf("%w in %s: it has no .note.stapsdt section", ErrNoProbes, path)
 	}
 	data, err := sec.Data()
+	var notes []note
+	if err == nil {
+		notes, err = parseNotes(data, 4*int(f.Class)) // ELFCLASS32 is 1, ELFCLASS64 2
+	}
 	if err != nil {
 		return nil, fmt.Errorf("usdt: %s: .note.stapsdt: %w", path, err)
 	}
-	addrSize := 8
-	if f.Class == elf.ELFCLASS32 {
-		addrSize = 4
-	}
-	notes, err := parseNotes(data, addrSize)
-	if err != nil {
-		return nil, fmt.Errorf("usdt: %s: .note.stapsdt: %w", path, err)
-	}
+	// Prelink moves the sections: each note says where .stapsdt.base was
+	// when it was written, and the addresses move as far as it has.
 	var base uint64
 	if s := f.Section(".stapsdt.base"); s != nil {
 		base = s.Addr
 	}
-	file := &File{Path: abs, Machine: f.Machine}
-	for _, p := range f.Progs {
-		file.progs = append(file.progs, p.ProgHeader)
-	}
+	file := &File{Path: abs, Machine: f.Machine, progs: f.Progs}
 	file.entry, _ = file.offset(f.Entry, elf.PF_X)
 	byName := map[string]*Probe{}
 	for _, n := range notes {
-		// Prelink moved the sections: the note's base is where
-		// .stapsdt.base was when it was written (systemtap's rule).
 		if base != 0 && n.base != 0 {
 			n.pc += base - n.base
 			if n.sem != 0 {
@@ -142,17 +135,17 @@ func parseNotes(b []byte, addrSize int) ([]note, error) {
 		if len(desc) < 3*addrSize {
 			return nil, fmt.Errorf("note %d: %d bytes, short of three addresses", i, len(desc))
 		}
-		addr := func(j int) uint64 {
-			if addrSize == 4 {
-				return uint64(le.Uint32(desc[4*j:]))
-			}
-			return le.Uint64(desc[8*j:])
+		var a [3]uint64 // pc, base, semaphore
+		for j := range a {
+			var w [8]byte
+			copy(w[:], desc[j*addrSize:(j+1)*addrSize])
+			a[j] = le.Uint64(w[:])
 		}
 		s := strings.SplitN(string(desc[3*addrSize:]), "\x00", 4)
 		if len(s) < 4 || s[0] == "" || s[1] == "" {
 			return nil, fmt.Errorf("note %d: want a provider, a name and arguments, each ending in NUL", i)
 		}
-		out = append(out, note{addr(0), addr(1), addr(2), s[0], s[1], s[2]})
+		out = append(out, note{a[0], a[1], a[2], s[0], s[1], s[2]})
 	}
 	return out, nil
 }
@@ -177,41 +170,29 @@ func (f *File) offset(addr uint64, want elf.ProgFlag) (uint64, error) {
 }
 
 // semaphore is the file offset of the site's semaphore, the uprobe's
-// ref_ctr_offset. The kernel increments the counter only through a
-// private writable mapping of the probed file (valid_ref_ctr_vma, 4.20),
-// so a semaphore outside the file part of a writable segment would never
-// count: an error.
+// ref_ctr_offset. The kernel counts only through a private writable
+// mapping of the probed file (valid_ref_ctr_vma, 4.20): a semaphore
+// elsewhere would never be set.
 func (p *Probe) semaphore(s Site) (uint64, error) {
 	if s.Semaphore == 0 {
 		return 0, nil
 	}
 	off, err := p.file.offset(s.Semaphore, elf.PF_W)
 	if err != nil {
-		return 0, fmt.Errorf("semaphore: the kernel can only count it in a writable mapping of the file, and %w", err)
+		err = fmt.Errorf("semaphore: the kernel can only count it in a writable mapping of the file, and %w", err)
 	}
-	return off, nil
+	return off, err
 }
 
-// Probe finds a probe by "provider:name", or by "name" alone when one
-// provider has it; when there is none, the error lists those there are.
-func (f *File) Probe(spec string) (*Probe, error) {
-	provider, name, hasProvider := strings.Cut(spec, ":")
-	if !hasProvider {
-		provider, name = "", spec
-	}
-	var found []*Probe
+// Probe finds a probe by "provider:name"; when there is none, the error
+// lists those there are.
+func (f *File) Probe(name string) (*Probe, error) {
 	var all []string
 	for _, p := range f.Probes {
-		if p.Name == name && (!hasProvider || p.Provider == provider) {
-			found = append(found, p)
+		if p.String() == name {
+			return p, nil
 		}
 		all = append(all, p.String())
 	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		return nil, fmt.Errorf("usdt: %s has no probe %s; it has %s", f.Path, spec, strings.Join(all, ", "))
-	}
-	return nil, fmt.Errorf("usdt: %s: %s is in providers %s and %s: say which", f.Path, name, found[0].Provider, found[1].Provider)
+	return nil, fmt.Errorf("usdt: %s has no probe %s; it has %s", f.Path, name, strings.Join(all, ", "))
 }

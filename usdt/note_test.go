@@ -374,9 +374,6 @@ func TestErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bpfkit:args, bpfkit:str") {
 		t.Errorf("missing probe: %v", err)
 	}
-	if p, err := f.Probe("str"); err != nil || p.String() != "bpfkit:str" {
-		t.Errorf("by name alone: %v, %v", p, err)
-	}
 	bad := &Probe{Provider: "p", Name: "n", file: f, Sites: []Site{{Address: 0x1234, Args: "8@%rax 8@sym(%rip)"}}}
 	if _, err := bad.ParseArgs(); err == nil || !strings.Contains(err.Error(), "p:n") || !strings.Contains(err.Error(), "0x1234") {
 		t.Errorf("bad argument: %v, want an error naming the probe and site", err)
