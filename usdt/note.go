@@ -36,13 +36,13 @@ func (p *Probe) String() string { return p.Provider + ":" + p.Name }
 
 // Site is one call site, from one note.
 type Site struct {
-	Address uint64 // link-time address of the site's nop, adjusted for prelink
-	Offset  uint64 // its offset in the file: where the uprobe goes
+	Address uint64 `json:"address"` // link-time address of the site's nop, adjusted for prelink
+	Offset  uint64 `json:"offset"`  // its offset in the file: where the uprobe goes
 	// Semaphore is the link-time address of the probe's semaphore, a
 	// counter the traced program reads to skip preparing the arguments
 	// while no tracer is attached; 0 when the probe has none.
-	Semaphore uint64
-	Args      string // the arguments as the note writes them: "-4@%edi 8@-16(%rbp)"
+	Semaphore uint64 `json:"semaphore"`
+	Args      string `json:"args"` // the arguments as the note writes them: "-4@%edi 8@-16(%rbp)"
 }
 
 // note is one NT_STAPSDT note, as written.

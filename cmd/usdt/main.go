@@ -71,12 +71,18 @@ func main() {
 	case o.pid < 0:
 		t.Exit(tool.Usagef("-p %d: want a process id", o.pid))
 	}
-	if o.list {
-		t.Exit(list(t, t.Args[0]))
-	}
 	ctx, stop := tool.Context()
 	defer stop()
-	t.Exit(run(ctx, t, o))
+	var err error
+	if o.list {
+		err = list(t, t.Args[0])
+	} else {
+		err = run(ctx, t, o)
+	}
+	if err != nil && strings.HasPrefix(err.Error(), "usdt: ") {
+		err = errors.New(err.Error()[6:]) // the library's prefix, the tool's name
+	}
+	t.Exit(err)
 }
 
 // flagsFirst moves the flags, with their values, before the other
@@ -110,30 +116,20 @@ func list(t *tool.Tool, path string) error {
 	if err != nil {
 		return err
 	}
-	type site struct {
-		Address uint64 `json:"address"`
-		Offset  uint64 `json:"offset"`
-		Args    string `json:"args"`
-	}
 	for _, p := range f.Probes {
-		var sites []site
-		for _, s := range p.Sites {
-			sites = append(sites, site{s.Address, s.Offset, s.Args})
-		}
 		if t.JSON {
 			t.Emit(struct {
-				Probe     string `json:"probe"`
-				Semaphore uint64 `json:"semaphore"`
-				Sites     []site `json:"sites"`
-			}{p.String(), p.Sites[0].Semaphore, sites})
+				Probe string      `json:"probe"`
+				Sites []usdt.Site `json:"sites"`
+			}{p.String(), p.Sites})
 			continue
 		}
 		sem := "no semaphore"
 		if a := p.Sites[0].Semaphore; a != 0 {
 			sem = fmt.Sprintf("semaphore %#x", a)
 		}
-		fmt.Fprintf(t.Stdout, "%s  %d site%s  %s\n", p, len(sites), map[bool]string{true: "s"}[len(sites) > 1], sem)
-		for _, s := range sites {
+		fmt.Fprintf(t.Stdout, "%s  %d site%s  %s\n", p, len(p.Sites), map[bool]string{true: "s"}[len(p.Sites) > 1], sem)
+		for _, s := range p.Sites {
 			fmt.Fprintf(t.Stdout, "    %#x  %s\n", s.Address, s.Args)
 		}
 	}
@@ -143,11 +139,11 @@ func list(t *tool.Tool, path string) error {
 // field is one argument printed: a number or a string, at off in the
 // record.
 type field struct {
-	n      int
-	str    bool
-	signed bool
-	off    int
+	n, off      int
+	str, signed bool
 }
+
+func (f field) end() int { return f.off + map[bool]int{false: 8, true: strSize}[f.str] }
 
 // fields reads -a and -s against the probe's arguments.
 func fields(o options, args []usdt.Arg) ([]field, error) {
@@ -170,13 +166,13 @@ func fields(o options, args []usdt.Arg) ([]field, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].n < out[j].n })
-	off := header
+	end := header
 	for i := range out {
-		out[i].off = off
-		off += map[bool]int{false: 8, true: strSize}[out[i].str]
+		out[i].off = end
+		end = out[i].end()
 	}
-	if off > 512-usdt.Scratch {
-		return nil, tool.Usagef("the arguments chosen take %d bytes of stack: more than the %d there are (a string takes %d)", off, 512-usdt.Scratch, strSize)
+	if end > 512-usdt.Scratch {
+		return nil, tool.Usagef("the arguments chosen take %d bytes of stack: more than the %d there are (a string takes %d)", end, 512-usdt.Scratch, strSize)
 	}
 	return out, nil
 }
@@ -203,8 +199,7 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 	}
 	size := header
 	if len(fs) > 0 {
-		last := fs[len(fs)-1]
-		size = last.off + map[bool]int{false: 8, true: strSize}[last.str]
+		size = fs[len(fs)-1].end()
 	} else if o.count {
 		size += 8 // a key of zero: the total
 	}
