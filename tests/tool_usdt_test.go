@@ -127,8 +127,10 @@ func TestUsdtList(t *testing.T) {
 	}
 	want := ""
 	for _, p := range f.Probes {
-		s := p.Sites[0]
-		want += fmt.Sprintf("%s  1 site  semaphore %#x\n    %#x  %s\n", p, s.Semaphore, s.Address, s.Args)
+		want += fmt.Sprintf("%s  %d site%s  semaphore %#x\n", p, len(p.Sites), map[bool]string{true: "s"}[len(p.Sites) > 1], p.Sites[0].Semaphore)
+		for _, s := range p.Sites {
+			want += fmt.Sprintf("    %#x  %s\n", s.Address, s.Args)
+		}
 	}
 	if out != want {
 		t.Fatalf("usdt -l:\n%s\nwant:\n%s", out, want)

@@ -139,13 +139,18 @@ func (a Arg) load(dst, ctx Register) []Item {
 
 // String returns the instructions that copy the NUL-terminated string
 // that argument n points at into the size bytes of stack at r10+buf, with
-// bpf_probe_read_user_str; r0 is then its length with the NUL, or a
-// negative error. The buffer must be below the Scratch bytes.
+// bpf_probe_read_user_str, zeroing the buffer first: the helper leaves
+// the bytes after the NUL as they were, and the string may be a map key.
+// r0 is then its length with the NUL, or a negative error. buf and size
+// are multiples of 8, the buffer below the Scratch bytes.
 func (a *Args) String(ctx Register, n int, buf int16, size int32) ([]Item, error) {
-	if size < 1 || int(buf) < -512 || int(buf)+int(size) > -Scratch {
-		return nil, fmt.Errorf("usdt: string of %d bytes at r10%+d: not within r10-512 to r10-%d", size, buf, Scratch)
+	if size < 1 || int(buf) < -512 || int(buf)+int(size) > -Scratch || buf%8 != 0 || size%8 != 0 {
+		return nil, fmt.Errorf("usdt: string of %d bytes at r10%+d: want multiples of 8 within r10-512 to r10-%d", size, buf, Scratch)
 	}
 	items, err := a.Load(R3, ctx, n)
+	for off := int16(0); off < int16(size); off += 8 {
+		items = append(items, StoreImm(BPF_DW, R10, buf+off, 0))
+	}
 	return append(items, Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, int32(buf)), Mov64Imm(R2, size),
 		Call(BPF_FUNC_probe_read_user_str)), err
 }

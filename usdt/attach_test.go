@@ -125,6 +125,8 @@ func TestArgs(t *testing.T) {
 				}
 				items = append(append(items, load...), StoreMem(BPF_DW, R10, int16(rec+8*n), R7))
 			}
+			// junk where the string goes, as a stack slot may hold
+			items = append(items, StoreImm(BPF_DW, R10, rec+88, -1), StoreImm(BPF_DW, R10, rec+96, -1))
 			str, err := args.String(R6, 11, rec+88, 16)
 			items = append(append(items, str...), LoadMapFD(R1, q), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, rec),
 				Mov64Imm(R3, 0), Call(BPF_FUNC_map_push_elem), Mov64Imm(R0, 0), Exit())
@@ -160,6 +162,77 @@ func TestArgs(t *testing.T) {
 		if err := q.LookupAndDelete(nil, v); !errors.Is(err, mapfd.ErrKeyNotExist) {
 			t.Errorf("cookies %v: more than 5 firings: %v", cookies, err)
 		}
+	}
+}
+
+// TestSites: bpfkit:str has two call sites, one passing i in a register,
+// the other the constant 99: each firing reads its own site's arguments,
+// through the cookie's index or its own program.
+func TestSites(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	path := sdtProgram(t)
+	probe := openProbe(t, path, "bpfkit:str")
+	if len(probe.Sites) != 2 || probe.Sites[0].Args == probe.Sites[1].Args {
+		t.Fatalf("bpfkit:str: %+v, want two sites with different arguments", probe.Sites)
+	}
+	for _, cookies := range cookieModes(t) {
+		proc := startSDT(t, path)
+		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 24, MaxEntries: 64, Name: "usdt_test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		a, err := Attach(probe, Options{PID: proc.pid, NoCookies: !cookies}, func(args *Args) ([]Item, error) {
+			load, err := args.Load(R7, R6, 1)
+			str, err2 := args.String(R6, 0, -40, 16)
+			items := append(append([]Item{Mov64Reg(R6, R1)}, load...), StoreMem(BPF_DW, R10, -48, R7))
+			return append(append(items, str...), LoadMapFD(R1, q), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -48),
+				Mov64Imm(R3, 0), Call(BPF_FUNC_map_push_elem), Mov64Imm(R0, 0), Exit()), errors.Join(err, err2)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Cookies != cookies || len(a.Programs) != map[bool]int{true: 1, false: 2}[cookies] {
+			t.Errorf("cookies %v: attached with cookies %v, %d programs", cookies, a.Cookies, len(a.Programs))
+		}
+		// Each site's uprobe counts in the semaphore.
+		if got := proc.do("sem"); got != "sem 0 2" {
+			t.Errorf("cookies %v: %s, want sem 0 2", cookies, got)
+		}
+		proc.do("fire 4")
+		a.Close()
+		v := make([]byte, 24)
+		var got []string
+		for q.LookupAndDelete(nil, v) == nil {
+			got = append(got, fmt.Sprintf("%s %d", strings.TrimRight(string(v[8:]), "\x00"), binary.LittleEndian.Uint64(v)))
+		}
+		if want := "call 0 0,call 1 99,call 2 2,call 3 99"; strings.Join(got, ",") != want {
+			t.Errorf("cookies %v: %q, want %q", cookies, got, want)
+		}
+	}
+}
+
+// TestEnable: Enable sets bpfkit:str's semaphore with one uprobe on the
+// entry point, none on the probe's sites, and Close clears it.
+func TestEnable(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	path := sdtProgram(t)
+	proc := startSDT(t, path)
+	e, err := Enable(openProbe(t, path, "bpfkit:str"), Options{PID: proc.pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := proc.do("sem"); got != "sem 0 1" || len(e.links) != 1 {
+		t.Errorf("enabled: %s with %d uprobes, want sem 0 1 and one", got, len(e.links))
+	}
+	proc.do("fire 3")
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := proc.do("sem"); got != "sem 0 0" {
+		t.Errorf("after Close: %s", got)
 	}
 }
 
@@ -212,9 +285,9 @@ func TestSemaphore(t *testing.T) {
 				t.Fatalf("before attaching: %s", got)
 			}
 			a, count := counter(t, probe, o)
-			wantOther := map[bool]string{false: "sem 0 1", true: "sem 0 0"}[pid]
-			if got, gotOther := traced.do("sem"), other.do("sem"); got != "sem 0 1" || gotOther != wantOther {
-				t.Errorf("cookies %v, pid %v: attached, the traced process says %q and the other %q, want sem 0 1 and %s", cookies, pid, got, gotOther, wantOther)
+			wantOther := map[bool]string{false: "sem 0 2", true: "sem 0 0"}[pid]
+			if got, gotOther := traced.do("sem"), other.do("sem"); got != "sem 0 2" || gotOther != wantOther {
+				t.Errorf("cookies %v, pid %v: attached, the traced process says %q and the other %q, want sem 0 2 (a uprobe on each site) and %s", cookies, pid, got, gotOther, wantOther)
 			}
 			traced.do("fire 7")
 			other.do("fire 3")
@@ -246,7 +319,9 @@ func TestLoadErrors(t *testing.T) {
 			t.Errorf("Load(%v, %v, %d) accepted", c.dst, c.ctx, c.n)
 		}
 	}
-	if _, err := a.String(R6, 0, -20, 8); err == nil {
-		t.Error("a string buffer over the scratch bytes accepted")
+	for _, c := range [][2]int{{-16, 8}, {-36, 16}, {-40, 12}, {-520, 8}, {-40, 0}} {
+		if _, err := a.String(R6, 0, int16(c[0]), int32(c[1])); err == nil {
+			t.Errorf("a string buffer of %d bytes at r10%+d accepted", c[1], c[0])
+		}
 	}
 }

@@ -6,7 +6,9 @@
  *
  * It reads commands from stdin, one a line, and answers on stdout:
  *   fire N   fires bpfkit:args N times, and bpfkit:str N times when its
- *            semaphore says a tracer is attached; answers "fired N"
+ *            semaphore says a tracer is attached, from two call sites:
+ *            ("call i", i) for even i, ("call i", 99) for odd i;
+ *            answers "fired N"
  *   sem      answers "sem A S", the two semaphores' values
  * It prints "ready" first and exits at the end of its input.
  *
@@ -27,6 +29,12 @@ struct rec {
 	unsigned long long big; /* arg 7: 0xfedcba9876543210 */
 };
 
+/* str_probe is inlined twice: bpfkit:str has two call sites. */
+__attribute__((always_inline)) static inline void str_probe(const char *s, unsigned n)
+{
+	STAP_PROBE2(bpfkit, str, s, n);
+}
+
 /* fire fires the probes once with i: the arguments are, in order,
  * -i, 3*i, -42, 200, -7*i, -300, -5, 0xfedcba9876543210, 1000+i,
  * (short)-i, (signed char)i and the string s. */
@@ -35,8 +43,12 @@ __attribute__((noinline)) void fire(struct rec *r, long i, const char *s)
 	volatile long onstack = 1000 + i;
 	STAP_PROBE12(bpfkit, args, (int)-i, (unsigned long)i * 3, -42, (unsigned char)200,
 		     r->x, r->y, r->z, r->big, onstack, (short)-i, (signed char)i, s);
-	if (*(volatile unsigned short *)&bpfkit_str_semaphore)
-		STAP_PROBE2(bpfkit, str, s, (unsigned)i);
+	if (!*(volatile unsigned short *)&bpfkit_str_semaphore)
+		return;
+	if (i % 2 == 0)
+		str_probe(s, i);
+	else
+		str_probe(s, 99);
 }
 
 #ifdef SDT_FREESTANDING
