@@ -238,6 +238,23 @@ func TestUsdtCount(t *testing.T) {
 	}
 }
 
+// TestUsdtIntervalCount: with an interval and a count, usdt stops by
+// itself, status 0, after count intervals; -count -json prints one
+// object for each.
+func TestUsdtIntervalCount(t *testing.T) {
+	testutil.RequireRoot(t)
+	path := sdtBinary(t)
+	start := time.Now()
+	if _, errOut, status := runTool(t, "usdt", path, "bpfkit:args", "0.2", "2"); status != 0 || time.Since(start) < 400*time.Millisecond {
+		t.Errorf("events: status %d after %v: %s", status, time.Since(start), errOut)
+	}
+	out, errOut, status := runTool(t, "usdt", "-count", "-json", path, "bpfkit:args", "0.2", "2")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if status != 0 || len(lines) != 2 || !strings.Contains(lines[1], `"counts":[]`) {
+		t.Errorf("-count -json: status %d, %q: %s", status, lines, errOut)
+	}
+}
+
 // TestUsdtPython: python3's function__entry gives the file, function and
 // line of each Python function a script calls, exactly as many times,
 // with -p and without.
