@@ -258,9 +258,11 @@ func TestSDTAmd64(t *testing.T) {
 	checkSDTArgs(t, f, 8, []int64{0, 12, 14, 16})
 }
 
-// TestSDTArm64 cross-builds it for arm64 ("8@[x0, 16]", "-4@-42").
+// TestSDTArm64 cross-builds it for arm64 ("8@[x0, 16]", "-4@-42"),
+// freestanding: no arm64 libc needed.
 func TestSDTArm64(t *testing.T) {
-	f := checkFile(t, buildSDT(t, "aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"), 0)
+	path := buildSDT(t, "aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu", "-nostdlib", "-static", "-ffreestanding", "-DSDT_FREESTANDING")
+	f := checkFile(t, path, 0)
 	checkSDTArgs(t, f, 8, []int64{0, 12, 14, 16})
 }
 

@@ -13,7 +13,8 @@
  * It prints "ready" first and exits at the end of its input.
  *
  * Built with -DSDT_FREESTANDING (no libc: -nostdlib -ffreestanding) it is
- * only the probes, for parsing the notes of other ELF classes (gcc -m32).
+ * only the probes, for parsing the notes of binaries for other machines
+ * (gcc -m32, aarch64-linux-gnu-gcc) without their libc.
  */
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
