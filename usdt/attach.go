@@ -78,7 +78,7 @@ const specSize = 16
 // holds the program's context, r6 to r9: Load clobbers r0 to r5 and the
 // Scratch bytes of stack. Memory is read with bpf_probe_read_user.
 func (a *Args) Load(dst, ctx Register, n int) ([]Item, error) {
-	if n < 0 || n >= a.N || ctx < R6 || ctx > R9 || dst > R9 {
+	if n < 0 || n >= a.N || a.specs == nil && n >= len(a.site) || ctx < R6 || ctx > R9 || dst > R9 {
 		return nil, fmt.Errorf("usdt: argument %d into %v with the context in %v: the probe has %d arguments, the context must be in r6 to r9", n, dst, ctx, a.N)
 	}
 	if a.specs == nil {
@@ -158,6 +158,9 @@ func (a *Args) String(ctx Register, n int, buf int16, size int32) ([]Item, error
 // ParseArgs parses the arguments of every call site of the probe; they
 // must be as many at each.
 func (p *Probe) ParseArgs() ([][]Arg, error) {
+	if p.file == nil || len(p.Sites) == 0 {
+		return nil, fmt.Errorf("usdt: probe %s is none of a File's", p)
+	}
 	var out [][]Arg
 	for _, s := range p.Sites {
 		args, err := ParseArgs(p.file.Machine, s.Args)
@@ -176,6 +179,9 @@ func (p *Probe) ParseArgs() ([][]Arg, error) {
 // probe: one uprobe per site, each with the probe's semaphore as its
 // ref_ctr_offset so that the traced program sees the probe enabled (4.20).
 func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
+	if p == nil || build == nil {
+		return nil, errors.New("usdt: Attach needs a probe and a Builder")
+	}
 	sites, err := p.ParseArgs()
 	if err != nil {
 		return nil, err
@@ -236,6 +242,9 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 // uprobe, whose program does nothing, is on the executable's entry point,
 // which a process runs once, at its start.
 func Enable(p *Probe, o Options) (*Attachment, error) {
+	if p == nil || p.file == nil || len(p.Sites) == 0 {
+		return nil, errors.New("usdt: Enable needs a probe of a File")
+	}
 	if p.file.entry == 0 {
 		return nil, fmt.Errorf("usdt: enable %s: %s has no entry point in an executable segment", p, p.file.Path)
 	}

@@ -307,9 +307,10 @@ func TestSemaphore(t *testing.T) {
 	}
 }
 
-// TestLoadErrors: arguments the probe does not have, a context outside
-// r6-r9, and a string buffer over the scratch stack are refused.
-func TestLoadErrors(t *testing.T) {
+// TestBadInput: arguments the probe does not have, a context outside
+// r6-r9, a string buffer over the scratch stack or misaligned, and probes
+// that are not a File's are refused, without a panic.
+func TestBadInput(t *testing.T) {
 	a := &Args{N: 2, site: []Arg{{Kind: ArgReg, Size: 8}, {Kind: ArgConst, Size: 4}}}
 	for _, c := range []struct {
 		dst, ctx Register
@@ -317,6 +318,18 @@ func TestLoadErrors(t *testing.T) {
 	}{{R0, R6, 2}, {R0, R6, -1}, {R0, R1, 0}, {R10, R6, 0}} {
 		if _, err := a.Load(c.dst, c.ctx, c.n); err == nil {
 			t.Errorf("Load(%v, %v, %d) accepted", c.dst, c.ctx, c.n)
+		}
+	}
+	if _, err := (&Args{N: 1}).Load(R0, R6, 0); err == nil {
+		t.Error("Args of no site accepted")
+	}
+	build := func(*Args) ([]Item, error) { return nil, nil }
+	for _, p := range []*Probe{nil, {}, {Provider: "p", Name: "n", Sites: []Site{{}}}} {
+		if _, err := Attach(p, Options{}, build); err == nil {
+			t.Errorf("Attach(%v) accepted", p)
+		}
+		if _, err := Enable(p, Options{}); err == nil {
+			t.Errorf("Enable(%v) accepted", p)
 		}
 	}
 	for _, c := range [][2]int{{-16, 8}, {-36, 16}, {-40, 12}, {-520, 8}, {-40, 0}} {
