@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,8 +37,13 @@ func sdtBinary(t *testing.T) string {
 	if hs, _ := filepath.Glob("/usr/include/*/sys/sdt.h"); len(hs) == 0 {
 		t.Skip("no sys/sdt.h: install systemtap-sdt-dev")
 	}
-	out := filepath.Join(t.TempDir(), "sdt")
-	os.Chmod(filepath.Dir(out), 0o755)
+	dir, err := os.MkdirTemp("", "bpfkit-sdt") // for nobody too: t.TempDir is not
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	out := filepath.Join(dir, "sdt")
 	if b, err := exec.Command("gcc", "-O2", "-o", out, "../usdt/testdata/sdt.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, b)
 	}
@@ -306,6 +312,22 @@ func TestUsdtPython(t *testing.T) {
 		if want := "map[<listcomp> 9:2 double 5:5 work 8:2]"; fmt.Sprint(got) != want {
 			t.Errorf("pid %v: %v, want %s:\n%s", withPID, got, want, out)
 		}
+	}
+}
+
+// TestUsdtHelpAndRoot: -h prints the usage and examples, status 0; as
+// nobody, usdt says it needs root, status 1, before loading anything.
+func TestUsdtHelpAndRoot(t *testing.T) {
+	testutil.RequireRoot(t)
+	out, _, status := runTool(t, "usdt", "-h")
+	if status != 0 || !strings.HasPrefix(out, "usdt: ") || strings.Count(out, "\n  usdt ") < 3 {
+		t.Errorf("usdt -h: status %d:\n%s", status, out)
+	}
+	cmd := exec.Command(toolPath(t, "usdt"), sdtBinary(t), "bpfkit:args")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	b, err := cmd.CombinedOutput()
+	if e, ok := err.(*exec.ExitError); !ok || e.ExitCode() != 1 || !strings.HasPrefix(string(b), "usdt: needs root") {
+		t.Errorf("usdt as nobody: %v, %q", err, b)
 	}
 }
 
