@@ -23,7 +23,7 @@ import (
 // sdtBinary is usdt/testdata/sdt.c, a C program with USDT probes of every
 // argument kind: in the VMs built statically by run.sh beside the tools,
 // on the host built now with gcc and sys/sdt.h.
-func sdtBinary(t *testing.T) string {
+func sdtBinary(t testing.TB) string {
 	t.Helper()
 	if d := os.Getenv("BPFKIT_TOOLS"); d != "" {
 		if _, err := os.Stat(d + "/sdt"); err != nil {
@@ -52,13 +52,13 @@ func sdtBinary(t *testing.T) string {
 
 // sdtRun is the C program running, driven line by line through stdin.
 type sdtRun struct {
-	t   *testing.T
+	t   testing.TB
 	pid int
 	in  io.Writer
 	out *bufio.Reader
 }
 
-func startSDTBinary(t *testing.T, path string) *sdtRun {
+func startSDTBinary(t testing.TB, path string) *sdtRun {
 	t.Helper()
 	cmd := exec.Command(path)
 	in, _ := cmd.StdinPipe()
