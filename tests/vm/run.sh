@@ -139,6 +139,10 @@ build_test_binary() {
 	# The tools, static, for the tests that run them (BPFKIT_TOOLS in the VM).
 	mkdir -p "$WORK/tools"
 	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$WORK/tools/" ./cmd/...) || die "go build ./cmd/... failed"
+	# The C program the USDT tests trace (usdt/testdata/sdt.c), static too:
+	# it needs gcc, libc6-dev and systemtap-sdt-dev; without them those tests skip.
+	gcc -static -O2 -o "$WORK/tools/sdt" "$ROOT/usdt/testdata/sdt.c" 2>"$WORK/sdt.log" ||
+		log "no static sdt program, the USDT tests will skip: $(head -1 "$WORK/sdt.log")"
 	# Go runs a test with the package directory as working directory; give the
 	# VM the package's testdata/ so relative paths keep working.
 	PKG_DIR=$(cd "$ROOT" && if [[ -d $PKG ]]; then cd "$PKG" && pwd; fi)

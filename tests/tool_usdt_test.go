@@ -1,0 +1,364 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/tracefs"
+	"github.com/bpfkit/bpfkit/usdt"
+)
+
+// sdtBinary is usdt/testdata/sdt.c, a C program with USDT probes of every
+// argument kind: in the VMs built statically by run.sh beside the tools,
+// on the host built now with gcc and sys/sdt.h.
+func sdtBinary(t testing.TB) string {
+	t.Helper()
+	if d := os.Getenv("BPFKIT_TOOLS"); d != "" {
+		if _, err := os.Stat(d + "/sdt"); err != nil {
+			t.Skip("no sdt among the VM's tools: run.sh builds it where gcc, libc6-dev and systemtap-sdt-dev are installed")
+		}
+		return d + "/sdt"
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc: install gcc and libc6-dev")
+	}
+	if hs, _ := filepath.Glob("/usr/include/*/sys/sdt.h"); len(hs) == 0 {
+		t.Skip("no sys/sdt.h: install systemtap-sdt-dev")
+	}
+	dir, err := os.MkdirTemp("", "bpfkit-sdt") // for nobody too: t.TempDir is not
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	out := filepath.Join(dir, "sdt")
+	if b, err := exec.Command("gcc", "-O2", "-o", out, "../usdt/testdata/sdt.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, b)
+	}
+	return out
+}
+
+// sdtRun is the C program running, driven line by line through stdin.
+type sdtRun struct {
+	t   testing.TB
+	pid int
+	in  io.Writer
+	out *bufio.Reader
+}
+
+func startSDTBinary(t testing.TB, path string) *sdtRun {
+	t.Helper()
+	cmd := exec.Command(path)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	r := &sdtRun{t, cmd.Process.Pid, in, bufio.NewReader(out)}
+	r.expect("ready")
+	return r
+}
+
+// send writes a command and checks the answer.
+func (r *sdtRun) send(cmd, answer string) {
+	r.t.Helper()
+	fmt.Fprintln(r.in, cmd)
+	r.expect(answer)
+}
+
+func (r *sdtRun) expect(answer string) {
+	r.t.Helper()
+	if line, err := r.out.ReadString('\n'); strings.TrimSpace(line) != answer {
+		r.t.Fatalf("sdt said %q (%v), want %q", line, err, answer)
+	}
+}
+
+// waitErr waits until the tool's stderr holds s, as -json writes its
+// "tracing ..." line there.
+func (r *running) waitErr(s string) {
+	r.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(r.err.String(), s) {
+		select {
+		case <-r.done:
+			r.t.Fatalf("exited %d before saying %q:\n%s%s", r.status, s, r.out.String(), r.err.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("did not say %q in a minute:\n%s%s", s, r.out.String(), r.err.String())
+		}
+	}
+}
+
+// checkUsdtMode: usdt says whether it used bpf_cookie, and that is what
+// the kernel has; on 5.10 it must have fallen back.
+func checkUsdtMode(t *testing.T, said string) {
+	t.Helper()
+	links, err := prog.HavePerfLink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(said, "told apart by bpf_cookie") != links || !links && !strings.Contains(said, "one program per call site") {
+		t.Fatalf("perf links %v, but usdt said:\n%s", links, said)
+	}
+	if os.Getenv("BPFKIT_VM") == "5.10" && links {
+		t.Fatal("5.10 has perf links?")
+	}
+}
+
+// TestUsdtList: -l lists each probe with its sites, semaphore and
+// argument strings, as the library reads them; -json too.
+func TestUsdtList(t *testing.T) {
+	path := sdtBinary(t)
+	f, err := usdt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, status := runTool(t, "usdt", "-l", path)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	want := ""
+	for _, p := range f.Probes {
+		want += fmt.Sprintf("%s  %d site%s  semaphore %#x\n", p, len(p.Sites), map[bool]string{true: "s"}[len(p.Sites) > 1], p.Sites[0].Semaphore)
+		for _, s := range p.Sites {
+			want += fmt.Sprintf("    %#x  %s\n", s.Address, s.Args)
+		}
+	}
+	if out != want {
+		t.Fatalf("usdt -l:\n%s\nwant:\n%s", out, want)
+	}
+	out, _, _ = runTool(t, "usdt", "-l", "-json", path)
+	var p struct {
+		Probe string
+		Sites []usdt.Site
+	}
+	if err := json.Unmarshal([]byte(strings.Split(out, "\n")[0]), &p); err != nil || p.Probe != "bpfkit:args" ||
+		fmt.Sprint(p.Sites) != fmt.Sprint(f.Probes[0].Sites) || p.Sites[0].Semaphore == 0 {
+		t.Fatalf("usdt -l -json: %+v, %v:\n%s", p, err, out)
+	}
+}
+
+// TestUsdtEvents: usdt -json -p prints each of 4 firings of bpfkit:args
+// with the values the C program passed: numbers of every kind, signed and
+// unsigned, and a string. The text output has the same values.
+func TestUsdtEvents(t *testing.T) {
+	testutil.RequireRoot(t)
+	path := sdtBinary(t)
+	proc := startSDTBinary(t, path)
+	r := startTool(t, "usdt", "-json", "-p", strconv.Itoa(proc.pid), path, "bpfkit:args", "-a", "0,1,2,3,4,5,6,7,8,9,10", "-s", "11")
+	r.waitErr("Ctrl-C to stop")
+	checkUsdtMode(t, r.err.String())
+	proc.send("sem", "sem 1 0")
+	proc.send("fire 4", "fired 4")
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(r.out.String(), "\n") < 4 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	out := r.stop()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d events, want 4:\n%s", len(lines), out)
+	}
+	for i, line := range lines {
+		var e struct {
+			PID  int
+			Comm string
+			Args []any
+		}
+		d := json.NewDecoder(strings.NewReader(line))
+		d.UseNumber()
+		if err := d.Decode(&e); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("[%d %d -42 200 %d -300 -5 18364758544493064720 %d %d %d call %d]", -i, 3*i, -7*i, 1000+i, -i, i, i)
+		if got := fmt.Sprint(e.Args); e.PID != proc.pid || e.Comm != "sdt" || got != want {
+			t.Errorf("event %d: pid %d comm %q args %s, want %d sdt %s", i, e.PID, e.Comm, got, proc.pid, want)
+		}
+	}
+	proc.send("sem", "sem 0 0")
+
+	r = startTool(t, "usdt", "-p", strconv.Itoa(proc.pid), "-a", "2,0", "-s", "11", path, "bpfkit:args")
+	r.waitFor("Ctrl-C to stop")
+	proc.send("fire 2", "fired 2")
+	for strings.Count(r.out.String(), "call 1") < 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	out = r.stop()
+	var rows []string
+	for line := range strings.SplitSeq(out, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[1] == strconv.Itoa(proc.pid) {
+			rows = append(rows, strings.Join(f[2:], " "))
+		}
+	}
+	if want := "sdt 0 -42 call 0,sdt -1 -42 call 1"; strings.Join(rows, ",") != want {
+		t.Errorf("text output: %q, want %q:\n%s", rows, want, out)
+	}
+	// The tool's events would be in a group named after its pid.
+	events, err := tracefs.Events(tracefs.Uprobe)
+	for _, e := range events {
+		if strings.Contains(e, fmt.Sprintf("_%d_", r.cmd.Process.Pid)) {
+			t.Errorf("left in uprobe_events: %s", e)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUsdtCount: -count counts the firings of two processes by the
+// string and constant arguments, one row each, exact; without -p both
+// processes count, with -p only one.
+func TestUsdtCount(t *testing.T) {
+	testutil.RequireRoot(t)
+	path := sdtBinary(t)
+	a, b := startSDTBinary(t, path), startSDTBinary(t, path)
+	for _, pid := range []int{0, a.pid} {
+		args := []string{"-count", "-s", "11", "-a", "2", path, "bpfkit:args", "60"}
+		if pid != 0 {
+			args = append([]string{"-p", strconv.Itoa(pid)}, args...)
+		}
+		r := startTool(t, "usdt", args...)
+		r.waitFor("Ctrl-C to stop")
+		a.send("fire 3", "fired 3")
+		b.send("fire 2", "fired 2")
+		out := r.stop()
+		// most first, then in the order of their values
+		want := map[int]string{0: "2 -42 call 0,2 -42 call 1,1 -42 call 2", a.pid: "1 -42 call 0,1 -42 call 1,1 -42 call 2"}[pid]
+		var rows []string
+		for line := range strings.SplitSeq(out, "\n") {
+			if f := strings.Fields(line); len(f) == 4 && f[2] == "call" {
+				rows = append(rows, strings.Join(strings.Fields(line), " "))
+			}
+		}
+		if strings.Join(rows, ",") != want {
+			t.Errorf("pid %d: rows %q, want %q:\n%s", pid, rows, want, out)
+		}
+	}
+}
+
+// TestUsdtIntervalCount: with an interval and a count, usdt stops by
+// itself, status 0, after count intervals; -count -json prints one
+// object for each.
+func TestUsdtIntervalCount(t *testing.T) {
+	testutil.RequireRoot(t)
+	path := sdtBinary(t)
+	start := time.Now()
+	if _, errOut, status := runTool(t, "usdt", path, "bpfkit:args", "0.2", "2"); status != 0 || time.Since(start) < 400*time.Millisecond {
+		t.Errorf("events: status %d after %v: %s", status, time.Since(start), errOut)
+	}
+	out, errOut, status := runTool(t, "usdt", "-count", "-json", path, "bpfkit:args", "0.2", "2")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if status != 0 || len(lines) != 2 || !strings.Contains(lines[1], `"counts":[]`) {
+		t.Errorf("-count -json: status %d, %q: %s", status, lines, errOut)
+	}
+}
+
+// TestUsdtPython: python3's function__entry gives the file, function and
+// line of each Python function a script calls, exactly as many times,
+// with -p and without.
+func TestUsdtPython(t *testing.T) {
+	testutil.RequireRoot(t)
+	const python = "/usr/bin/python3"
+	if f, err := usdt.Open(python); err != nil {
+		t.Skipf("no Debian python3 with USDT probes (install python3): %v", err)
+	} else if _, err := f.Probe("python:function__entry"); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	script := filepath.Join(dir, "traced.py")
+	src := "import sys\nprint('ready', flush=True)\nsys.stdin.readline()\n\ndef double(x):\n    return 2 * x\n\ndef work(n):\n    return [double(i) for i in range(n)]\n\nwork(3)\nwork(2)\n"
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, withPID := range []bool{false, true} {
+		py := exec.Command(python, script)
+		in, _ := py.StdinPipe()
+		stdout, _ := py.StdoutPipe()
+		if err := py.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Started and waiting: its <module> runs already, untraced.
+		if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
+			t.Fatalf("python3 said %q, %v", line, err)
+		}
+		args := []string{python, "python:function__entry", "-s", "0,1", "-a", "2"}
+		if withPID {
+			args = append(args, "-p", strconv.Itoa(py.Process.Pid))
+		}
+		r := startTool(t, "usdt", args...)
+		r.waitFor("Ctrl-C to stop")
+		fmt.Fprintln(in)
+		if err := py.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		out := r.stop()
+		got := map[string]int{}
+		for line := range strings.SplitSeq(out, "\n") {
+			if f := strings.Fields(line); len(f) == 6 && f[3] == script {
+				got[strings.Join(f[4:], " ")]++
+			}
+		}
+		// work's list comprehension is a function of its own, line 9.
+		if want := "map[<listcomp> 9:2 double 5:5 work 8:2]"; fmt.Sprint(got) != want {
+			t.Errorf("pid %v: %v, want %s:\n%s", withPID, got, want, out)
+		}
+	}
+}
+
+// TestUsdtHelpAndRoot: -h prints the usage and examples, status 0; as
+// nobody, usdt says it needs root, status 1, before loading anything.
+func TestUsdtHelpAndRoot(t *testing.T) {
+	testutil.RequireRoot(t)
+	out, _, status := runTool(t, "usdt", "-h")
+	if status != 0 || !strings.HasPrefix(out, "usdt: ") || strings.Count(out, "\n  usdt ") < 3 {
+		t.Errorf("usdt -h: status %d:\n%s", status, out)
+	}
+	cmd := exec.Command(toolPath(t, "usdt"), sdtBinary(t), "bpfkit:args")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	b, err := cmd.CombinedOutput()
+	if e, ok := err.(*exec.ExitError); !ok || e.ExitCode() != 1 || !strings.HasPrefix(string(b), "usdt: needs root") {
+		t.Errorf("usdt as nobody: %v, %q", err, b)
+	}
+}
+
+// TestUsdtErrors: bad arguments exit 2 with one line; a missing probe or
+// a binary without probes exit 1 and say what there is.
+func TestUsdtErrors(t *testing.T) {
+	path := sdtBinary(t)
+	for _, c := range []struct {
+		args   []string
+		status int
+		msg    string
+	}{
+		{nil, 2, "want a path and a probe"},
+		{[]string{"-l"}, 2, "-l takes one path"},
+		{[]string{"-p", "-1", path, "bpfkit:args"}, 2, "-p -1: want a process id"},
+		{[]string{path, "bpfkit:args", "-a", "12"}, 2, "-a 12: the probe has 12 arguments"},
+		{[]string{path, "bpfkit:args", "-a", "1", "-s", "1"}, 2, "argument 1 is chosen twice"},
+		{[]string{path, "bpfkit:args", "-s", "0,1,2,3"}, 2, "more than the 496 there are"},
+		{[]string{path, "bpfkit:nope"}, 1, "has no probe bpfkit:nope; it has bpfkit:args, bpfkit:str"},
+		{[]string{"-l", "/proc/self/exe"}, 1, "no .note.stapsdt section"},
+		{[]string{path, "bpfkit:args", "-x"}, 2, "flag provided but not defined: -x"},
+	} {
+		out, errOut, status := runTool(t, "usdt", c.args...)
+		if status != c.status || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.msg) {
+			t.Errorf("usdt %q: status %d, stdout %q, stderr %q; want %d and one line with %q", c.args, status, out, errOut, c.status, c.msg)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package usdt
+
+import (
+	"debug/elf"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ArgKind says where an argument is.
+type ArgKind uint8
+
+// Where an argument may be, as libbpf's usdt.bpf.h names them.
+const (
+	ArgConst ArgKind = iota // a constant: Value
+	ArgReg                  // in register Reg
+	ArgDeref                // in memory at register Reg plus Value
+)
+
+// Arg is one argument of a call site: "-4@%edi" is a signed 4-byte value
+// in register edi, "8@-16(%rbp)" (on arm64 "8@[x29, -16]") 8 bytes at
+// rbp-16, "-4@$5" (on arm64 "-4@5") the constant 5.
+type Arg struct {
+	Kind   ArgKind
+	Reg    string // the register as written, without %: "rdi", "eax", "x1", "sp"
+	Value  int64  // ArgConst: the value; ArgDeref: the offset from Reg
+	Size   int    // bytes: 1, 2, 4 or 8
+	Signed bool
+	// PtRegs is the offset of Reg in the kernel's struct pt_regs, the
+	// program's context: the x86_64 one for x86 binaries, 32-bit ones
+	// too, and the arm64 one for arm64 binaries.
+	PtRegs int16
+}
+
+// ParseArgs parses a call site's arguments ("8@%rdi -4@$5") in the
+// assembler syntax of machine: x86 (EM_X86_64, EM_386) or arm64.
+func ParseArgs(machine elf.Machine, s string) ([]Arg, error) {
+	var out []Arg
+	for i, f := range splitArgs(s) {
+		a, err := parseArg(machine, f)
+		if err != nil {
+			return nil, fmt.Errorf("argument %d %q: %w", i, f, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// splitArgs splits at spaces outside brackets: arm64 writes "8@[sp, 16]".
+func splitArgs(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range s + " " {
+		depth += map[rune]int{'[': 1, ']': -1}[c]
+		if c == ' ' && (depth <= 0 || i == len(s)) {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func parseArg(machine elf.Machine, s string) (a Arg, err error) {
+	size, loc, ok := strings.Cut(s, "@")
+	if a.Size, err = strconv.Atoi(size); !ok || err != nil {
+		return a, fmt.Errorf("want size@location")
+	}
+	if a.Signed = a.Size < 0; a.Signed {
+		a.Size = -a.Size
+	}
+	if a.Size != 1 && a.Size != 2 && a.Size != 4 && a.Size != 8 {
+		return a, fmt.Errorf("size %s: want 1, 2, 4 or 8 bytes, negative when signed", size)
+	}
+	// Each syntax to "const", "reg" or "[reg, offset]".
+	switch machine {
+	case elf.EM_X86_64, elf.EM_386:
+		if off, reg, ok := strings.Cut(strings.TrimSuffix(loc, ")"), "("); ok {
+			loc = "[" + reg + ", " + off + "]"
+		}
+		if c, ok := strings.CutPrefix(loc, "$"); ok {
+			loc = c
+		} else if loc == "" || loc[0] >= '0' && loc[0] <= '9' || loc[0] == '-' {
+			loc = "$" + loc // not a constant
+		}
+		loc = strings.ReplaceAll(loc, "%", "")
+	case elf.EM_AARCH64:
+		loc = strings.ReplaceAll(loc, "#", "")
+	default:
+		return a, fmt.Errorf("the arguments of %v binaries are not supported (x86 and arm64 are)", machine)
+	}
+	if strings.HasPrefix(loc, "[") && strings.HasSuffix(loc, "]") {
+		reg, off, _ := strings.Cut(loc[1:len(loc)-1], ",")
+		a.Kind, a.Reg, off = ArgDeref, strings.TrimSpace(reg), strings.TrimSpace(off)
+		if off != "" {
+			if a.Value, err = strconv.ParseInt(off, 0, 64); err != nil {
+				return a, fmt.Errorf("offset %q: want a number (symbols, as for global variables, are not supported)", off)
+			}
+		}
+	} else if a.Value, err = strconv.ParseInt(loc, 0, 64); err != nil {
+		a.Kind, a.Reg, a.Value = ArgReg, loc, 0
+	}
+	if a.Kind != ArgConst {
+		if a.PtRegs, ok = regOffset(machine, a.Reg); !ok {
+			return a, fmt.Errorf("register %q: not one bpfkit can read", a.Reg)
+		}
+	}
+	return a, nil
+}
+
+// x86Regs names each register, in 64, 32, 16 and 8 bits, before its
+// offset in the x86_64 struct pt_regs, the one 32-bit x86 programs run
+// with too.
+const x86Regs = "r15 r15d r15w r15b:0 r14 r14d r14w r14b:8 r13 r13d r13w r13b:16 r12 r12d r12w r12b:24 " +
+	"rbp ebp bp bpl:32 rbx ebx bx bl:40 r11 r11d r11w r11b:48 r10 r10d r10w r10b:56 r9 r9d r9w r9b:64 " +
+	"r8 r8d r8w r8b:72 rax eax ax al:80 rcx ecx cx cl:88 rdx edx dx dl:96 rsi esi si sil:104 " +
+	"rdi edi di dil:112 rsp esp sp spl:152"
+
+// regOffset is the offset in the kernel's struct pt_regs (uapi
+// asm/ptrace.h) of a register of machine.
+func regOffset(machine elf.Machine, name string) (int16, bool) {
+	if machine == elf.EM_AARCH64 {
+		// struct user_pt_regs: regs[31] (x0-x30, or w0-w30), sp, pc, pstate
+		if name == "sp" {
+			return 31 * 8, true
+		}
+		n, err := strconv.Atoi(name[min(1, len(name)):])
+		return int16(n * 8), err == nil && (name[0] == 'x' || name[0] == 'w') && name[1] >= '0' && name[1] <= '9' && n <= 30 && (n > 9 || len(name) == 2)
+	}
+	found := false
+	for _, f := range strings.Fields(x86Regs) {
+		reg, off, last := strings.Cut(f, ":")
+		found = found || reg == name
+		if n, _ := strconv.Atoi(off); last && found {
+			return int16(n), true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,285 @@
+package usdt
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	. "github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/mapfd"
+	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/sys"
+)
+
+// Options says how to attach.
+type Options struct {
+	PID  int    // only this process; 0 means every process that runs the file
+	Name string // the programs' name; "usdt" when empty
+	// NoCookies loads one program per call site even where the kernel has
+	// bpf_cookie, as on kernels before 5.15.
+	NoCookies bool
+}
+
+// Builder returns the instructions of the program to run at the call
+// sites that args reads from. Attach calls it once when the kernel has
+// bpf_cookie, else once per call site.
+type Builder func(args *Args) ([]Item, error)
+
+// Attachment is one program attached to every call site of a probe, or
+// one program per call site.
+type Attachment struct {
+	// Cookies says that one program serves every site, reading the
+	// arguments' descriptions from an array map at the index in its
+	// bpf_cookie (5.15). Without cookies each site has its own program.
+	Cookies  bool
+	Programs []*prog.Program
+	links    []*prog.Link
+	specs    *mapfd.Map
+}
+
+// Close detaches from every site, so that the semaphores count one
+// tracer less, and closes the programs and the map.
+func (a *Attachment) Close() error {
+	var errs []error
+	for _, l := range a.links {
+		errs = append(errs, l.Close())
+	}
+	for _, p := range a.Programs {
+		errs = append(errs, p.Close())
+	}
+	if a.specs != nil {
+		errs = append(errs, a.specs.Close())
+	}
+	a.links, a.Programs, a.specs = nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// Args reads a probe's arguments in a program that runs at its call sites.
+type Args struct {
+	N      int   // how many arguments the probe has
+	site   []Arg // the call site's, without cookies
+	specs  *mapfd.Map
+	labels int
+}
+
+// Scratch is the stack Load and String use, below the frame pointer: the
+// program keeps its own data under r10-Scratch.
+const Scratch = 16
+
+// specSize is the size of one argument's description in the map of
+// argument descriptions: u64 value (constant, or offset to add to the
+// register), u16 pt_regs offset, then u8 kind, shift (64 less the
+// argument's bits), signedness and size.
+const specSize = 16
+
+// Load returns the instructions of dst = argument n of the call site
+// being run, zero- or sign-extended to 64 bits. ctx is the register that
+// holds the program's context, r6 to r9: Load clobbers r0 to r5 and the
+// Scratch bytes of stack. Memory is read with bpf_probe_read_user.
+func (a *Args) Load(dst, ctx Register, n int) ([]Item, error) {
+	if n < 0 || n >= a.N || a.specs == nil && n >= len(a.site) || ctx < R6 || ctx > R9 || dst > R9 {
+		return nil, fmt.Errorf("usdt: argument %d into %v with the context in %v: the probe has %d arguments, the context must be in r6 to r9", n, dst, ctx, a.N)
+	}
+	if a.specs == nil {
+		return a.site[n].load(dst, ctx), nil
+	}
+	a.labels++
+	l := func(s string) string { return fmt.Sprintf("usdt_%d_%s", a.labels, s) }
+	at := int16(n * specSize)
+	return []Item{
+		StoreImm(BPF_DW, R10, -8, 0), Mov64Reg(R1, ctx), Call(BPF_FUNC_get_attach_cookie), StoreMem(BPF_W, R10, -16, R0),
+		LoadMapFD(R1, a.specs), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -16), Call(BPF_FUNC_map_lookup_elem),
+		JumpImm(BPF_JEQ, R0, 0, l("zero")), StoreMem(BPF_DW, R10, -16, R0),
+		LoadMem(BPF_B, R1, R0, at+10), JumpImm(BPF_JEQ, R1, int32(ArgConst), l("const")),
+		// the register, through bpf_probe_read_kernel: ctx + a variable
+		// offset is no access the verifier lets the program load from
+		LoadMem(BPF_H, R3, R0, at+8), ALU64Reg(BPF_ADD, R3, ctx), Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -8),
+		Mov64Imm(R2, 8), Call(BPF_FUNC_probe_read_kernel), LoadMem(BPF_DW, R0, R10, -16),
+		LoadMem(BPF_B, R1, R0, at+10), JumpImm(BPF_JNE, R1, int32(ArgDeref), l("shift")),
+		// the memory it points at, plus the offset: size bytes, 1 to 8
+		LoadMem(BPF_DW, R3, R10, -8), LoadMem(BPF_DW, R1, R0, at), ALU64Reg(BPF_ADD, R3, R1), StoreImm(BPF_DW, R10, -8, 0),
+		LoadMem(BPF_B, R2, R0, at+13), JumpImm(BPF_JEQ, R2, 0, l("zero")), JumpImm(BPF_JGT, R2, 8, l("zero")),
+		Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -8), Call(BPF_FUNC_probe_read_user), LoadMem(BPF_DW, R0, R10, -16),
+		Ja(l("shift")),
+		Label(l("const")), LoadMem(BPF_DW, R1, R0, at), StoreMem(BPF_DW, R10, -8, R1),
+		Label(l("shift")), LoadMem(BPF_B, R2, R0, at+11), LoadMem(BPF_B, R3, R0, at+12), LoadMem(BPF_DW, R1, R10, -8),
+		ALU64Reg(BPF_LSH, R1, R2), JumpImm(BPF_JNE, R3, 0, l("signed")), ALU64Reg(BPF_RSH, R1, R2), Ja(l("done")),
+		Label(l("signed")), ALU64Reg(BPF_ARSH, R1, R2), Ja(l("done")),
+		Label(l("zero")), Mov64Imm(R1, 0),
+		Label(l("done")), Mov64Reg(dst, R1),
+	}, nil
+}
+
+// load is Load for one site, whose argument is known.
+func (a Arg) load(dst, ctx Register) []Item {
+	if a.Kind == ArgConst {
+		v := a.Value << (64 - 8*a.Size)
+		if a.Signed {
+			return []Item{LoadImm64(dst, v>>(64-8*a.Size))}
+		}
+		return []Item{LoadImm64(dst, int64(uint64(v)>>(64-8*a.Size)))}
+	}
+	off := a.PtRegs
+	items := []Item{LoadMem(BPF_DW, dst, ctx, off)}
+	if a.Kind == ArgDeref {
+		items = []Item{StoreImm(BPF_DW, R10, -8, 0), Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -8), Mov64Imm(R2, int32(a.Size)),
+			LoadMem(BPF_DW, R3, ctx, off), LoadImm64(R4, a.Value), ALU64Reg(BPF_ADD, R3, R4), Call(BPF_FUNC_probe_read_user),
+			LoadMem(BPF_DW, dst, R10, -8)}
+	}
+	if shift := int32(64 - 8*a.Size); shift > 0 {
+		op := BPF_RSH
+		if a.Signed {
+			op = BPF_ARSH
+		}
+		items = append(items, ALU64Imm(BPF_LSH, dst, shift), ALU64Imm(op, dst, shift))
+	}
+	return items
+}
+
+// String returns the instructions that copy the NUL-terminated string
+// that argument n points at into the size bytes of stack at r10+buf, with
+// bpf_probe_read_user_str, zeroing the buffer first: the helper leaves
+// the bytes after the NUL as they were, and the string may be a map key.
+// r0 is then its length with the NUL, or a negative error. buf and size
+// are multiples of 8, the buffer below the Scratch bytes.
+func (a *Args) String(ctx Register, n int, buf int16, size int32) ([]Item, error) {
+	if size < 1 || int(buf) < -512 || int(buf)+int(size) > -Scratch || buf%8 != 0 || size%8 != 0 {
+		return nil, fmt.Errorf("usdt: string of %d bytes at r10%+d: want multiples of 8 within r10-512 to r10-%d", size, buf, Scratch)
+	}
+	items, err := a.Load(R3, ctx, n)
+	for off := int16(0); off < int16(size); off += 8 {
+		items = append(items, StoreImm(BPF_DW, R10, buf+off, 0))
+	}
+	return append(items, Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, int32(buf)), Mov64Imm(R2, size),
+		Call(BPF_FUNC_probe_read_user_str)), err
+}
+
+// ParseArgs parses the arguments of every call site of the probe; they
+// must be as many at each.
+func (p *Probe) ParseArgs() ([][]Arg, error) {
+	if p.file == nil || len(p.Sites) == 0 {
+		return nil, fmt.Errorf("usdt: probe %s is none of a File's", p)
+	}
+	var out [][]Arg
+	for _, s := range p.Sites {
+		args, err := ParseArgs(p.file.Machine, s.Args)
+		if err != nil {
+			return nil, fmt.Errorf("usdt: %s in %s, site %#x: %w", p, p.file.Path, s.Address, err)
+		}
+		if len(out) > 0 && len(args) != len(out[0]) {
+			return nil, fmt.Errorf("usdt: %s in %s: %d arguments at site %#x, %d at %#x", p, p.file.Path, len(args), s.Address, len(out[0]), p.Sites[0].Address)
+		}
+		out = append(out, args)
+	}
+	return out, nil
+}
+
+// Attach runs the program that build returns at every call site of the
+// probe: one uprobe per site, each with the probe's semaphore as its
+// ref_ctr_offset so that the traced program sees the probe enabled (4.20).
+func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
+	if p == nil || build == nil {
+		return nil, errors.New("usdt: Attach needs a probe and a Builder")
+	}
+	sites, err := p.ParseArgs()
+	if err != nil {
+		return nil, err
+	}
+	a := &Attachment{}
+	fail := func(err error) (*Attachment, error) {
+		a.Close()
+		return nil, fmt.Errorf("usdt: attach to %s in %s: %w", p, p.file.Path, err)
+	}
+	// The registers' offsets are those of 64-bit kernels' pt_regs.
+	if regs, err := prog.KernelPtRegs(); len(sites[0]) > 0 && (err != nil || regs.Size != BPF_DW) {
+		return fail(fmt.Errorf("reading arguments needs an x86_64 or arm64 kernel: %w", sys.ErrNotSupported))
+	}
+	if !o.NoCookies {
+		if a.Cookies, err = prog.HavePerfLink(); err != nil {
+			return fail(err)
+		}
+	}
+	if a.Cookies {
+		if a.specs, err = specMap(sites); err != nil {
+			return fail(err)
+		}
+	}
+	for i, s := range p.Sites {
+		sem, err := p.semaphore(s)
+		if err != nil {
+			return fail(err)
+		}
+		if i == 0 || !a.Cookies {
+			items, err := build(&Args{N: len(sites[0]), site: sites[i], specs: a.specs})
+			if err != nil {
+				return fail(err)
+			}
+			pr, err := prog.Load(prog.Spec{Type: prog.Kprobe, Name: cmp.Or(o.Name, "usdt"), License: "GPL", Insns: items})
+			if err != nil {
+				return fail(err)
+			}
+			a.Programs = append(a.Programs, pr)
+		}
+		uo := prog.UprobeOptions{Offset: s.Offset, PID: o.PID, RefCtrOffset: sem}
+		if a.Cookies {
+			uo.Cookie = uint64(i)
+		}
+		l, err := prog.AttachUprobe(a.Programs[len(a.Programs)-1], p.file.Path, uo)
+		if err != nil {
+			return fail(err)
+		}
+		a.links = append(a.links, l)
+	}
+	return a, nil
+}
+
+// Enable sets the probe's semaphore, as attaching to it would, without
+// a uprobe on its call sites, for programs that test one probe's
+// semaphore before firing another: CPython 3.11 to 3.14 fire
+// python:function__entry only while python:line is enabled (CPython
+// gh-98894), and a uprobe on python:line would trap at every line. The
+// uprobe, whose program does nothing, is on the executable's entry point,
+// which a process runs once, at its start.
+func Enable(p *Probe, o Options) (*Attachment, error) {
+	if p == nil || p.file == nil || len(p.Sites) == 0 {
+		return nil, errors.New("usdt: Enable needs a probe of a File")
+	}
+	if p.file.entry == 0 {
+		return nil, fmt.Errorf("usdt: enable %s: %s has no entry point in an executable segment", p, p.file.Path)
+	}
+	sem, err := p.semaphore(p.Sites[0])
+	if err != nil || sem == 0 {
+		return nil, fmt.Errorf("usdt: enable %s: %s has no semaphore to set (%v)", p, p.file.Path, err)
+	}
+	q := &Probe{p.Provider, p.Name, []Site{{Offset: p.file.entry, Semaphore: p.Sites[0].Semaphore}}, p.file}
+	o.NoCookies = true
+	return Attach(q, o, func(*Args) ([]Item, error) { return []Item{Mov64Imm(R0, 0), Exit()}, nil })
+}
+
+// specMap makes the array of argument descriptions, one entry per site.
+func specMap(sites [][]Arg) (*mapfd.Map, error) {
+	n := max(len(sites[0]), 1)
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: uint32(n * specSize), MaxEntries: uint32(len(sites)), Name: "usdt_specs"})
+	if err != nil {
+		return nil, err
+	}
+	le := binary.LittleEndian
+	for i, args := range sites {
+		v := make([]byte, n*specSize)
+		for j, a := range args {
+			b := v[j*specSize:]
+			le.PutUint64(b, uint64(a.Value))
+			le.PutUint16(b[8:], uint16(a.PtRegs))
+			b[10], b[11], b[13] = byte(a.Kind), byte(64-8*a.Size), byte(a.Size)
+			if a.Signed {
+				b[12] = 1
+			}
+		}
+		if err := m.Update(le.AppendUint32(nil, uint32(i)), v, 0); err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,343 @@
+package usdt
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/mapfd"
+	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/tracefs"
+)
+
+func TestMain(m *testing.M) { os.Exit(testutil.LeakMain(m)) }
+
+// sdtProgram is the C program to trace: in the VMs, built statically by
+// tests/vm/run.sh into the tools' directory; on the host, built now.
+func sdtProgram(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("BPFKIT_TOOLS"); d != "" {
+		if p := filepath.Join(d, "sdt"); fileExists(p) {
+			return p
+		}
+		t.Skip("no sdt program among the VM's tools: tests/vm/run.sh builds it where gcc, libc6-dev and systemtap-sdt-dev are installed")
+	}
+	return buildSDT(t, "gcc", "gcc")
+}
+
+// sdtProc is a running C program, driven through its stdin.
+type sdtProc struct {
+	t   *testing.T
+	pid int
+	in  io.Writer
+	out *bufio.Reader
+}
+
+func startSDT(t *testing.T, path string) *sdtProc {
+	t.Helper()
+	cmd := exec.Command(path)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	p := &sdtProc{t, cmd.Process.Pid, in, bufio.NewReader(out)}
+	if line, err := p.out.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("sdt said %q, %v", line, err)
+	}
+	return p
+}
+
+// do sends one command and returns the answer.
+func (p *sdtProc) do(cmd string) string {
+	p.t.Helper()
+	fmt.Fprintln(p.in, cmd)
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		p.t.Fatalf("sdt %s: %v", cmd, err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// open finds a probe of the C program.
+func openProbe(t *testing.T, path, name string) *Probe {
+	t.Helper()
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.Probe(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// cookieModes are the ways to attach this kernel has: one program told
+// apart by bpf_cookie (5.15), and one program per call site.
+func cookieModes(t *testing.T) []bool {
+	t.Helper()
+	links, err := prog.HavePerfLink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if links {
+		return []bool{true, false}
+	}
+	return []bool{false}
+}
+
+// TestArgs: a program pushes the twelve arguments of each firing of
+// bpfkit:args (registers of 1 to 8 bytes, memory at a register plus an
+// offset, on the stack, constants, signed and unsigned, and a string)
+// into a queue map; the C program fires it 5 times: exactly 5 records
+// come out, with the values it passed, with one program and bpf_cookie
+// and with one program per call site.
+func TestArgs(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	path := sdtProgram(t)
+	probe := openProbe(t, path, "bpfkit:args")
+	const rec = -Scratch - 104 // 11 numbers, then 16 bytes of string
+	for _, cookies := range cookieModes(t) {
+		proc := startSDT(t, path)
+		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 104, MaxEntries: 64, Name: "usdt_test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		a, err := Attach(probe, Options{PID: proc.pid, NoCookies: !cookies}, func(args *Args) ([]Item, error) {
+			items := []Item{Mov64Reg(R6, R1)}
+			for n := range 11 {
+				load, err := args.Load(R7, R6, n)
+				if err != nil {
+					return nil, err
+				}
+				items = append(append(items, load...), StoreMem(BPF_DW, R10, int16(rec+8*n), R7))
+			}
+			// junk where the string goes, as a stack slot may hold
+			items = append(items, StoreImm(BPF_DW, R10, rec+88, -1), StoreImm(BPF_DW, R10, rec+96, -1))
+			str, err := args.String(R6, 11, rec+88, 16)
+			items = append(append(items, str...), LoadMapFD(R1, q), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, rec),
+				Mov64Imm(R3, 0), Call(BPF_FUNC_map_push_elem), Mov64Imm(R0, 0), Exit())
+			return items, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Cookies != cookies || len(a.Programs) != map[bool]int{true: 1, false: len(probe.Sites)}[cookies] {
+			t.Errorf("cookies %v: attached with cookies %v, %d programs for %d sites", cookies, a.Cookies, len(a.Programs), len(probe.Sites))
+		}
+		if got := proc.do("fire 5"); got != "fired 5" {
+			t.Fatal(got)
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		v := make([]byte, 104)
+		for i := range int64(5) {
+			if err := q.LookupAndDelete(nil, v); err != nil {
+				t.Fatalf("cookies %v: firing %d: %v", cookies, i, err)
+			}
+			want := []int64{-i, 3 * i, -42, 200, -7 * i, -300, -5, -0x123456789abcdf0, 1000 + i, -i, i}
+			for n, w := range want {
+				if got := int64(binary.LittleEndian.Uint64(v[8*n:])); got != w {
+					t.Errorf("cookies %v: firing %d argument %d (%q): %d, want %d", cookies, i, n, strings.Fields(probe.Sites[0].Args)[n], got, w)
+				}
+			}
+			if s := string(v[88:]); s != fmt.Sprintf("call %d", i)+strings.Repeat("\x00", 16-len(fmt.Sprint("call ", i))) {
+				t.Errorf("cookies %v: firing %d string %q", cookies, i, s)
+			}
+		}
+		if err := q.LookupAndDelete(nil, v); !errors.Is(err, mapfd.ErrKeyNotExist) {
+			t.Errorf("cookies %v: more than 5 firings: %v", cookies, err)
+		}
+	}
+}
+
+// TestSites: bpfkit:str has two call sites, one passing i in a register,
+// the other the constant 99: each firing reads its own site's arguments,
+// through the cookie's index or its own program.
+func TestSites(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	path := sdtProgram(t)
+	probe := openProbe(t, path, "bpfkit:str")
+	if len(probe.Sites) != 2 || probe.Sites[0].Args == probe.Sites[1].Args {
+		t.Fatalf("bpfkit:str: %+v, want two sites with different arguments", probe.Sites)
+	}
+	for _, cookies := range cookieModes(t) {
+		proc := startSDT(t, path)
+		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 24, MaxEntries: 64, Name: "usdt_test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		a, err := Attach(probe, Options{PID: proc.pid, NoCookies: !cookies}, func(args *Args) ([]Item, error) {
+			load, err := args.Load(R7, R6, 1)
+			str, err2 := args.String(R6, 0, -40, 16)
+			items := append(append([]Item{Mov64Reg(R6, R1)}, load...), StoreMem(BPF_DW, R10, -48, R7))
+			return append(append(items, str...), LoadMapFD(R1, q), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -48),
+				Mov64Imm(R3, 0), Call(BPF_FUNC_map_push_elem), Mov64Imm(R0, 0), Exit()), errors.Join(err, err2)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Cookies != cookies || len(a.Programs) != map[bool]int{true: 1, false: 2}[cookies] {
+			t.Errorf("cookies %v: attached with cookies %v, %d programs", cookies, a.Cookies, len(a.Programs))
+		}
+		// Each site's uprobe counts in the semaphore.
+		if got := proc.do("sem"); got != "sem 0 2" {
+			t.Errorf("cookies %v: %s, want sem 0 2", cookies, got)
+		}
+		proc.do("fire 4")
+		a.Close()
+		v := make([]byte, 24)
+		var got []string
+		for q.LookupAndDelete(nil, v) == nil {
+			got = append(got, fmt.Sprintf("%s %d", strings.TrimRight(string(v[8:]), "\x00"), binary.LittleEndian.Uint64(v)))
+		}
+		if want := "call 0 0,call 1 99,call 2 2,call 3 99"; strings.Join(got, ",") != want {
+			t.Errorf("cookies %v: %q, want %q", cookies, got, want)
+		}
+	}
+}
+
+// TestEnable: Enable sets bpfkit:str's semaphore with one uprobe on the
+// entry point, none on the probe's sites, and Close clears it.
+func TestEnable(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	path := sdtProgram(t)
+	proc := startSDT(t, path)
+	e, err := Enable(openProbe(t, path, "bpfkit:str"), Options{PID: proc.pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := proc.do("sem"); got != "sem 0 1" || len(e.links) != 1 {
+		t.Errorf("enabled: %s with %d uprobes, want sem 0 1 and one", got, len(e.links))
+	}
+	proc.do("fire 3")
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := proc.do("sem"); got != "sem 0 0" {
+		t.Errorf("after Close: %s", got)
+	}
+}
+
+// counter attaches a program that counts firings into an array at 0.
+func counter(t *testing.T, p *Probe, o Options) (*Attachment, func() uint64) {
+	t.Helper()
+	m, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: mapfd.Array, MaxEntries: 1, Name: "usdt_count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	a, err := Attach(p, o, func(*Args) ([]Item, error) {
+		items := append([]Item{StoreImm(BPF_W, R10, -4, 0)}, testutil.AddOne(m, "out")...)
+		return append(items, Label("out"), Mov64Imm(R0, 0), Exit()), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, func() uint64 {
+		v, err := m.Lookup(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// TestSemaphore: bpfkit:str fires only while its semaphore is set, as
+// probes guarded by *_ENABLED() do. Attached, the program sees it set and
+// the probe counts each firing; after Close it is zero again; with a pid
+// only that process sees it set and is counted. Nothing is left in
+// uprobe_events.
+func TestSemaphore(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	path := sdtProgram(t)
+	probe := openProbe(t, path, "bpfkit:str")
+	for _, cookies := range cookieModes(t) {
+		for _, pid := range []bool{false, true} {
+			traced, other := startSDT(t, path), startSDT(t, path)
+			o := Options{NoCookies: !cookies}
+			if pid {
+				o.PID = traced.pid
+			}
+			if got := traced.do("sem"); got != "sem 0 0" {
+				t.Fatalf("before attaching: %s", got)
+			}
+			a, count := counter(t, probe, o)
+			wantOther := map[bool]string{false: "sem 0 2", true: "sem 0 0"}[pid]
+			if got, gotOther := traced.do("sem"), other.do("sem"); got != "sem 0 2" || gotOther != wantOther {
+				t.Errorf("cookies %v, pid %v: attached, the traced process says %q and the other %q, want sem 0 2 (a uprobe on each site) and %s", cookies, pid, got, gotOther, wantOther)
+			}
+			traced.do("fire 7")
+			other.do("fire 3")
+			if n, want := count(), map[bool]uint64{false: 10, true: 7}[pid]; n != want {
+				t.Errorf("cookies %v, pid %v: %d firings, want %d", cookies, pid, n, want)
+			}
+			if err := a.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got, gotOther := traced.do("sem"), other.do("sem"); got != "sem 0 0" || gotOther != "sem 0 0" {
+				t.Errorf("cookies %v, pid %v: after Close: %q and %q, want sem 0 0", cookies, pid, got, gotOther)
+			}
+		}
+	}
+	// Other test processes may have events: this one's are in its group.
+	events, err := tracefs.Events(tracefs.Uprobe)
+	for _, e := range events {
+		if strings.Contains(e, fmt.Sprintf("_%d_", os.Getpid())) {
+			t.Errorf("left in uprobe_events: %s", e)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBadInput: arguments the probe does not have, a context outside
+// r6-r9, a string buffer over the scratch stack or misaligned, and probes
+// that are not a File's are refused, without a panic.
+func TestBadInput(t *testing.T) {
+	a := &Args{N: 2, site: []Arg{{Kind: ArgReg, Size: 8}, {Kind: ArgConst, Size: 4}}}
+	for _, c := range []struct {
+		dst, ctx Register
+		n        int
+	}{{R0, R6, 2}, {R0, R6, -1}, {R0, R1, 0}, {R10, R6, 0}} {
+		if _, err := a.Load(c.dst, c.ctx, c.n); err == nil {
+			t.Errorf("Load(%v, %v, %d) accepted", c.dst, c.ctx, c.n)
+		}
+	}
+	if _, err := (&Args{N: 1}).Load(R0, R6, 0); err == nil {
+		t.Error("Args of no site accepted")
+	}
+	build := func(*Args) ([]Item, error) { return nil, nil }
+	for _, p := range []*Probe{nil, {}, {Provider: "p", Name: "n", Sites: []Site{{}}}} {
+		if _, err := Attach(p, Options{}, build); err == nil {
+			t.Errorf("Attach(%v) accepted", p)
+		}
+		if _, err := Enable(p, Options{}); err == nil {
+			t.Errorf("Enable(%v) accepted", p)
+		}
+	}
+	for _, c := range [][2]int{{-16, 8}, {-36, 16}, {-40, 12}, {-520, 8}, {-40, 0}} {
+		if _, err := a.String(R6, 0, int16(c[0]), int32(c[1])); err == nil {
+			t.Errorf("a string buffer of %d bytes at r10%+d accepted", c[1], c[0])
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package usdt
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNoProbes is returned by Open for an ELF file without a .note.stapsdt
+// section: a binary built without sys/sdt.h probes, or stripped of them.
+var ErrNoProbes = errors.New("usdt: no USDT probes")
+
+// File is the USDT probes of one ELF executable or shared library.
+type File struct {
+	Path    string      // absolute, as the uprobes are attached
+	Machine elf.Machine // EM_X86_64, EM_386, EM_AARCH64 ...
+	Probes  []*Probe    // one per provider:name, in the order of the notes
+	progs   []*elf.Prog
+	entry   uint64 // file offset of the entry point, or 0
+}
+
+// Probe is one provider:name and its call sites: the compiler emits a
+// site, and a note, for every place the probe macro is expanded, inlined
+// or not.
+type Probe struct {
+	Provider, Name string
+	Sites          []Site
+	file           *File
+}
+
+// String is "provider:name".
+func (p *Probe) String() string { return p.Provider + ":" + p.Name }
+
+// Site is one call site, from one note.
+type Site struct {
+	Address uint64 `json:"address"` // link-time address of the site's nop, adjusted for prelink
+	Offset  uint64 `json:"offset"`  // its offset in the file: where the uprobe goes
+	// Semaphore is the link-time address of the probe's semaphore, a
+	// counter the traced program reads to skip preparing the arguments
+	// while no tracer is attached; 0 when the probe has none.
+	Semaphore uint64 `json:"semaphore"`
+	Args      string `json:"args"` // the arguments as the note writes them: "-4@%edi 8@-16(%rbp)"
+}
+
+// note is one NT_STAPSDT note, as written.
+type note struct {
+	pc, base, sem        uint64
+	provider, name, args string
+}
+
+// Open reads the probes of the ELF file at path: 64- or 32-bit,
+// little-endian. Addresses are adjusted when the file was prelinked (the
+// .stapsdt.base section moved from where the notes say it was) and turned
+// into file offsets through the program headers.
+func Open(path string) (*File, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("usdt: %w", err)
+	}
+	f, err := elf.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("usdt: %s: %w", path, err)
+	}
+	defer f.Close()
+	sec := f.Section(".note.stapsdt")
+	switch {
+	case f.Data != elf.ELFDATA2LSB:
+		return nil, fmt.Errorf("usdt: %s: a big-endian ELF file: only little-endian ones are supported", path)
+	case sec == nil:
+		return nil, fmt.Errorf("%w in %s: it has no .note.stapsdt section", ErrNoProbes, path)
+	}
+	data, err := sec.Data()
+	var notes []note
+	if err == nil {
+		notes, err = parseNotes(data, 4*int(f.Class)) // ELFCLASS32 is 1, ELFCLASS64 2
+	}
+	if err != nil {
+		return nil, fmt.Errorf("usdt: %s: .note.stapsdt: %w", path, err)
+	}
+	// Prelink moves the sections: each note says where .stapsdt.base was
+	// when it was written, and the addresses move as far as it has.
+	var base uint64
+	if s := f.Section(".stapsdt.base"); s != nil {
+		base = s.Addr
+	}
+	file := &File{Path: abs, Machine: f.Machine, progs: f.Progs}
+	file.entry, _ = file.offset(f.Entry, elf.PF_X)
+	byName := map[string]*Probe{}
+	for _, n := range notes {
+		if base != 0 && n.base != 0 {
+			n.pc += base - n.base
+			if n.sem != 0 {
+				n.sem += base - n.base
+			}
+		}
+		p := byName[n.provider+":"+n.name]
+		if p == nil {
+			p = &Probe{Provider: n.provider, Name: n.name, file: file}
+			byName[p.String()] = p
+			file.Probes = append(file.Probes, p)
+		}
+		off, err := file.offset(n.pc, elf.PF_X)
+		if err != nil {
+			return nil, fmt.Errorf("usdt: %s: probe %s site %#x: %w", path, p, n.pc, err)
+		}
+		p.Sites = append(p.Sites, Site{Address: n.pc, Offset: off, Semaphore: n.sem, Args: n.args})
+	}
+	return file, nil
+}
+
+// parseNotes reads the NT_STAPSDT notes of a .note.stapsdt section whose
+// addresses are addrSize bytes, skipping notes of other types.
+func parseNotes(b []byte, addrSize int) ([]note, error) {
+	le := binary.LittleEndian
+	var out []note
+	for i := 0; len(b) > 0; i++ {
+		if len(b) < 12 {
+			return nil, fmt.Errorf("note %d: %d bytes left, short of a header", i, len(b))
+		}
+		namesz, descsz, typ := uint64(le.Uint32(b)), uint64(le.Uint32(b[4:])), le.Uint32(b[8:])
+		b = b[12:]
+		descAt := (namesz + 3) &^ 3
+		end := descAt + (descsz+3)&^3
+		if end > uint64(len(b)) {
+			return nil, fmt.Errorf("note %d: name of %d and description of %d bytes run past the section's end", i, namesz, descsz)
+		}
+		name, desc := string(b[:namesz]), b[descAt:descAt+descsz]
+		b = b[end:]
+		if typ != 3 || name != "stapsdt\x00" { // NT_STAPSDT
+			continue
+		}
+		if len(desc) < 3*addrSize {
+			return nil, fmt.Errorf("note %d: %d bytes, short of three addresses", i, len(desc))
+		}
+		var a [3]uint64 // pc, base, semaphore
+		for j := range a {
+			var w [8]byte
+			copy(w[:], desc[j*addrSize:(j+1)*addrSize])
+			a[j] = le.Uint64(w[:])
+		}
+		s := strings.SplitN(string(desc[3*addrSize:]), "\x00", 4)
+		if len(s) < 4 || s[0] == "" || s[1] == "" {
+			return nil, fmt.Errorf("note %d: want a provider, a name and arguments, each ending in NUL", i)
+		}
+		out = append(out, note{a[0], a[1], a[2], s[0], s[1], s[2]})
+	}
+	return out, nil
+}
+
+// offset turns the address addr into a file offset through the loadable
+// segment holding it in its file part, which must have the permission
+// flags of want.
+func (f *File) offset(addr uint64, want elf.ProgFlag) (uint64, error) {
+	for _, p := range f.progs {
+		if p.Type != elf.PT_LOAD || addr < p.Vaddr || addr-p.Vaddr >= p.Memsz {
+			continue
+		}
+		switch {
+		case p.Flags&want != want:
+			return 0, fmt.Errorf("%#x is in a segment that is %v, not %v", addr, p.Flags, want)
+		case addr-p.Vaddr >= p.Filesz:
+			return 0, fmt.Errorf("%#x is in the zero-filled part of its segment (.bss), past what is mapped from the file", addr)
+		}
+		return addr - p.Vaddr + p.Off, nil
+	}
+	return 0, fmt.Errorf("%#x is in no loadable segment", addr)
+}
+
+// semaphore is the file offset of the site's semaphore, the uprobe's
+// ref_ctr_offset. The kernel counts only through a private writable
+// mapping of the probed file (valid_ref_ctr_vma, 4.20): a semaphore
+// elsewhere would never be set.
+func (p *Probe) semaphore(s Site) (uint64, error) {
+	if s.Semaphore == 0 {
+		return 0, nil
+	}
+	off, err := p.file.offset(s.Semaphore, elf.PF_W)
+	if err != nil {
+		err = fmt.Errorf("semaphore: the kernel can only count it in a writable mapping of the file, and %w", err)
+	}
+	return off, err
+}
+
+// Probe finds a probe by "provider:name"; when there is none, the error
+// lists those there are.
+func (f *File) Probe(name string) (*Probe, error) {
+	var all []string
+	for _, p := range f.Probes {
+		if p.String() == name {
+			return p, nil
+		}
+		all = append(all, p.String())
+	}
+	return nil, fmt.Errorf("usdt: %s has no probe %s; it has %s", f.Path, name, strings.Join(all, ", "))
+}

@@ -1,0 +1,430 @@
+package usdt
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bpfkit/bpfkit/insn"
+)
+
+// readelfNote is one probe descriptor as readelf -n prints it.
+type readelfNote struct {
+	provider, name, args string
+	loc, base, sem       uint64
+}
+
+// readelf runs binutils' readelf -n on path: the reference the parser is
+// held against.
+func readelf(t *testing.T, path string) []readelfNote {
+	t.Helper()
+	if _, err := exec.LookPath("readelf"); err != nil {
+		t.Skip("no readelf to compare with: install binutils")
+	}
+	out, err := exec.Command("readelf", "-n", path).Output()
+	if err != nil {
+		t.Fatalf("readelf -n %s: %v", path, err)
+	}
+	var notes []readelfNote
+	in := false // in a stapsdt note, not another note's Name
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if strings.Contains(line, "NT_") {
+			in = strings.Contains(line, "NT_STAPSDT")
+		}
+		key, val, _ := strings.Cut(strings.TrimSpace(line), ": ")
+		switch {
+		case !in:
+		case key == "Provider":
+			notes = append(notes, readelfNote{provider: val})
+		case key == "Name":
+			notes[len(notes)-1].name = val
+		case key == "Arguments":
+			notes[len(notes)-1].args = val
+		case key == "Location":
+			n := &notes[len(notes)-1]
+			for _, f := range strings.Split(line, ",") {
+				k, v, _ := strings.Cut(strings.TrimSpace(f), ": ")
+				x, err := strconv.ParseUint(v, 0, 64)
+				if err != nil {
+					t.Fatalf("readelf line %q: %v", line, err)
+				}
+				switch k {
+				case "Location":
+					n.loc = x
+				case "Base":
+					n.base = x
+				case "Semaphore":
+					n.sem = x
+				}
+			}
+		}
+	}
+	return notes
+}
+
+// checkFile compares Open's view of path with readelf's, note by note,
+// and checks each site's file offset independently: the bytes there are
+// the probe's nop. The semaphores' file offsets are checked through the
+// section headers, where Open goes through the program headers.
+func checkFile(t *testing.T, path string, adjust uint64) *File {
+	t.Helper()
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := readelf(t, path)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	nop := map[elf.Machine][]byte{elf.EM_X86_64: {0x90}, elf.EM_386: {0x90}, elf.EM_AARCH64: {0x1f, 0x20, 0x03, 0xd5}}[f.Machine]
+	n := 0
+	for _, p := range f.Probes {
+		for _, s := range p.Sites {
+			if n >= len(want) {
+				t.Fatalf("more sites than readelf's %d notes", len(want))
+			}
+			w := want[n]
+			n++
+			wsem := w.sem
+			if wsem != 0 {
+				wsem += adjust
+			}
+			got := readelfNote{p.Provider, p.Name, s.Args, s.Address, w.base, s.Semaphore}
+			if wn := (readelfNote{w.provider, w.name, w.args, w.loc + adjust, w.base, wsem}); got != wn {
+				t.Errorf("note %d: got %+v, readelf says %+v", n-1, got, wn)
+			}
+			if !bytes.HasPrefix(raw[s.Offset:], nop) {
+				t.Errorf("%s site %#x: file offset %#x holds % x, not the nop % x", p, s.Address, s.Offset, raw[s.Offset:s.Offset+4], nop)
+			}
+			if _, err := ParseArgs(f.Machine, s.Args); err != nil {
+				t.Errorf("%s: %v", p, err)
+			}
+			if s.Semaphore == 0 {
+				continue
+			}
+			off, err := p.semaphore(s)
+			sec := ef.Section(".probes")
+			if err != nil || sec == nil || off != s.Semaphore-sec.Addr+sec.Offset {
+				t.Errorf("%s semaphore %#x: file offset %#x (%v), want %#x from the .probes section %+v", p, s.Semaphore, off, err, s.Semaphore-sec.Addr+sec.Offset, sec)
+			}
+		}
+	}
+	if n != len(want) {
+		t.Errorf("%d sites, readelf shows %d notes", n, len(want))
+	}
+	return f
+}
+
+// TestPython: Debian's python3 carries the probes of CPython's
+// --with-dtrace build, each guarded by a semaphore; Open finds every one
+// as readelf does.
+func TestPython(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no /usr/bin/python3: install Debian's python3")
+	}
+	f := checkFile(t, python, 0)
+	p, err := f.Probe("python:function__entry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := p.ParseArgs()
+	if err != nil || len(args[0]) != 3 || p.Sites[0].Semaphore == 0 {
+		t.Fatalf("function__entry: %v, %v, semaphore %#x: want 3 arguments (file, function, line) and a semaphore", args, err, p.Sites[0].Semaphore)
+	}
+	var names []string
+	for _, p := range f.Probes {
+		names = append(names, p.Name)
+	}
+	for _, want := range []string{"function__entry", "function__return", "gc__start", "gc__done", "import__find__load__start", "import__find__load__done", "audit"} {
+		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") {
+			t.Errorf("no python:%s among %v", want, names)
+		}
+	}
+}
+
+// TestLibstdcxx: libstdc++, a shared library, has libstdcxx:throw,
+// rethrow and catch, without semaphores.
+func TestLibstdcxx(t *testing.T) {
+	libs, _ := filepath.Glob("/usr/lib/*/libstdc++.so.6")
+	if len(libs) == 0 {
+		t.Skip("no libstdc++.so.6: install libstdc++6")
+	}
+	f := checkFile(t, libs[0], 0)
+	for _, name := range []string{"libstdcxx:throw", "libstdcxx:rethrow", "libstdcxx:catch"} {
+		if _, err := f.Probe(name); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// sdtHeaders copies sys/sdt.h (systemtap-sdt-dev) where a cross compiler
+// finds it: it is the same for every architecture.
+func sdtHeaders(t *testing.T) string {
+	t.Helper()
+	hs, _ := filepath.Glob("/usr/include/*/sys/sdt.h")
+	if h := "/usr/include/sys/sdt.h"; len(hs) == 0 && fileExists(h) {
+		hs = []string{h}
+	}
+	if len(hs) == 0 {
+		t.Skip("no sys/sdt.h: install systemtap-sdt-dev")
+	}
+	dir := t.TempDir()
+	os.Mkdir(dir+"/sys", 0o755)
+	for _, name := range []string{"sdt.h", "sdt-config.h"} {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(hs[0]), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "sys", name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+// buildSDT builds testdata/sdt.c with compiler and flags, or skips.
+func buildSDT(t *testing.T, compiler, pkg string, flags ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath(compiler); err != nil {
+		t.Skipf("no %s: install %s", compiler, pkg)
+	}
+	out := filepath.Join(t.TempDir(), "sdt")
+	args := append([]string{"-O2", "-I", sdtHeaders(t), "-o", out, "testdata/sdt.c"}, flags...)
+	if b, err := exec.Command(compiler, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", compiler, strings.Join(args, " "), err, b)
+	}
+	return out
+}
+
+// sdtArgs is what the C program's bpfkit:args passes, by kind, size and
+// signedness (registers are the compiler's choice; constants and
+// structure fields are not).
+func checkSDTArgs(t *testing.T, f *File, ptr int, field []int64) {
+	t.Helper()
+	p, err := f.Probe("bpfkit:args")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := p.ParseArgs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ks struct {
+		kind  ArgKind
+		size  int
+		value int64
+	}
+	R, D := ArgReg, ArgDeref
+	want := []ks{{R, -4, 0}, {R, ptr, 0}, {ArgConst, -4, -42}, {ArgConst, 1, -56}, {D, -ptr, field[0]}, {D, -2, field[1]},
+		{D, -1, field[2]}, {D, 8, field[3]}, {D, -ptr, -1}, {R, -2, 0}, {R, -1, 0}, {R, ptr, 0}}
+	if len(args[0]) != len(want) {
+		t.Fatalf("%d arguments %q, want %d", len(args[0]), p.Sites[0].Args, len(want))
+	}
+	for i, a := range args[0] {
+		size := a.Size
+		if a.Signed {
+			size = -size
+		}
+		w := want[i]
+		if w.kind == ArgReg && a.Kind == ArgDeref && i == 11 {
+			w.kind = D // i386 passes the string pointer on the stack
+		}
+		if a.Kind != w.kind || size != w.size || (w.value != 0 && w.value != -1 && a.Value != w.value) || (w.value == -1 && a.Reg != "rsp" && a.Reg != "esp" && a.Reg != "sp") {
+			t.Errorf("argument %d %+v, want kind %d, size %d, value %d (-1: on the stack)", i, a, w.kind, w.size, w.value)
+		}
+	}
+}
+
+// TestSDTAmd64 builds the C program with gcc: its probes, with every kind
+// of argument, are read as readelf reads them.
+func TestSDTAmd64(t *testing.T) {
+	f := checkFile(t, buildSDT(t, "gcc", "gcc"), 0)
+	checkSDTArgs(t, f, 8, []int64{0, 12, 14, 16})
+}
+
+// TestSDTArm64 cross-builds it for arm64 ("8@[x0, 16]", "-4@-42"),
+// freestanding: no arm64 libc needed.
+func TestSDTArm64(t *testing.T) {
+	path := buildSDT(t, "aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu", "-nostdlib", "-static", "-ffreestanding", "-DSDT_FREESTANDING")
+	f := checkFile(t, path, 0)
+	checkSDTArgs(t, f, 8, []int64{0, 12, 14, 16})
+}
+
+// TestSDT386 builds it as a 32-bit ELF file, freestanding (no 32-bit
+// libc needed): 4-byte addresses in the notes.
+func TestSDT386(t *testing.T) {
+	path := buildSDT(t, "gcc", "gcc", "-m32", "-nostdlib", "-static", "-ffreestanding", "-DSDT_FREESTANDING")
+	f := checkFile(t, path, 0)
+	if f.Machine != elf.EM_386 {
+		t.Fatalf("machine %v", f.Machine)
+	}
+	checkSDTArgs(t, f, 4, []int64{0, 8, 10, 12})
+}
+
+// patchNotes copies the ELF file at path with fix applied to the
+// description of each NT_STAPSDT note (64-bit).
+func patchNotes(t *testing.T, path string, fix func(desc []byte)) string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := ef.Section(".note.stapsdt")
+	ef.Close()
+	b := raw[sec.Offset : sec.Offset+sec.Size]
+	for len(b) > 12 {
+		namesz, descsz := binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:])
+		at := 12 + (namesz+3)&^3
+		fix(b[at : at+descsz])
+		b = b[at+(descsz+3)&^3:]
+	}
+	out := filepath.Join(t.TempDir(), "patched")
+	if err := os.WriteFile(out, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPrelink: when the notes' base is not where .stapsdt.base is now,
+// as after prelink moved the file, sites and semaphores move with it.
+func TestPrelink(t *testing.T) {
+	orig := buildSDT(t, "gcc", "gcc")
+	moved := patchNotes(t, orig, func(d []byte) {
+		binary.LittleEndian.PutUint64(d[8:], binary.LittleEndian.Uint64(d[8:])+0x40)
+	})
+	f, err := Open(moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := readelf(t, orig)
+	for i, p := range f.Probes {
+		if s := p.Sites[0]; s.Address != want[i].loc-0x40 || s.Semaphore != want[i].sem-0x40 {
+			t.Errorf("%s: site %#x semaphore %#x, want %#x and %#x", p, s.Address, s.Semaphore, want[i].loc-0x40, want[i].sem-0x40)
+		}
+	}
+}
+
+// TestSemaphoreNotMapped: a semaphore the kernel could not count, in a
+// read-only segment or in .bss, is an error at Attach that says why,
+// before anything is loaded.
+func TestSemaphoreNotMapped(t *testing.T) {
+	orig := buildSDT(t, "gcc", "gcc")
+	f, err := Open(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, bss uint64
+	for _, p := range f.progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			text = p.Vaddr
+		}
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_W != 0 && p.Memsz > p.Filesz {
+			bss = p.Vaddr + p.Memsz - 1
+		}
+	}
+	for addr, want := range map[uint64]string{text: "writable mapping of the file, and 0x", bss: "zero-filled part", 1 << 60: "in no loadable segment"} {
+		if addr == 0 {
+			continue
+		}
+		path := patchNotes(t, orig, func(d []byte) { binary.LittleEndian.PutUint64(d[16:], addr) })
+		f, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := f.Probe("bpfkit:str")
+		_, err = Attach(p, Options{}, func(*Args) ([]insn.Item, error) { t.Fatal("built a program"); return nil, nil })
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "semaphore") {
+			t.Errorf("semaphore at %#x: %v, want an error saying %q", addr, err, want)
+		}
+	}
+}
+
+// TestErrors: no notes, no such probe, no ELF.
+func TestErrors(t *testing.T) {
+	exe, _ := os.Executable()
+	if _, err := Open(exe); !errors.Is(err, ErrNoProbes) || !strings.Contains(err.Error(), ".note.stapsdt") {
+		t.Errorf("a Go binary: %v", err)
+	}
+	if _, err := Open("testdata/sdt.c"); err == nil {
+		t.Error("a C source opened as an ELF file")
+	}
+	f, err := Open(buildSDT(t, "gcc", "gcc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Probe("bpfkit:nope")
+	if err == nil || !strings.Contains(err.Error(), "bpfkit:args, bpfkit:str") {
+		t.Errorf("missing probe: %v", err)
+	}
+	bad := &Probe{Provider: "p", Name: "n", file: f, Sites: []Site{{Address: 0x1234, Args: "8@%rax 8@sym(%rip)"}}}
+	if _, err := bad.ParseArgs(); err == nil || !strings.Contains(err.Error(), "p:n") || !strings.Contains(err.Error(), "0x1234") {
+		t.Errorf("bad argument: %v, want an error naming the probe and site", err)
+	}
+}
+
+// FuzzNotes: any section content is parsed or refused, never a panic, and
+// what is parsed has a provider and a name.
+func FuzzNotes(f *testing.F) {
+	desc := append(binary.LittleEndian.AppendUint64(make([]byte, 16), 0x1000), "python\x00entry\x008@%rdi\x00"...)
+	note := binary.LittleEndian.AppendUint32(nil, 8)
+	note = binary.LittleEndian.AppendUint32(note, uint32(len(desc)))
+	note = append(binary.LittleEndian.AppendUint32(note, 3), "stapsdt\x00"...)
+	f.Add(append(note, desc...), true)
+	f.Add(note[:14], false)
+	f.Fuzz(func(t *testing.T, b []byte, wide bool) {
+		size := 4
+		if wide {
+			size = 8
+		}
+		notes, err := parseNotes(b, size)
+		for _, n := range notes {
+			if err == nil && (n.provider == "" || n.name == "") {
+				t.Fatalf("note %+v", n)
+			}
+		}
+	})
+}
+
+// FuzzArgs: any argument string is parsed or refused, and what is parsed
+// is readable: a size of 1, 2, 4 or 8 and a register bpfkit knows.
+func FuzzArgs(f *testing.F) {
+	for _, s := range []string{"-4@%edi 8@-16(%rbp) 8@%rax -4@$5", "-4@x0 8@[sp, 16] 8@[x1] -4@5", "8@(%r8d)", "1@$-56"} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, s string, x86 bool) {
+		m := elf.EM_AARCH64
+		if x86 {
+			m = elf.EM_X86_64
+		}
+		args, err := ParseArgs(m, s)
+		for _, a := range args {
+			if off, ok := regOffset(m, a.Reg); err == nil && (a.Size&(a.Size-1) != 0 || a.Size > 8 || a.Size < 1 || a.Kind != ArgConst && (!ok || off != a.PtRegs)) {
+				t.Fatalf("%q: %+v", s, a)
+			}
+		}
+		if err == nil && len(args) != len(splitArgs(s)) {
+			t.Fatalf("%q: %d arguments of %d", s, len(args), len(splitArgs(s)))
+		}
+	})
+}
