@@ -190,6 +190,10 @@ func MapTypeName(t uint32) string { return lookupName(mapTypeNames, t) }
 // prints it ("tracepoint", "socket_filter"), or its number.
 func ProgTypeName(t uint32) string { return lookupName(progTypeNames, t) }
 
+// AttachTypeName is the name of enum bpf_attach_type value t as the journal
+// prints it ("trace_fentry", "cgroup_inet_ingress"), or its number.
+func AttachTypeName(t uint32) string { return lookupName(attachTypeNames, t) }
+
 func lookupName(names []string, v uint32) string {
 	if int(v) < len(names) && names[v] != "" {
 		return names[v]
