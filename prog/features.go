@@ -134,7 +134,7 @@ func isaFeature(v int) Feature {
 			f.Err = fmt.Errorf("probe for ISA v%d: there are versions 2 to 4", v)
 			return
 		}
-		_, err := tryLoad(SocketFilter, []insn.Item{insn.Mov64Imm(insn.R0, 0), probes[v], insn.Exit()})
+		_, err := tryLoad(SocketFilter, insn.Mov64Imm(insn.R0, 0), probes[v], insn.Exit())
 		f.answer(err, 0, unix.EINVAL)
 	})
 }
@@ -205,10 +205,10 @@ func tailCallFeature() Feature {
 
 // tryLoad loads code as a program of type t, with what such a load needs
 // (libbpf's libbpf_probes.c is the model), and returns the verifier's log.
-func tryLoad(t Type, code []insn.Item) (string, error) {
-	insns, err := insn.Assemble(code)
-	if err != nil {
-		return "", err
+func tryLoad(t Type, code ...insn.Item) (string, error) {
+	insns := make([]insn.Instruction, len(code)) // not assembled: a helper insn does not know is no error here
+	for i, it := range code {
+		insns[i] = it.Instruction()
 	}
 	enc, err := insn.AppendEncode(nil, insns)
 	if err != nil {
@@ -265,7 +265,7 @@ func HaveProgType(t Type) (bool, error) { return progTypeFeature(t).result() }
 
 func progTypeFeature(t Type) Feature {
 	return probe("prog_type "+t.String(), func(f *Feature) {
-		log, err := tryLoad(t, retZero)
+		log, err := tryLoad(t, retZero...)
 		yes, want := unix.Errno(0), ""
 		switch t {
 		case unix.BPF_PROG_TYPE_TRACING, unix.BPF_PROG_TYPE_LSM:
@@ -296,7 +296,7 @@ func helperFeature(t Type, h insn.Helper) Feature {
 			f.Err = fmt.Errorf("probe for %s: %s programs load only with a target, which the probe has not", f.Name, t)
 			return
 		}
-		log, err := tryLoad(t, []insn.Item{insn.Call(h), insn.Exit()})
+		log, err := tryLoad(t, insn.Call(h), insn.Exit())
 		errors.As(err, &f.Errno)
 		switch {
 		case err == nil:
