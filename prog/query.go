@@ -31,10 +31,11 @@ func nextID(get func(*sys.GetIDAttr) error, after uint32, what string) (uint32, 
 
 // LinkInfo is what the kernel says of a BPF link.
 type LinkInfo struct {
-	ID, ProgID uint32
-	Type       string // enum bpf_link_type, lower case without its prefix: "perf_event"
-	AttachType string // enum bpf_attach_type, for the link types that say
-	Target     string // what the program is attached to, as far as the kernel tells
+	ID         uint32 `json:"id"`
+	ProgID     uint32 `json:"prog_id"`
+	Type       string `json:"type"`                  // enum bpf_link_type, lower case without its prefix: "perf_event"
+	AttachType string `json:"attach_type,omitempty"` // enum bpf_attach_type, for the link types that say
+	Target     string `json:"target,omitempty"`      // what the program is attached to, as far as the kernel tells
 }
 
 var linkTypeNames = []string{"unspec", "raw_tracepoint", "tracing", "cgroup", "iter", "netns", "xdp", "perf_event",

@@ -162,7 +162,6 @@ func expectedFeatures(t *testing.T) map[string]struct {
 		}
 	}
 	set("perf_link", since{0x50f, ""}, unix.EBADF, unix.EINVAL)
-	set("bpf_cookie", since{0x50f, ""}, 0, unix.EINVAL)
 	if k.v < 0x512 {
 		set("kprobe_multi", since{0x512, ""}, 0, unix.EINVAL)
 	} else {

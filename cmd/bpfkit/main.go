@@ -136,26 +136,6 @@ func spaced(b []byte) string {
 	return strings.TrimSuffix(fmt.Sprintf("% x", b), " ")
 }
 
-// table prints rows under a header, in aligned columns.
-func table(w io.Writer, header []string, rows [][]string) {
-	width := make([]int, len(header))
-	for _, r := range append([][]string{header}, rows...) {
-		for i, c := range r {
-			width[i] = max(width[i], len(c))
-		}
-	}
-	for _, r := range append([][]string{header}, rows...) {
-		var b strings.Builder
-		for i, c := range r {
-			if i < len(r)-1 {
-				c = fmt.Sprintf("%-*s  ", width[i], c)
-			}
-			b.WriteString(c)
-		}
-		fmt.Fprintln(w, b.String())
-	}
-}
-
 // ids joins numbers with commas.
 func ids(n []uint32) string {
 	s := make([]string, len(n))

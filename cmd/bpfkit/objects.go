@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var opcodes bool  // prog dump -opcodes
+var opcodes bool     // prog dump -opcodes
 var helpersOf string // features -helpers
 
 func init() {
@@ -47,7 +47,7 @@ func init() {
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&helpersOf, "helpers", "", "probe every helper for programs of type `TYPE` (kprobe, xdp, ... or a number)")
 			},
-			run:      features},
+			run: features},
 	}
 }
 
@@ -249,23 +249,22 @@ func dumpMap(t *tool.Tool, id uint32) error {
 	n := 0
 	for k, v := range m.All(&err) {
 		n++
-		type cpuValue struct {
-			CPU   int      `json:"cpu"`
-			Value []string `json:"value"`
+		var cpus []map[string]any // bpftool's "values"
+		for cpu := 0; info.Type.PerCPU() && cpu*stride < len(v); cpu++ {
+			cpus = append(cpus, map[string]any{"cpu": cpu, "value": v[cpu*stride:][:info.ValueSize]})
 		}
 		switch {
-		case t.JSON && info.Type.PerCPU():
-			var vs []cpuValue
-			for cpu := 0; cpu*stride < len(v); cpu++ {
-				vs = append(vs, cpuValue{cpu, hexBytes(v[cpu*stride:][:info.ValueSize])})
+		case t.JSON && cpus != nil:
+			for _, c := range cpus {
+				c["value"] = hexBytes(c["value"].([]byte))
 			}
-			err = t.Emit(map[string]any{"key": hexBytes(k), "values": vs})
+			err = t.Emit(map[string]any{"key": hexBytes(k), "values": cpus})
 		case t.JSON:
 			err = t.Emit(map[string]any{"key": hexBytes(k), "value": hexBytes(v)})
-		case info.Type.PerCPU():
+		case cpus != nil:
 			fmt.Fprintf(t.Stdout, "key:\n%s\n", spaced(k))
-			for cpu := 0; cpu*stride < len(v); cpu++ {
-				fmt.Fprintf(t.Stdout, "value (CPU %02d): %s\n", cpu, spaced(v[cpu*stride:][:info.ValueSize]))
+			for _, c := range cpus {
+				fmt.Fprintf(t.Stdout, "value (CPU %02d): %s\n", c["cpu"], spaced(c["value"].([]byte)))
 			}
 		default:
 			fmt.Fprintf(t.Stdout, "key: %s  value: %s\n", spaced(k), spaced(v))
@@ -297,13 +296,9 @@ func links(t *tool.Tool, _ uint32) error {
 		ps := sortedProcs(held[key{"link", id}])
 		if t.JSON {
 			return t.Emit(struct {
-				ID         uint32 `json:"id"`
-				Type       string `json:"type"`
-				ProgID     uint32 `json:"prog_id"`
-				AttachType string `json:"attach_type,omitempty"`
-				Target     string `json:"target,omitempty"`
-				Pids       []proc `json:"pids,omitempty"`
-			}{l.ID, l.Type, l.ProgID, l.AttachType, l.Target, ps})
+				*prog.LinkInfo
+				Pids []proc `json:"pids,omitempty"`
+			}{l, ps})
 		}
 		fmt.Fprintf(t.Stdout, "%d: %s  prog %d", l.ID, l.Type, l.ProgID)
 		if l.AttachType != "" {

@@ -134,34 +134,31 @@ func perf(t *tool.Tool, _ uint32) error {
 
 // probes lists the events of kprobe_events and uprobe_events.
 func probes(t *tool.Tool, _ uint32) error {
-	var rows [][]string
+	n := 0
 	for _, k := range []tracefs.ProbeKind{tracefs.Kprobe, tracefs.Uprobe} {
 		evs, err := tracefs.Events(k)
 		if err != nil {
 			return err
 		}
 		for _, ev := range evs {
+			n++
 			ours, stale, why := tracefs.Owner(ev)
 			if t.JSON {
-				if err := t.Emit(map[string]any{"file": k.PMU() + "_events", "event": ev, "bpfkit": ours, "stale": stale, "reason": why}); err != nil {
-					return err
-				}
+				t.Emit(map[string]any{"file": k.PMU() + "_events", "event": ev, "bpfkit": ours, "stale": stale, "reason": why})
 				continue
 			}
-			owner := "-"
+			owner := "not bpfkit's"
 			switch {
 			case stale:
 				owner = "bpfkit's, stale: its process is gone (bpfkit probes sweep removes it)"
 			case ours:
 				owner = "bpfkit's: " + why
 			}
-			rows = append(rows, []string{k.PMU() + "_events", ev, owner})
+			fmt.Fprintf(t.Stdout, "%s_events  %s  %s\n", k.PMU(), ev, owner)
 		}
 	}
-	if !t.JSON && len(rows) == 0 {
+	if n == 0 && !t.JSON {
 		fmt.Fprintln(t.Stdout, "no kprobe or uprobe events")
-	} else if !t.JSON {
-		table(t.Stdout, []string{"FILE", "EVENT", "OWNER"}, rows)
 	}
 	return nil
 }
@@ -199,42 +196,33 @@ func features(t *tool.Tool, _ uint32) error {
 		}
 		of = append(of, typ)
 	}
-	var rows [][]string
 	for _, f := range prog.Features(of...) {
-		answer, errno, value := map[bool]string{true: "yes", false: "no"}[f.OK], unix.ErrnoName(f.Errno), ""
+		errno := unix.ErrnoName(f.Errno)
 		switch f.Errno {
 		case sys.ENOTSUPP, unix.EOPNOTSUPP: // 524 has no name in libc; 95 is ENOTSUP there too
 			errno = map[unix.Errno]string{sys.ENOTSUPP: "ENOTSUPP", unix.EOPNOTSUPP: "EOPNOTSUPP"}[f.Errno]
 		case 0:
 			errno = "-"
 		}
-		if f.Err != nil {
-			answer = "?"
-		}
-		if f.Name == "tail_call_limit" {
-			value = strconv.Itoa(f.Value)
-		}
 		if t.JSON {
 			r := map[string]any{"feature": f.Name, "supported": f.OK, "errno": errno}
-			if value != "" {
+			if f.Name == "tail_call_limit" {
 				r["value"] = f.Value
 			}
 			if f.Err != nil {
 				r["error"] = f.Err.Error()
 			}
-			if err := t.Emit(r); err != nil {
-				return err
-			}
+			t.Emit(r)
 			continue
 		}
-		note := value
-		if f.Err != nil {
-			note = f.Err.Error()
+		answer, note := map[bool]string{true: "yes", false: "no"}[f.OK], ""
+		switch {
+		case f.Err != nil:
+			answer, note = "?", f.Err.Error()
+		case f.Name == "tail_call_limit":
+			note = strconv.Itoa(f.Value)
 		}
-		rows = append(rows, []string{f.Name, answer, errno, note})
-	}
-	if !t.JSON {
-		table(t.Stdout, []string{"FEATURE", "SUPPORTED", "ERRNO", "NOTE"}, rows)
+		fmt.Fprintf(t.Stdout, "%-48s %-4s %-10s %s\n", f.Name, answer, errno, note)
 	}
 	return nil
 }
