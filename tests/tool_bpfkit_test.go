@@ -290,7 +290,8 @@ func TestBpfkitProgDump(t *testing.T) {
 	}
 	bpftool, err := exec.LookPath("bpftool")
 	if err != nil {
-		t.Skip("no bpftool on PATH (Debian package bpftool)")
+		t.Logf("no bpftool on PATH (Debian package bpftool): no comparison with it")
+		return
 	}
 	for _, opcodes := range []bool{false, true} {
 		args, want := []string{"prog", "dump", id}, []string{"prog", "dump", "xlated", "id", id}
