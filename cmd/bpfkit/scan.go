@@ -196,6 +196,9 @@ func features(t *tool.Tool, _ uint32) error {
 		}
 		of = append(of, typ)
 	}
+	if !t.JSON {
+		fmt.Fprintf(t.Stdout, "%-48s %-4s %-10s %s\n", "FEATURE", "OK", "ERRNO", "NOTE")
+	}
 	for _, f := range prog.Features(of...) {
 		errno := unix.ErrnoName(f.Errno)
 		switch f.Errno {
