@@ -169,6 +169,9 @@ func HaveBTF() (bool, error) {
 // HavePMU reports whether the kernel opens kprobes (or uprobes, by k) as
 // perf events of their own PMU (4.17), without tracefs.
 func HavePMU(k tracefs.ProbeKind) (bool, error) {
+	if k.PMU() == "" {
+		return false, fmt.Errorf("probe for a PMU: %w: kind %d", tracefs.ErrInvalid, int(k))
+	}
 	return probe(k.PMU()+"_pmu", func(f *Feature) {
 		p, err := probePMU(k)
 		f.OK, f.Err = p.typ != 0, err

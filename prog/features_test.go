@@ -10,6 +10,7 @@ import (
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/sys"
+	"github.com/bpfkit/bpfkit/tracefs"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,12 +45,18 @@ func TestFeatureAnswer(t *testing.T) {
 	}
 }
 
-// TestFeatureBadArguments: no ISA version 1 or 5 and no helper probing for
-// the types that load only with a target: an error, no panic, no probe.
+// TestFeatureBadArguments: no ISA version 1 or 5, no PMU of a kind that is
+// none, no helper probing for the types that load only with a target: an
+// error, no panic, no probe.
 func TestFeatureBadArguments(t *testing.T) {
 	for _, v := range []int{-1, 0, 1, 5} {
 		if ok, err := HaveISA(v); ok || err == nil || !strings.Contains(err.Error(), "2 to 4") {
 			t.Errorf("HaveISA(%d) = %v, %v", v, ok, err)
+		}
+	}
+	for _, k := range []tracefs.ProbeKind{-1, 4, 1 << 20} {
+		if ok, err := HavePMU(k); ok || !errors.Is(err, tracefs.ErrInvalid) {
+			t.Errorf("HavePMU(%d) = %v, %v", k, ok, err)
 		}
 	}
 	for _, typ := range []Type{unix.BPF_PROG_TYPE_TRACING, unix.BPF_PROG_TYPE_LSM, unix.BPF_PROG_TYPE_EXT, unix.BPF_PROG_TYPE_STRUCT_OPS} {
