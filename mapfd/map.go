@@ -197,6 +197,20 @@ func OpenID(id uint32) (*Map, error) {
 	return fromFD(fd)
 }
 
+// NextID is the smallest id above after of a map in the kernel, or 0
+// after the last (BPF_MAP_GET_NEXT_ID; needs CAP_SYS_ADMIN).
+func NextID(after uint32) (uint32, error) {
+	attr := sys.GetIDAttr{ID: after}
+	err := sys.MapGetNextID(&attr)
+	if notExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("next map id after %d: %w", after, err)
+	}
+	return attr.NextID, nil
+}
+
 func fromFD(fd int) (*Map, error) {
 	var info sys.MapInfo
 	if err := sys.MapInfoByFD(fd, &info); err != nil {

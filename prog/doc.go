@@ -16,6 +16,13 @@
 // once (HavePerfLink). Every attachment is a *Link whose Close undoes all
 // it created.
 //
+// What the kernel supports is found by trying, once, and cached with the
+// errno the answer rests on: program and map types, helpers by program
+// type, perf links, kprobe_multi, the kprobe and uprobe PMUs, ISA versions,
+// BTF, the tail-call limit (HaveProgType, HaveMapType, HaveHelper, ...,
+// Features for them all). NextID, NextLinkID, LinkByID and QueryFD walk
+// what is loaded and attached, for inspectors.
+//
 // Kallsyms reads the kernel's symbols once, to name kernel addresses
 // ("__udp4_lib_rcv+0x8f4"); SyscallSymbol names the function that handles
 // a system call of this process on this kernel and architecture.

@@ -3,68 +3,352 @@ package prog
 import (
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/sys"
+	"github.com/bpfkit/bpfkit/tracefs"
 	"golang.org/x/sys/unix"
 )
 
-// Feature probes: each tries the feature once, with a tiny program or a bad
-// fd, and caches the answer. None reads the kernel version.
+// Feature probes try the feature once, with a tiny program, a tiny map or a
+// bad fd, and cache the answer with the errno it rests on. None reads the
+// kernel version. libbpf's libbpf_probes.c is their model.
 
-// HavePerfLink reports whether the kernel has BPF perf links (5.15), found
-// once by trying: BPF_LINK_CREATE with attach type BPF_PERF_EVENT and a bad
-// target fd answers EBADF where perf links exist (the kernel got as far as
-// looking the perf event up) and EINVAL where the attach type is unknown.
+// Feature is one probe's answer.
+type Feature struct {
+	Name  string     // "perf_link", "prog_type xdp", "helper kprobe bpf_get_attach_cookie", ...
+	OK    bool       // the kernel has it
+	Errno unix.Errno // the kernel's answer to the probe: 0 when it simply accepted it
+	Value int        // a measurement: the tail-call limit
+	Err   error      // the probe could not tell (no privilege, an answer it did not expect)
+}
+
+var features struct {
+	sync.Mutex
+	m map[string]Feature
+}
+
+// probe runs try once for name and caches its answer. Probes run one at a
+// time: each is quick and runs once.
+func probe(name string, try func(f *Feature)) Feature {
+	features.Lock()
+	defer features.Unlock()
+	f, ok := features.m[name]
+	if !ok {
+		if features.m == nil {
+			features.m = map[string]Feature{}
+		}
+		f.Name = name
+		try(&f)
+		features.m[name] = f
+	}
+	return f
+}
+
+// answer sets f from err, the kernel's answer: yes on success or on errno
+// yes, no on an errno of no, else f.Err.
+func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
+	errors.As(err, &f.Errno)
+	switch {
+	case err == nil || yes != 0 && f.Errno == yes:
+		f.OK = true
+	case f.Errno == 0 || !slices.Contains(no, f.Errno):
+		f.Err = fmt.Errorf("probe for %s: %w", f.Name, err)
+	}
+}
+
+func (f Feature) result() (bool, error) { return f.OK, f.Err }
+
+// Features runs the probes without arguments below, HaveProgType and
+// HaveMapType for every type the journal names, HaveHelper for every helper
+// insn names and each type of helpersOf, and returns every answer cached,
+// by name.
+func Features(helpersOf ...Type) []Feature {
+	HavePerfLink()
+	HaveKprobeMulti()
+	HaveBTF()
+	HavePMU(tracefs.Kprobe)
+	HavePMU(tracefs.Uprobe)
+	TailCallLimit()
+	for v := 2; v <= 4; v++ {
+		HaveISA(v)
+	}
+	for t := uint32(1); sys.ProgTypeName(t) != strconv.Itoa(int(t)); t++ {
+		HaveProgType(Type(t))
+	}
+	for t := uint32(1); sys.MapTypeName(t) != strconv.Itoa(int(t)); t++ {
+		HaveMapType(t)
+	}
+	for _, t := range helpersOf {
+		for h := insn.Helper(1); !strings.HasPrefix(h.String(), "unknown#"); h++ {
+			HaveHelper(t, h)
+		}
+	}
+	features.Lock()
+	defer features.Unlock()
+	var fs []Feature
+	for _, f := range features.m {
+		fs = append(fs, f)
+	}
+	slices.SortFunc(fs, func(a, b Feature) int { return strings.Compare(a.Name, b.Name) })
+	return fs
+}
+
+// HavePerfLink reports whether the kernel has BPF perf links (5.15):
+// BPF_LINK_CREATE with attach type BPF_PERF_EVENT and a bad target fd
+// answers EBADF where perf links exist (the kernel got as far as looking
+// the perf event up) and EINVAL where the attach type is unknown.
 func HavePerfLink() (bool, error) {
-	perfLink.once.Do(func() {
+	return probe("perf_link", func(f *Feature) {
 		p, err := Load(Spec{Type: Tracepoint, Name: "probe_link", License: "GPL", Insns: retZero})
 		if err != nil {
-			perfLink.err = fmt.Errorf("probe for perf links: %w", err)
+			f.Err = fmt.Errorf("probe for perf links: %w", err)
 			return
 		}
 		defer p.Close()
 		_, err = sys.LinkCreate(&sys.LinkCreateAttr{ProgFD: uint32(p.fd.Int()), TargetFD: ^uint32(0), AttachType: unix.BPF_PERF_EVENT})
-		switch {
-		case errors.Is(err, unix.EBADF):
-			perfLink.ok = true
-		case errors.Is(err, unix.EINVAL):
-		default:
-			perfLink.err = fmt.Errorf("probe for perf links: unexpected answer %v", err)
+		f.answer(err, unix.EBADF, unix.EINVAL)
+	}).result()
+}
+
+// HaveKprobeMulti reports whether the kernel attaches a program to many
+// kernel functions with one kprobe_multi link (5.18, and CONFIG_FPROBE:
+// EOPNOTSUPP without), by linking one to vprintk. ESRCH (6.0+: no such
+// function) is a yes too: the kernel knew the link type.
+func HaveKprobeMulti() (bool, error) {
+	return probe("kprobe_multi", func(f *Feature) {
+		p, err := Load(Spec{Type: Kprobe, Name: "probe_kmulti", License: "GPL", Insns: retZero, ExpectedAttachType: unix.BPF_TRACE_KPROBE_MULTI})
+		if err != nil {
+			f.answer(err, 0, unix.EINVAL)
+			return
+		}
+		defer p.Close()
+		sym, _ := sys.StringPointer("vprintk")
+		syms := []sys.Pointer{sym}
+		fd, err := sys.LinkCreateKprobeMulti(&sys.LinkCreateKprobeMultiAttr{ProgFD: uint32(p.fd.Int()),
+			AttachType: unix.BPF_TRACE_KPROBE_MULTI, Cnt: 1, Syms: sys.NewPointer(unsafePointer(&syms[0]))})
+		if err == nil {
+			unix.Close(fd)
+		}
+		f.answer(err, unix.ESRCH, unix.EINVAL, unix.EOPNOTSUPP)
+	}).result()
+}
+
+// HaveISA reports whether the verifier accepts the instructions of ISA
+// version v, by loading one: 2 (4.14) adds the jumps <, <=, s< and s<=; 3
+// (5.1) 32-bit jumps; 4 (6.6) sign extension, signed division, bswap, gotol.
+func HaveISA(v int) (bool, error) {
+	probes := map[int]insn.Item{2: insn.JumpImmOff(unix.BPF_JLT, insn.R0, 1, 0),
+		3: insn.Jump32ImmOff(unix.BPF_JLT, insn.R0, 1, 0), 4: insn.Movsx64Reg(insn.R0, insn.R0, 8)}
+	if _, ok := probes[v]; !ok {
+		return false, fmt.Errorf("probe for ISA v%d: there are versions 2 to 4", v)
+	}
+	return probe("isa_v"+strconv.Itoa(v), func(f *Feature) {
+		_, err := tryLoad(SocketFilter, insn.Mov64Imm(insn.R0, 0), probes[v], insn.Exit())
+		f.answer(err, 0, unix.EINVAL)
+	}).result()
+}
+
+// HaveISAv4 is HaveISA(4).
+func HaveISAv4() (bool, error) { return HaveISA(4) }
+
+// HaveBTF reports whether the kernel describes its types in BTF, at
+// /sys/kernel/btf/vmlinux (5.4, CONFIG_DEBUG_INFO_BTF).
+func HaveBTF() (bool, error) {
+	return probe("btf_vmlinux", func(f *Feature) {
+		_, err := os.Stat("/sys/kernel/btf/vmlinux")
+		f.answer(err, 0, unix.ENOENT)
+	}).result()
+}
+
+// HavePMU reports whether the kernel opens kprobes (or uprobes, by k) as
+// perf events of their own PMU (4.17), without tracefs.
+func HavePMU(k tracefs.ProbeKind) (bool, error) {
+	if k.PMU() == "" {
+		return false, fmt.Errorf("probe for a PMU: %w: kind %d", tracefs.ErrInvalid, int(k))
+	}
+	return probe(k.PMU()+"_pmu", func(f *Feature) {
+		p, err := probePMU(k)
+		f.OK, f.Err = p.typ != 0, err
+		if !f.OK {
+			f.Errno = unix.ENOENT // no /sys/bus/event_source/devices/<pmu>
+		}
+	}).result()
+}
+
+// TailCallLimit measures how many tail calls in a row the kernel allows
+// (33 since 5.17, commit ebf7f6f0a6cb, and on x86 before): a socket filter
+// tail-calls itself, counting its runs in the packet's cb[0].
+func TailCallLimit() (int, error) {
+	f := probe("tail_call_limit", func(f *Feature) {
+		fd, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_PROG_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+		if err != nil {
+			f.Err = fmt.Errorf("probe for the tail-call limit: %w", err)
+			return
+		}
+		// Closing the array's last fd empties it (prog_array_map_clear):
+		// the program it holds and that holds it goes too.
+		defer unix.Close(fd)
+		const cb0 = 48 // offsetof(struct __sk_buff, cb[0])
+		p, err := Load(Spec{Type: SocketFilter, Name: "probe_tail", License: "GPL", Insns: []insn.Item{
+			insn.Mov64Reg(insn.R6, insn.R1), insn.LoadMem(insn.BPF_W, insn.R2, insn.R6, cb0),
+			insn.ALU64Imm(insn.BPF_ADD, insn.R2, 1), insn.StoreMem(insn.BPF_W, insn.R6, cb0, insn.R2),
+			insn.Mov64Reg(insn.R1, insn.R6), insn.LoadMapFDRaw(insn.R2, int32(fd)), insn.Mov64Imm(insn.R3, 0),
+			insn.Call(insn.BPF_FUNC_tail_call), insn.LoadMem(insn.BPF_W, insn.R0, insn.R6, cb0), insn.Exit()}})
+		if err == nil {
+			defer p.Close()
+			key, val := uint32(0), uint32(p.fd.Int())
+			err = sys.MapUpdateElem(&sys.MapElemAttr{MapFD: uint32(fd), Key: sys.NewPointer(unsafePointer(&key)), Value: sys.NewPointer(unsafePointer(&val))})
+		}
+		var r RunResult
+		if err == nil {
+			r, err = p.TestRun(RunOptions{Data: make([]byte, 64)})
+		}
+		f.Value, f.OK = int(r.Retval)-1, r.Retval > 1
+		if err != nil {
+			f.Err = fmt.Errorf("probe for the tail-call limit: %w", err)
 		}
 	})
-	return perfLink.ok, perfLink.err
+	return f.Value, f.Err
 }
 
-var perfLink struct {
-	once sync.Once
-	ok   bool
-	err  error
+// loadAttrs are the expected attach type and flags a load of a program
+// type needs; tracing, lsm and ext also get attach_btf_id 1, which names no
+// function in the kernel's BTF: the verifier saying so is the yes.
+var loadAttrs = map[Type][2]uint32{
+	unix.BPF_PROG_TYPE_CGROUP_SOCK_ADDR: {unix.BPF_CGROUP_INET4_CONNECT}, unix.BPF_PROG_TYPE_CGROUP_SOCKOPT: {unix.BPF_CGROUP_GETSOCKOPT},
+	unix.BPF_PROG_TYPE_SK_LOOKUP: {unix.BPF_SK_LOOKUP}, unix.BPF_PROG_TYPE_LIRC_MODE2: {unix.BPF_LIRC_MODE2},
+	unix.BPF_PROG_TYPE_NETFILTER: {unix.BPF_NETFILTER}, unix.BPF_PROG_TYPE_SYSCALL: {0, unix.BPF_F_SLEEPABLE},
+	unix.BPF_PROG_TYPE_TRACING: {unix.BPF_TRACE_FENTRY}, unix.BPF_PROG_TYPE_LSM: {unix.BPF_LSM_MAC}, unix.BPF_PROG_TYPE_EXT: {},
 }
 
-// HaveISAv4 reports whether the verifier accepts the instructions of ISA
-// v4 (6.6): sign-extending loads and moves, signed division and modulo,
-// bswap and gotol. It tries "r0 = (s8)r0", which older verifiers refuse
-// ("BPF_ALU uses reserved fields").
-func HaveISAv4() (bool, error) {
-	isaV4.once.Do(func() {
-		p, err := Load(Spec{Type: SocketFilter, Name: "probe_v4", License: "GPL", Insns: []insn.Item{
-			insn.Mov64Imm(insn.R0, 0), insn.Movsx64Reg(insn.R0, insn.R0, 8), insn.Exit()}})
+// tryLoad loads code as a program of type t, with what such a load needs,
+// and returns the verifier's log. code is not assembled: a helper insn
+// does not know is no error here.
+func tryLoad(t Type, code ...insn.Item) (string, error) {
+	var enc []byte
+	for _, it := range code {
+		enc, _ = insn.AppendEncode(enc, []insn.Instruction{it.Instruction()})
+	}
+	license, _ := sys.StringPointer("GPL")
+	log := make([]byte, 4096)
+	a := loadAttrs[t]
+	attr := sys.ProgLoadAttr{ProgType: uint32(t), InsnCnt: uint32(len(code)), Insns: sys.SlicePointer(enc), License: license,
+		LogLevel: 1, LogSize: uint32(len(log)), LogBuf: sys.SlicePointer(log), ExpectedAttachType: a[0], ProgFlags: a[1]}
+	switch t {
+	case Kprobe:
+		attr.KernVersion, _ = KernelVersion()
+	case unix.BPF_PROG_TYPE_EXT: // the target: a program without BTF, which the verifier refuses
+		target, err := Load(Spec{Type: SocketFilter, Name: "probe_target", License: "GPL", Insns: retZero})
+		if err != nil {
+			return "", err
+		}
+		defer target.Close()
+		attr.AttachProgFD = uint32(target.fd.Int())
+		fallthrough
+	case unix.BPF_PROG_TYPE_TRACING, unix.BPF_PROG_TYPE_LSM:
+		attr.AttachBTFID = 1
+	}
+	fd, err := sys.ProgLoad(&attr)
+	if errors.Is(err, unix.EPERM) && sys.RaiseMemlock() {
+		fd, err = sys.ProgLoad(&attr)
+	}
+	if err == nil {
+		unix.Close(fd)
+	}
+	return cString(log), err
+}
+
+// HaveProgType reports whether the kernel loads programs of type t, by
+// loading "r0 = 0; exit" as one (struct_ops, without its target, answers
+// ENOTSUPP where it exists).
+func HaveProgType(t Type) (bool, error) {
+	return probe("prog_type "+t.String(), func(f *Feature) {
+		log, err := tryLoad(t, retZero...)
+		yes := map[Type]unix.Errno{unix.BPF_PROG_TYPE_TRACING: unix.EINVAL, unix.BPF_PROG_TYPE_LSM: unix.EINVAL,
+			unix.BPF_PROG_TYPE_EXT: unix.EINVAL, unix.BPF_PROG_TYPE_STRUCT_OPS: sys.ENOTSUPP}[t]
+		if yes == unix.EINVAL && !strings.Contains(log, "attach_btf_id 1 is not a function") &&
+			!strings.Contains(log, "can only be attached to another program annotated with BTF") {
+			yes = 0
+		}
+		f.answer(err, yes, unix.EINVAL, unix.EOPNOTSUPP, sys.ENOTSUPP)
+	}).result()
+}
+
+// HaveHelper reports whether programs of type t may call helper h, by
+// loading "call h; exit": the verifier names a helper it does not know
+// ("invalid func"), or that this type may not call ("unknown func",
+// "program of this type cannot use helper"); any other answer, such as a
+// complaint about the arguments, is a yes. Types that load only with a
+// target (tracing, lsm, ext, struct_ops) cannot be probed so.
+func HaveHelper(t Type, h insn.Helper) (bool, error) {
+	return probe("helper "+t.String()+" "+h.String(), func(f *Feature) {
+		switch t {
+		case unix.BPF_PROG_TYPE_TRACING, unix.BPF_PROG_TYPE_LSM, unix.BPF_PROG_TYPE_EXT, unix.BPF_PROG_TYPE_STRUCT_OPS:
+			f.Err = fmt.Errorf("probe for %s: %s programs load only with a target", f.Name, t)
+			return
+		}
+		log, err := tryLoad(t, insn.Call(h), insn.Exit())
+		errors.As(err, &f.Errno)
 		switch {
 		case err == nil:
-			isaV4.ok = true
-			p.Close()
-		case errors.Is(err, unix.EINVAL):
-		default:
-			isaV4.err = fmt.Errorf("probe for ISA v4: %w", err)
+			f.OK = true
+		case f.Errno == 0 || f.Errno == unix.EPERM:
+			f.Err = fmt.Errorf("probe for %s: %w", f.Name, err)
+		case log != "": // else the kernel refused the program type itself
+			f.OK = !strings.Contains(log, "invalid func ") && !strings.Contains(log, "unknown func ") &&
+				!strings.Contains(log, "program of this type cannot use helper ")
 		}
-	})
-	return isaV4.ok, isaV4.err
+	}).result()
 }
 
-var isaV4 struct {
-	once sync.Once
-	ok   bool
-	err  error
+// HaveMapType reports whether the kernel creates maps of type t, an enum
+// bpf_map_type value such as mapfd.RingBuf, by creating a tiny one. Local
+// storage maps get a bad BTF fd, which the kernel looks at only once it
+// made the map (EBADF is the yes); struct_ops a bad BTF type (ENOTSUPP).
+func HaveMapType[T ~uint32](t T) (bool, error) {
+	return probe("map_type "+sys.MapTypeName(uint32(t)), func(f *Feature) {
+		attr := sys.MapCreateAttr{MapType: uint32(t), KeySize: 4, ValueSize: 4, MaxEntries: 1}
+		yes := unix.Errno(0)
+		switch t {
+		case unix.BPF_MAP_TYPE_STACK_TRACE:
+			attr.ValueSize = 8
+		case unix.BPF_MAP_TYPE_LPM_TRIE:
+			attr.KeySize, attr.ValueSize, attr.MapFlags = 8, 8, unix.BPF_F_NO_PREALLOC
+		case unix.BPF_MAP_TYPE_CGROUP_STORAGE, unix.BPF_MAP_TYPE_PERCPU_CGROUP_STORAGE:
+			attr.KeySize, attr.ValueSize, attr.MaxEntries = 16, 8, 0 // struct bpf_cgroup_storage_key
+		case unix.BPF_MAP_TYPE_QUEUE, unix.BPF_MAP_TYPE_STACK, unix.BPF_MAP_TYPE_BLOOM_FILTER:
+			attr.KeySize = 0
+		case unix.BPF_MAP_TYPE_RINGBUF, unix.BPF_MAP_TYPE_USER_RINGBUF:
+			attr.KeySize, attr.ValueSize, attr.MaxEntries = 0, 0, uint32(os.Getpagesize())
+		case 33: // arena (6.9)
+			attr.KeySize, attr.ValueSize, attr.MapFlags = 0, 0, unix.BPF_F_MMAPABLE
+		case unix.BPF_MAP_TYPE_SK_STORAGE, unix.BPF_MAP_TYPE_INODE_STORAGE, unix.BPF_MAP_TYPE_TASK_STORAGE, unix.BPF_MAP_TYPE_CGRP_STORAGE:
+			attr.ValueSize, attr.MaxEntries, attr.MapFlags = 8, 0, unix.BPF_F_NO_PREALLOC
+			attr.BTFFD, attr.BTFKeyTypeID, attr.BTFValueTypeID, yes = ^uint32(0), 1, 1, unix.EBADF
+		case unix.BPF_MAP_TYPE_STRUCT_OPS:
+			attr.BTFVmlinuxValueTypeID, yes = 1, sys.ENOTSUPP
+		case unix.BPF_MAP_TYPE_ARRAY_OF_MAPS, unix.BPF_MAP_TYPE_HASH_OF_MAPS:
+			inner, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+			if err != nil {
+				f.Err = fmt.Errorf("probe for %s: inner map: %w", f.Name, err)
+				return
+			}
+			defer unix.Close(inner)
+			attr.InnerMapFD = uint32(inner)
+		}
+		fd, err := sys.MapCreate(&attr)
+		if errors.Is(err, unix.EPERM) && sys.RaiseMemlock() {
+			fd, err = sys.MapCreate(&attr)
+		}
+		if err == nil {
+			unix.Close(fd)
+		}
+		f.answer(err, yes, unix.EINVAL, unix.EOPNOTSUPP, sys.ENOTSUPP)
+	}).result()
 }

@@ -16,6 +16,7 @@ type Info struct {
 	Name   string
 	Tag    string // the hex SHA1 prefix bpftool shows
 	MapIDs []uint32
+	UID    uint32 // of the process that loaded it
 	// Xlated is the program as the verifier rewrote it: map references are
 	// map ids, some helper calls are inlined. Empty without CAP_SYS_ADMIN
 	// or when kernel.bpf_jit_harden hides it.
@@ -51,7 +52,7 @@ func (p *Program) Info() (*Info, error) {
 	}
 	return &Info{
 		ID: si.ID, Type: Type(si.Type), Name: si.Name.String(), Tag: hex.EncodeToString(si.Tag[:]),
-		MapIDs: mapIDs[:min(int(si.NrMapIDs), len(mapIDs))], Xlated: insns,
+		MapIDs: mapIDs[:min(int(si.NrMapIDs), len(mapIDs))], UID: si.CreatedByUID, Xlated: insns,
 		LoadTime: time.Duration(si.LoadTime), RunCount: si.RunCnt, RunTime: time.Duration(si.RunTimeNs),
 		VerifiedInsns: si.VerifiedInsns,
 	}, nil

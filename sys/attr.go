@@ -231,10 +231,46 @@ type LinkCreateAttr struct {
 	_          [AttrSize - 24]byte
 }
 
+// LinkCreateKprobeMultiAttr is the link_create member with its
+// kprobe_multi union member, for BPF_LINK_CREATE with attach type
+// BPF_TRACE_KPROBE_MULTI (5.18): one link that runs a program on many kernel
+// functions through fprobe. Syms points at Cnt pointers to C strings, or
+// Addrs at Cnt addresses.
+type LinkCreateKprobeMultiAttr struct {
+	ProgFD      uint32
+	TargetFD    uint32
+	AttachType  uint32
+	Flags       uint32
+	KprobeFlags uint32 // kprobe_multi.flags: BPF_F_KPROBE_MULTI_RETURN
+	Cnt         uint32
+	Syms        Pointer
+	Addrs       Pointer
+	Cookies     Pointer
+	_           [AttrSize - 48]byte
+}
+
 // LinkDetachAttr is the link_detach member, for BPF_LINK_DETACH (5.9).
 type LinkDetachAttr struct {
 	LinkFD uint32
 	_      [AttrSize - 4]byte
+}
+
+// TaskFDQueryAttr is the task_fd_query member, for BPF_TASK_FD_QUERY (4.18).
+// PID and FD name a file of a process; the kernel answers with the program
+// attached through it, the kind of attachment in FDType (BPF_FD_TYPE_*),
+// the tracepoint, kernel function or binary path copied into Buf (BufLen
+// is set to its length), and a probe's offset or address.
+type TaskFDQueryAttr struct {
+	PID         uint32
+	FD          uint32
+	Flags       uint32
+	BufLen      uint32
+	Buf         Pointer
+	ProgID      uint32
+	FDType      uint32
+	ProbeOffset uint64
+	ProbeAddr   uint64
+	_           [AttrSize - 48]byte
 }
 
 // EnableStatsAttr is the enable_stats member, for BPF_ENABLE_STATS (5.8).

@@ -58,6 +58,13 @@ var wantOffsets = map[string]uintptr{
 	"RawTracepointAttr.Name": 0, "RawTracepointAttr.ProgFD": 8, "RawTracepointAttr.Cookie": 16,
 	"LinkCreateAttr.ProgFD": 0, "LinkCreateAttr.TargetFD": 4, "LinkCreateAttr.AttachType": 8,
 	"LinkCreateAttr.Flags": 12, "LinkCreateAttr.Cookie": 16,
+	"LinkCreateKprobeMultiAttr.ProgFD": 0, "LinkCreateKprobeMultiAttr.TargetFD": 4,
+	"LinkCreateKprobeMultiAttr.AttachType": 8, "LinkCreateKprobeMultiAttr.Flags": 12,
+	"LinkCreateKprobeMultiAttr.KprobeFlags": 16, "LinkCreateKprobeMultiAttr.Cnt": 20,
+	"LinkCreateKprobeMultiAttr.Syms": 24, "LinkCreateKprobeMultiAttr.Addrs": 32, "LinkCreateKprobeMultiAttr.Cookies": 40,
+	"TaskFDQueryAttr.PID": 0, "TaskFDQueryAttr.FD": 4, "TaskFDQueryAttr.Flags": 8, "TaskFDQueryAttr.BufLen": 12,
+	"TaskFDQueryAttr.Buf": 16, "TaskFDQueryAttr.ProgID": 24, "TaskFDQueryAttr.FDType": 28,
+	"TaskFDQueryAttr.ProbeOffset": 32, "TaskFDQueryAttr.ProbeAddr": 40,
 	"LinkDetachAttr.LinkFD": 0,
 	"EnableStatsAttr.Type":  0,
 	"ProgInfo.Type":         0, "ProgInfo.ID": 4, "ProgInfo.Tag": 8, "ProgInfo.JitedProgLen": 16,
@@ -113,6 +120,10 @@ var layoutAsserts = [...]struct{}{
 	[1]struct{}{}[unsafe.Offsetof(InfoAttr{}.Info)-8],
 	[1]struct{}{}[unsafe.Offsetof(RawTracepointAttr{}.ProgFD)-8], [1]struct{}{}[unsafe.Offsetof(RawTracepointAttr{}.Cookie)-16],
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateAttr{}.Cookie)-16],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Cnt)-20], [1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Syms)-24],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Addrs)-32], [1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Cookies)-40],
+	[1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.Buf)-16], [1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProgID)-24],
+	[1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProbeOffset)-32], [1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProbeAddr)-40],
 	[1]struct{}{}[unsafe.Offsetof(ProgInfo{}.JitedProgInsns)-24], [1]struct{}{}[unsafe.Offsetof(ProgInfo{}.XlatedProgInsns)-32],
 	[1]struct{}{}[unsafe.Offsetof(ProgInfo{}.LoadTime)-40], [1]struct{}{}[unsafe.Offsetof(ProgInfo{}.MapIDs)-56],
 	[1]struct{}{}[unsafe.Offsetof(ProgInfo{}.Name)-64], [1]struct{}{}[unsafe.Offsetof(ProgInfo{}.NetnsDev)-88],
@@ -135,10 +146,12 @@ var layoutAsserts = [...]struct{}{
 	[1]struct{}{}[unsafe.Sizeof(InfoAttr{})-AttrSize], [1]struct{}{}[unsafe.Sizeof(RawTracepointAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Sizeof(LinkCreateAttr{})-AttrSize], [1]struct{}{}[unsafe.Sizeof(LinkDetachAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Sizeof(EnableStatsAttr{})-AttrSize],
+	[1]struct{}{}[unsafe.Sizeof(LinkCreateKprobeMultiAttr{})-AttrSize], [1]struct{}{}[unsafe.Sizeof(TaskFDQueryAttr{})-AttrSize],
 }
 
 var layoutTypes = []any{MapCreateAttr{}, MapElemAttr{}, MapBatchAttr{}, ProgLoadAttr{}, ObjAttr{}, ProgQueryAttr{},
-	TestRunAttr{}, GetIDAttr{}, InfoAttr{}, RawTracepointAttr{}, LinkCreateAttr{}, LinkDetachAttr{}, EnableStatsAttr{},
+	TestRunAttr{}, GetIDAttr{}, InfoAttr{}, RawTracepointAttr{}, LinkCreateAttr{}, LinkCreateKprobeMultiAttr{}, LinkDetachAttr{},
+	EnableStatsAttr{}, TaskFDQueryAttr{},
 	ProgInfo{}, MapInfo{}, LinkInfo{}}
 
 // TestLayout checks every named field against wantOffsets on this port,
@@ -178,10 +191,16 @@ func TestLayout(t *testing.T) {
 // cNames are the uapi names of the fields whose Go name is not their C name
 // in CamelCase, as a path through nested named members.
 var cNames = map[string]string{
-	"GetIDAttr.ID":             "start_id",
-	"LinkCreateAttr.Cookie":    "perf_event.bpf_cookie",
-	"RawTracepointAttr.Cookie": "cookie",
-	"LinkInfo.Union":           "", // the union by link type: its members are checked where used
+	"GetIDAttr.ID":                          "start_id",
+	"LinkCreateAttr.Cookie":                 "perf_event.bpf_cookie",
+	"RawTracepointAttr.Cookie":              "cookie",
+	"LinkCreateKprobeMultiAttr.KprobeFlags": "kprobe_multi.flags",
+	"LinkCreateKprobeMultiAttr.Cnt":         "kprobe_multi.cnt",
+	"LinkCreateKprobeMultiAttr.Syms":        "kprobe_multi.syms",
+	"LinkCreateKprobeMultiAttr.Addrs":       "kprobe_multi.addrs",
+	"LinkCreateKprobeMultiAttr.Cookies":     "kprobe_multi.cookies",
+	"TaskFDQueryAttr.PID":                   "pid",
+	"LinkInfo.Union":                        "", // the union by link type: its members are checked where used
 }
 
 // cName turns a Go field name into the uapi's: "BTFVmlinuxValueTypeID" is

@@ -409,6 +409,22 @@ func LinkCreate(attr *LinkCreateAttr) (int, error) {
 	return callFD(unix.BPF_LINK_CREATE, unsafe.Pointer(attr))
 }
 
+// LinkCreateKprobeMulti is BPF_LINK_CREATE with the kprobe_multi member
+// (5.18; AttachType must be BPF_TRACE_KPROBE_MULTI); it returns the link's
+// fd. Kernels without CONFIG_FPROBE answer EOPNOTSUPP.
+func LinkCreateKprobeMulti(attr *LinkCreateKprobeMultiAttr) (int, error) {
+	return callFD(unix.BPF_LINK_CREATE, unsafe.Pointer(attr))
+}
+
+// TaskFDQuery is BPF_TASK_FD_QUERY (4.18): which program runs through file
+// FD of process PID, a perf event (tracepoint, kprobe, uprobe) or a raw
+// tracepoint link, and where. ENOSPC means the name did not fit in Buf;
+// ENOENT, a perf event without a program; ENOTSUPP, another kind of file.
+func TaskFDQuery(attr *TaskFDQueryAttr) error {
+	_, err := call(unix.BPF_TASK_FD_QUERY, unsafe.Pointer(attr))
+	return err
+}
+
 // LinkDetach is BPF_LINK_DETACH (5.9): the link stays open but its program
 // no longer runs.
 func LinkDetach(attr *LinkDetachAttr) error {

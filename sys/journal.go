@@ -153,8 +153,16 @@ func describe(cmd int, p unsafe.Pointer) string {
 		return fmt.Sprintf("%s, name=%q prog_fd=%d", name, cString(a.Name), a.ProgFD)
 	case unix.BPF_LINK_CREATE:
 		a := (*LinkCreateAttr)(p)
+		if a.AttachType == unix.BPF_TRACE_KPROBE_MULTI {
+			k := (*LinkCreateKprobeMultiAttr)(p)
+			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s kprobe_multi.flags=%#x cnt=%d",
+				name, k.ProgFD, lookupName(attachTypeNames, k.AttachType), k.KprobeFlags, k.Cnt)
+		}
 		return fmt.Sprintf("%s, prog_fd=%d target_fd=%d attach_type=%s flags=%#x cookie=%#x",
 			name, a.ProgFD, int32(a.TargetFD), lookupName(attachTypeNames, a.AttachType), a.Flags, a.Cookie)
+	case unix.BPF_TASK_FD_QUERY:
+		a := (*TaskFDQueryAttr)(p)
+		return fmt.Sprintf("%s, pid=%d fd=%d buf_len=%d", name, a.PID, a.FD, a.BufLen)
 	case unix.BPF_LINK_DETACH:
 		return fmt.Sprintf("%s, link_fd=%d", name, (*LinkDetachAttr)(p).LinkFD)
 	case unix.BPF_ENABLE_STATS:
@@ -184,6 +192,10 @@ func MapTypeName(t uint32) string { return lookupName(mapTypeNames, t) }
 // ProgTypeName is the name of enum bpf_prog_type value t as the journal
 // prints it ("tracepoint", "socket_filter"), or its number.
 func ProgTypeName(t uint32) string { return lookupName(progTypeNames, t) }
+
+// AttachTypeName is the name of enum bpf_attach_type value t as the journal
+// prints it ("trace_fentry", "cgroup_inet_ingress"), or its number.
+func AttachTypeName(t uint32) string { return lookupName(attachTypeNames, t) }
 
 func lookupName(names []string, v uint32) string {
 	if int(v) < len(names) && names[v] != "" {

@@ -146,6 +146,22 @@ func Sweep() (removed []string, kept []Kept, err error) {
 	return removed, kept, errors.Join(errs...)
 }
 
+// Owner says whether the event "group/name" is a bpfkit event and, if so,
+// whether it is stale: Sweep would remove it, its owner being gone; why
+// says why it would stay.
+func Owner(event string) (bpfkit, stale bool, why string) {
+	grp, _, _ := strings.Cut(event, "/")
+	if !strings.HasPrefix(grp, "bpfkit_") {
+		return false, false, ""
+	}
+	ns, err := pidNamespace()
+	if err != nil {
+		return true, false, err.Error()
+	}
+	why = keepReason(grp, ns, procIsOurs())
+	return true, why == "", why
+}
+
 // procIsOurs reports whether /proc shows this process's PID namespace: the
 // NSpid line of /proc/self/status (4.1+) lists one pid per namespace from
 // the one /proc belongs to down to the process's own.

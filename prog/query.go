@@ -1,0 +1,119 @@
+package prog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/bpfkit/bpfkit/sys"
+	"golang.org/x/sys/unix"
+)
+
+// NextID is the smallest id above after of a program loaded in the kernel,
+// or 0 after the last (BPF_PROG_GET_NEXT_ID; needs CAP_SYS_ADMIN).
+func NextID(after uint32) (uint32, error) { return nextID(sys.ProgGetNextID, after, "program") }
+
+// NextLinkID is NextID for BPF links (5.8).
+func NextLinkID(after uint32) (uint32, error) { return nextID(sys.LinkGetNextID, after, "link") }
+
+func nextID(get func(*sys.GetIDAttr) error, after uint32, what string) (uint32, error) {
+	attr := sys.GetIDAttr{ID: after}
+	err := get(&attr)
+	if errors.Is(err, unix.ENOENT) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("next %s id after %d: %w", what, after, err)
+	}
+	return attr.NextID, nil
+}
+
+// LinkInfo is what the kernel says of a BPF link.
+type LinkInfo struct {
+	ID         uint32 `json:"id"`
+	ProgID     uint32 `json:"prog_id"`
+	Type       string `json:"type"`                  // enum bpf_link_type, lower case without its prefix: "perf_event"
+	AttachType string `json:"attach_type,omitempty"` // enum bpf_attach_type, for the link types that say
+	Target     string `json:"target,omitempty"`      // what the program is attached to, as far as the kernel tells
+}
+
+var linkTypeNames = []string{"unspec", "raw_tracepoint", "tracing", "cgroup", "iter", "netns", "xdp", "perf_event",
+	"kprobe_multi", "struct_ops", "netfilter", "tcx", "uprobe_multi", "netkit", "sockmap"}
+
+// LinkByID asks the kernel about the link with the given id (needs
+// CAP_SYS_ADMIN). Names behind pointers in struct bpf_link_info are not
+// fetched, but a raw tracepoint's comes from QueryFD on the link's fd.
+func LinkByID(id uint32) (*LinkInfo, error) {
+	fd, err := sys.LinkGetFDByID(&sys.GetIDAttr{ID: id})
+	if err != nil {
+		return nil, fmt.Errorf("open link id %d: %w", id, err)
+	}
+	defer unix.Close(fd)
+	var li sys.LinkInfo
+	if err := sys.LinkInfoByFD(fd, &li); err != nil {
+		return nil, fmt.Errorf("link id %d info: %w", id, err)
+	}
+	u := (*[12]uint32)(unsafePointer(&li.Union)) // the union by link type, as the kernel's u32s
+	l := &LinkInfo{ID: li.ID, ProgID: li.ProgID, Type: nameOf(linkTypeNames, li.Type)}
+	switch li.Type {
+	case unix.BPF_LINK_TYPE_RAW_TRACEPOINT:
+		if a, err := QueryFD(os.Getpid(), fd); err == nil {
+			l.Target = a.Name
+		}
+	case unix.BPF_LINK_TYPE_TRACING:
+		l.AttachType, l.Target = sys.AttachTypeName(u[0]), fmt.Sprintf("btf object %d type %d", u[1], u[2])
+	case unix.BPF_LINK_TYPE_CGROUP:
+		l.AttachType, l.Target = sys.AttachTypeName(u[2]), fmt.Sprintf("cgroup %d", li.Union[0])
+	case unix.BPF_LINK_TYPE_NETNS:
+		l.AttachType, l.Target = sys.AttachTypeName(u[1]), fmt.Sprintf("netns inode %d", u[0])
+	case unix.BPF_LINK_TYPE_XDP:
+		l.Target = fmt.Sprintf("ifindex %d", u[0])
+	case unix.BPF_LINK_TYPE_TCX, 13: // netkit
+		l.AttachType, l.Target = sys.AttachTypeName(u[1]), fmt.Sprintf("ifindex %d", u[0])
+	case unix.BPF_LINK_TYPE_STRUCT_OPS:
+		l.Target = fmt.Sprintf("map %d", u[0])
+	case unix.BPF_LINK_TYPE_NETFILTER:
+		l.Target = fmt.Sprintf("pf %d hook %d priority %d", u[0], u[1], int32(u[2]))
+	case unix.BPF_LINK_TYPE_KPROBE_MULTI:
+		l.Target = fmt.Sprintf("%d kernel functions", u[2])
+	case unix.BPF_LINK_TYPE_UPROBE_MULTI:
+		l.Target = fmt.Sprintf("%d offsets, pid %d", u[9], u[11])
+	case unix.BPF_LINK_TYPE_PERF_EVENT: // 6.6 says which kind of event
+		l.Target = nameOf([]string{"perf event", "uprobe", "uretprobe", "kprobe", "kretprobe", "tracepoint", "perf event"}, u[0])
+	case 14: // sockmap
+		l.AttachType, l.Target = sys.AttachTypeName(u[1]), fmt.Sprintf("map %d", u[0])
+	}
+	return l, nil
+}
+
+// FDAttachment is a program attached through a file of a process: a perf
+// event (tracepoint, kprobe, uprobe) or a raw tracepoint link.
+type FDAttachment struct {
+	ProgID uint32
+	Kind   string // "raw_tracepoint", "tracepoint", "kprobe", "kretprobe", "uprobe" or "uretprobe"
+	Name   string // the tracepoint, kernel function or binary; "" for a kprobe at an address
+	Offset uint64 // of a kprobe or uprobe
+	Addr   uint64 // of a kprobe at an address
+}
+
+// QueryFD asks which program runs through file fd of process pid
+// (BPF_TASK_FD_QUERY, 4.18; needs CAP_SYS_ADMIN). Other files answer
+// ENOTSUPP (sys.ENOTSUPP), a perf event without a program ENOENT.
+func QueryFD(pid, fd int) (*FDAttachment, error) {
+	buf := make([]byte, 4096) // PATH_MAX
+	attr := sys.TaskFDQueryAttr{PID: uint32(pid), FD: uint32(fd), Buf: sys.SlicePointer(buf), BufLen: uint32(len(buf))}
+	if err := sys.TaskFDQuery(&attr); err != nil {
+		return nil, fmt.Errorf("query fd %d of pid %d: %w", fd, pid, err)
+	}
+	kinds := []string{"raw_tracepoint", "tracepoint", "kprobe", "kretprobe", "uprobe", "uretprobe"}
+	return &FDAttachment{ProgID: attr.ProgID, Kind: nameOf(kinds, attr.FDType), Name: cString(buf),
+		Offset: attr.ProbeOffset, Addr: attr.ProbeAddr}, nil
+}
+
+func nameOf(names []string, v uint32) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return strconv.Itoa(int(v))
+}
