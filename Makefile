@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: all build tools dropmon example test test-host test-386 test-vm bench fuzz lint
+.PHONY: all build tools dropmon example deps test test-host test-386 test-vm bench fuzz lint
 
 all: build lint test
 
@@ -34,7 +34,19 @@ example:
 # 6.1, 6.12 and 7.2 kernels, which have kprobes. test-vm installs qemu-system-x86,
 # busybox-static and cpio if missing and caches the kernels outside the
 # repository (/var/cache/bpfkit-vm); see tests/vm/README.md.
-test: lint test-host test-386 test-vm
+test: lint deps test-host test-386 test-vm
+
+# What the tests need beyond Go, from Debian's packages, installed if
+# missing: bpftool (the inspector's tests compare with it), gcc, libc6-dev,
+# systemtap-sdt-dev and gcc-aarch64-linux-gnu (the USDT test programs, for
+# amd64, i386 and arm64), binutils (readelf), python3 (a real program's
+# USDT probes).
+TEST_PACKAGES := bpftool gcc libc6-dev systemtap-sdt-dev binutils python3 gcc-aarch64-linux-gnu
+deps:
+	@missing=$$(for p in $(TEST_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	[ -z "$$missing" ] || { echo "installing" $$missing; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 $$missing >/dev/null; }
 
 test-host:
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the tests load BPF programs"; exit 1; }
