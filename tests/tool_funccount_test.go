@@ -78,6 +78,7 @@ func TestFunccountKprobes(t *testing.T) {
 		t.Fatalf("%s %d and vfs_write %d, want 37 and 7:\n%s", getppid, got[getppid], got["vfs_write"], out)
 	}
 	checkFallback(t, out)
+	t.Log("\n" + out)
 	if os.Getenv("BPFKIT_VM") == "5.10" && !strings.Contains(out, "one program per event") {
 		t.Fatal("5.10 has no perf links, yet funccount did not fall back")
 	}

@@ -32,7 +32,5 @@ func TestTracex4(t *testing.T) {
 			t.Errorf("%s: %v, want %v", h, got, writerSlots)
 		}
 	}
-	if t.Failed() {
-		t.Log("\n" + out)
-	}
+	t.Log("\n" + out)
 }
