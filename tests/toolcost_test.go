@@ -35,6 +35,9 @@ func BenchmarkToolCost(b *testing.B) {
 	}
 	defer stats.Close()
 	loop, minor := loopDevice(b)
+	sdt := sdtBinary(b)
+	sdtRunning := startSDTBinary(b, sdt)
+	firings := func(testing.TB) { sdtRunning.send(fmt.Sprintf("fire %d", events), fmt.Sprintf("fired %d", events)) }
 	blockIO := func(tb testing.TB) { directReads(tb, loop, 4096) }
 	for _, c := range []struct {
 		name     string
@@ -50,6 +53,8 @@ func BenchmarkToolCost(b *testing.B) {
 				@us = hist((nsecs - @start[args->dev, args->sector]) / 1000); delete(@start[args->dev, args->sector]); }`, blockIO},
 		{"tracex2", []string{"tracex2", "60"}, `tracepoint:syscalls:sys_enter_write { @ = hist(args->count); }`, writes},
 		{"funccount", []string{"funccount", "syscalls:sys_enter_getppid", "60"}, `tracepoint:syscalls:sys_enter_getppid { @[probe] = count(); }`, getppids},
+		{"usdt", []string{"usdt", sdt, "bpfkit:args", "-a", "2,3", "-count", "60"},
+			fmt.Sprintf(`usdt:%s:bpfkit:args { @[arg2, arg3] = count(); }`, sdt), firings},
 		{"tracex5", []string{"tracex5", "-json", "60"}, fmt.Sprintf(`tracepoint:raw_syscalls:sys_enter /args->id == %d/ { @[args->id] = count(); }`, syscall.SYS_GETPPID), getppids},
 	} {
 		b.Run(c.name, func(b *testing.B) {
