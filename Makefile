@@ -52,6 +52,8 @@ test-386:
 test-vm:
 	tests/vm/run.sh
 	tests/vm/run.sh -p ./perfring/
+	tests/vm/run.sh -a arm64
+	tests/vm/run.sh -a arm64 -p ./perfring/
 
 # Benchmarks, each beside its reference in the same run: maps and loads
 # beside a bare system call ("x-bare" is bpfkit's time over the bare
