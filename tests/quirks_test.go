@@ -7,11 +7,12 @@ import (
 )
 
 // kfreeSkbLocationQuirk is why a test looking for the UDP receive site of
-// its drops skips on Debian's arm64 5.10 kernel: there skb:kfree_skb's
-// location (__builtin_return_address(0) in kfree_skb) is kfree_skb+0x2c,
-// inside kfree_skb itself, in tracefs's own output too, while the caller a
-// kprobe on kfree_skb reads from x30 is __udp4_lib_rcv. Its arm64 6.1 and
-// later, and every x86 kernel, record the caller.
+// its drops skips on Debian's arm64 5.10 kernel: gcc split kfree_skb there,
+// and the tracepoint, with its location = __builtin_return_address(0), went
+// into kfree_skb.part.0, whose caller is kfree_skb (+0x2c) itself. tracefs
+// prints the same location; the real caller (x30 at kfree_skb's entry, and
+// the next frame of the stack) is __udp4_lib_rcv. Its arm64 6.1 and later,
+// and every x86 kernel, record the caller.
 const kfreeSkbLocationQuirk = "this kernel records skb:kfree_skb's location inside kfree_skb itself, not at its caller (Debian's arm64 5.10)"
 
 // skipIfDropsInKfreeSkb skips the test if out, a tool's table of drop

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,8 +49,10 @@ func TestDropmon(t *testing.T) {
 	t.Log("\n" + out)
 }
 
-// TestDropmonStacks: the 100 drops are counted under one kernel stack,
-// printed symbolized, that passes through the UDP receive path.
+// TestDropmonStacks: the 100 drops are counted under kernel stacks,
+// printed symbolized, that pass through the UDP receive path: one stack,
+// or two when some of the receives ran in ksoftirqd (seen under TCG on a
+// loaded machine) instead of on the sender's way out.
 func TestDropmonStacks(t *testing.T) {
 	testutil.RequireRoot(t)
 	r := startTool(t, "dropmon", "-stacks", "60")
@@ -57,16 +60,21 @@ func TestDropmonStacks(t *testing.T) {
 	dropUDP(t, 100)
 	out := r.stop()
 	// Each stack is a line "count reason", then its frames, indented.
-	found, count, udp := false, "", false
+	total, count, udp := 0, 0, false
 	for line := range strings.SplitSeq(out+"\n0 end", "\n") {
 		if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(line, "          ") {
-			found = found || count == "100" && udp
-			count, udp = f[0], false
+			if udp {
+				total += count
+			}
+			count, udp = 0, false
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				count = n
+			}
 		}
 		udp = udp || strings.Contains(line, "udp")
 	}
-	if !found {
-		t.Fatalf("no stack with 100 drops through udp:\n%s", out)
+	if total != 100 {
+		t.Fatalf("%d drops under stacks through udp, want 100:\n%s", total, out)
 	}
 }
 
