@@ -31,9 +31,11 @@ example:
 # Every test, as root: gofmt and vet, the kernel tests on this machine
 # (tests needing a feature this kernel lacks, kprobes say, skip and say so),
 # then the integration tests and perfring's in VMs booted from Debian's 5.10,
-# 6.1, 6.12 and 7.2 kernels, which have kprobes. test-vm installs qemu-system-x86,
-# busybox-static and cpio if missing and caches the kernels outside the
-# repository (/var/cache/bpfkit-vm); see tests/vm/README.md.
+# 6.1, 6.12 and 7.2 kernels, which have kprobes, x86-64 then arm64 (built
+# with GOARCH=arm64, under qemu's emulation). test-vm installs
+# qemu-system-x86, qemu-system-arm, busybox-static and cpio if missing and
+# caches the kernels outside the repository (/var/cache/bpfkit-vm); see
+# tests/vm/README.md.
 test: lint test-host test-386 test-vm
 
 test-host:

@@ -5,17 +5,18 @@
 #
 # ARCH is amd64 (default; qemu-system-x86_64) or arm64 (qemu-system-aarch64,
 # -M virt): the kernels are Debian's for that architecture, the test binary
-# and the tools are built with GOARCH=ARCH. KERNEL is one of 5.10 6.1 6.12 7.2
-# (default: all four; -k may repeat or take a comma list). PKG is the Go package whose tests run in the VM (default
-# ./tests/, relative to the repository root; a directory with its own go.mod
-# works too). GO_TEST_ARGS go to the test binary (e.g. -test.run TestX);
-# -test.v is always added. Inside the VM the env var BPFKIT_VM=<KERNEL> is set,
-# and BPFKIT_TOOLS=/tools holds the tools of cmd/, built statically.
+# and the tools are built with GOARCH=ARCH. KERNEL is one of 5.10 6.1 6.12
+# 7.2 (default: all four; -k may repeat or take a comma list). PKG is the Go
+# package whose tests run in the VM (default ./tests/, relative to the
+# repository root; a directory with its own go.mod works too). GO_TEST_ARGS
+# go to the test binary (e.g. -test.run TestX); -test.v is always added.
+# Inside the VM the env var BPFKIT_VM=<KERNEL> is set, and
+# BPFKIT_TOOLS=/tools holds the tools of cmd/, built statically.
 #
 # Environment:
 #   BPFKIT_VM_ARCH          default for -a          (default amd64)
 #   BPFKIT_VM_CACHE         kernel + apt cache      (default /var/cache/bpfkit-vm)
-#   BPFKIT_VM_TIMEOUT       seconds per VM          (default 600; arm64 1200)
+#   BPFKIT_VM_TIMEOUT       seconds per VM          (default 600)
 #   BPFKIT_VM_BOOT_TIMEOUT  seconds until init runs (default 120)
 #   BPFKIT_VM_JOBS          VMs at a time           (default: nproc; each TCG
 #                           VM keeps one core busy)
@@ -40,6 +41,7 @@ ALL_KERNELS=(5.10 6.1 6.12 7.2)
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 CACHE=${BPFKIT_VM_CACHE:-/var/cache/bpfkit-vm}
+TIMEOUT=${BPFKIT_VM_TIMEOUT:-600}
 ARCH=${BPFKIT_VM_ARCH:-amd64}
 BOOT_TIMEOUT=${BPFKIT_VM_BOOT_TIMEOUT:-120}
 JOBS=${BPFKIT_VM_JOBS:-$(nproc)}
@@ -72,24 +74,23 @@ while (($#)); do
 done
 # What differs between the architectures, all here: qemu and its machine,
 # the serial devices (console: the kernel's; OUT: the test's output, see
-# init), where the kernels are cached, the default VM timeout (arm64 is
-# emulated more slowly). The x86 paths predate -a and stay as they were.
+# init), where the kernels are cached, the CPU model under TCG. The x86
+# cache paths predate -a and stay as they were.
 case $ARCH in
 amd64)
 	QEMU=qemu-system-x86_64 QEMU_PKG=qemu-system-x86 MACHINE=() IMAGE_KIND="a bzImage"
 	KCACHE=$CACHE/kernels APTDIR=$CACHE/apt
-	CONSOLE=ttyS0 OUT_DEV=ttyS1 DEFAULT_TIMEOUT=600 BUSYBOX= TCG_CPU=max ;;
+	CONSOLE=ttyS0 OUT_DEV=ttyS1 BUSYBOX= TCG_CPU=max ;;
 arm64)
-	QEMU=qemu-system-aarch64 QEMU_PKG=qemu-system-arm MACHINE=(-M virt) IMAGE_KIND="an arm64 Image (gzip'd or not)"
+	QEMU=qemu-system-aarch64 QEMU_PKG=qemu-system-arm MACHINE=(-M virt) IMAGE_KIND="an arm64 Image"
 	KCACHE=$CACHE/kernels/arm64 APTDIR=$CACHE/apt/arm64
 	# -cpu max emulates pointer authentication with the architected QARMA5
-	# cipher, and Debian's arm64 kernels sign every return address: the
-	# verifier ran 6x (6.12) to 9x (7.2) slower than with pauth-impdef, qemu's
-	# cheap implementation-defined cipher. Pointer authentication stays on.
-	CONSOLE=ttyAMA0 OUT_DEV=ttyS0 DEFAULT_TIMEOUT=1200 TCG_CPU=max,pauth-impdef=on ;;
+	# cipher, and Debian's arm64 kernels sign every return address: several
+	# times slower than pauth-impdef, qemu's cheap implementation-defined
+	# cipher (figures in tests/vm/README.md). Pointer authentication stays on.
+	CONSOLE=ttyAMA0 OUT_DEV=ttyS0 TCG_CPU=max,pauth-impdef=on ;;
 *) die "unknown architecture '$ARCH' (known: amd64 arm64)" ;;
 esac
-TIMEOUT=${BPFKIT_VM_TIMEOUT:-$DEFAULT_TIMEOUT}
 ((${#KERNELS[@]})) || KERNELS=("${ALL_KERNELS[@]}")
 mapfile -t KERNELS < <(printf '%s\n' "${KERNELS[@]}" | awk '!seen[$0]++')
 for k in "${KERNELS[@]}"; do
@@ -471,9 +472,9 @@ fetch_busybox() {
 	fi
 	mkdir -p "$dst"
 	mv "$stage/x/bin/busybox" "$BUSYBOX"
-	basename "$stage"/busybox-static_*.deb >"$dst/info"
+	dpkg-deb -f "$stage"/busybox-static_*.deb Package Version Architecture | awk '{print $2}' | paste -sd' ' >"$dst/info"
 	rm -rf "$stage"
-	log "cached $(<"$dst/info")'s busybox in $dst"
+	log "cached busybox of $(<"$dst/info") in $dst"
 }
 
 # ------------------------------------------------------------------ boot
@@ -498,13 +499,13 @@ choose_accel() {
 }
 
 # Whether F is a kernel qemu can boot with -kernel: a bzImage has "HdrS" at
-# 0x202; an arm64 Image has "ARM\x64" at 0x38, and Debian's arm64 vmlinuz is
-# that Image gzip'd, which qemu unpacks itself.
+# 0x202; an arm64 Image, which Debian's arm64 vmlinuz is (not compressed),
+# has "ARM\x64" at 0x38.
 image_ok() {
 	local f=$1
 	case $ARCH in
 	amd64) [[ $(dd if="$f" bs=1 skip=514 count=4 2>/dev/null) == HdrS ]] ;;
-	arm64) [[ $({ gzip -dcf "$f" 2>/dev/null || true; } | dd bs=1 skip=56 count=4 2>/dev/null | od -An -tx1 | tr -d ' \n') == 41524d64 ]] ;;
+	arm64) [[ $(dd if="$f" bs=1 skip=56 count=4 2>/dev/null | od -An -tx1 | tr -d ' \n') == 41524d64 ]] ;;
 	esac
 }
 
