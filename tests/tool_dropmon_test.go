@@ -49,17 +49,17 @@ func TestDropmon(t *testing.T) {
 	t.Log("\n" + out)
 }
 
-// TestDropmonStacks: the 100 drops are counted under kernel stacks,
-// printed symbolized, that pass through the UDP receive path: one stack,
-// or two when some of the receives ran in ksoftirqd (seen under TCG on a
-// loaded machine) instead of on the sender's way out.
+// TestDropmonStacks: the 100 drops are counted under one kernel stack,
+// printed symbolized, that passes through the UDP receive path.
 func TestDropmonStacks(t *testing.T) {
 	testutil.RequireRoot(t)
 	r := startTool(t, "dropmon", "-stacks", "60")
 	r.waitFor("Ctrl-C to stop")
 	dropUDP(t, 100)
 	out := r.stop()
-	// Each stack is a line "count reason", then its frames, indented.
+	// Each stack is a line "count reason", then its frames, indented. The
+	// drops take the sender's path, or ksoftirqd's when the machine is
+	// busy: their stacks through udp must count 100 in all.
 	total, count, udp := 0, 0, false
 	for line := range strings.SplitSeq(out+"\n0 end", "\n") {
 		if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(line, "          ") {
@@ -67,14 +67,12 @@ func TestDropmonStacks(t *testing.T) {
 				total += count
 			}
 			count, udp = 0, false
-			if n, err := strconv.Atoi(f[0]); err == nil {
-				count = n
-			}
+			count, _ = strconv.Atoi(f[0])
 		}
 		udp = udp || strings.Contains(line, "udp")
 	}
 	if total != 100 {
-		t.Fatalf("%d drops under stacks through udp, want 100:\n%s", total, out)
+		t.Fatalf("%d drops in stacks through udp, want 100:\n%s", total, out)
 	}
 }
 
