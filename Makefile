@@ -31,17 +31,19 @@ example:
 # Every test, as root: gofmt and vet, the kernel tests on this machine
 # (tests needing a feature this kernel lacks, kprobes say, skip and say so),
 # then the integration tests and perfring's in VMs booted from Debian's 5.10,
-# 6.1, 6.12 and 7.2 kernels, which have kprobes. test-vm installs qemu-system-x86,
-# busybox-static and cpio if missing and caches the kernels outside the
-# repository (/var/cache/bpfkit-vm); see tests/vm/README.md.
+# 6.1, 6.12 and 7.2 kernels, which have kprobes, x86-64 then arm64 (built
+# with GOARCH=arm64, under qemu's emulation). test-vm installs
+# qemu-system-x86, qemu-system-arm, busybox-static and cpio if missing and
+# caches the kernels outside the repository (/var/cache/bpfkit-vm); see
+# tests/vm/README.md.
 test: lint deps test-host test-386 test-vm
 
 # What the tests need beyond Go, from Debian's packages, installed if
 # missing: bpftool (the inspector's tests compare with it), gcc, libc6-dev,
-# systemtap-sdt-dev and gcc-aarch64-linux-gnu (the USDT test programs, for
-# amd64, i386 and arm64), binutils (readelf), python3 (a real program's
-# USDT probes).
-TEST_PACKAGES := bpftool gcc libc6-dev systemtap-sdt-dev binutils python3 gcc-aarch64-linux-gnu
+# systemtap-sdt-dev, gcc-aarch64-linux-gnu and libc6-dev-arm64-cross (the
+# USDT test programs, for amd64, i386 and arm64), binutils (readelf),
+# python3 (a real program's USDT probes).
+TEST_PACKAGES := bpftool gcc libc6-dev systemtap-sdt-dev binutils python3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 deps:
 	@missing=$$(for p in $(TEST_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
@@ -64,6 +66,8 @@ test-386:
 test-vm:
 	tests/vm/run.sh
 	tests/vm/run.sh -p ./perfring/
+	tests/vm/run.sh -a arm64
+	tests/vm/run.sh -a arm64 -p ./perfring/
 
 # Benchmarks, each beside its reference in the same run: maps and loads
 # beside a bare system call ("x-bare" is bpfkit's time over the bare

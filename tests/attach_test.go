@@ -204,17 +204,21 @@ func TestKprobeCount(t *testing.T) {
 }
 
 // TestKretprobeReturnValue: a kretprobe on getppid's handler records the
-// return value (pt_regs->ax, offset 80 on x86-64).
+// return value (pt_regs->ax on x86-64, regs[0] on arm64: prog.KernelPtRegs).
 func TestKretprobeReturnValue(t *testing.T) {
 	requireKprobes(t)
 	testutil.CheckNoLeaks(t)
+	regs, err := prog.KernelPtRegs()
+	if err != nil {
+		t.Fatal(err)
+	}
 	counts, tm := newArray(t, 1)
 	p, err := prog.Load(prog.Spec{Type: prog.Kprobe, Name: "retval", License: "GPL", Insns: []Item{
 		Mov64Reg(R6, R1),
 		Call(BPF_FUNC_get_current_pid_tgid),
 		ALU64Imm(BPF_RSH, R0, 32),
 		JumpImm(BPF_JNE, R0, int32(os.Getpid()), "out"),
-		LoadMem(BPF_DW, R7, R6, 80), // PT_REGS_RC
+		regs.Return(R7, R6), // PT_REGS_RC
 		StoreImm(BPF_W, R10, -4, 0),
 		Mov64Reg(R2, R10),
 		ALU64Imm(BPF_ADD, R2, -4),

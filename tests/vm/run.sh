@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # Runs a Go test package inside VMs booted from Debian's own kernel packages.
 #
-#   tests/vm/run.sh [-k KERNEL]... [-p PKG] [-- GO_TEST_ARGS...]
+#   tests/vm/run.sh [-a ARCH] [-k KERNEL]... [-p PKG] [-- GO_TEST_ARGS...]
 #
-# KERNEL is one of 5.10 6.1 6.12 7.2 (default: all four; -k may repeat or take
-# a comma list). PKG is the Go package whose tests run in the VM (default
-# ./tests/, relative to the repository root; a directory with its own go.mod
-# works too). GO_TEST_ARGS go to the test binary (e.g. -test.run TestX);
-# -test.v is always added. Inside the VM the env var BPFKIT_VM=<KERNEL> is set,
-# and BPFKIT_TOOLS=/tools holds the tools of cmd/, built statically.
+# ARCH is amd64 (default; qemu-system-x86_64) or arm64 (qemu-system-aarch64,
+# -M virt): the kernels are Debian's for that architecture, the test binary
+# and the tools are built with GOARCH=ARCH. KERNEL is one of 5.10 6.1 6.12
+# 7.2 (default: all four; -k may repeat or take a comma list). PKG is the Go
+# package whose tests run in the VM (default ./tests/, relative to the
+# repository root; a directory with its own go.mod works too). GO_TEST_ARGS
+# go to the test binary (e.g. -test.run TestX); -test.v is always added.
+# Inside the VM the env var BPFKIT_VM=<KERNEL> is set, and
+# BPFKIT_TOOLS=/tools holds the tools of cmd/, built statically.
 #
 # Environment:
+#   BPFKIT_VM_ARCH          default for -a          (default amd64)
 #   BPFKIT_VM_CACHE         kernel + apt cache      (default /var/cache/bpfkit-vm)
 #   BPFKIT_VM_TIMEOUT       seconds per VM          (default 600)
 #   BPFKIT_VM_BOOT_TIMEOUT  seconds until init runs (default 120)
 #   BPFKIT_VM_JOBS          VMs at a time           (default: nproc; each TCG
 #                           VM keeps one core busy)
 #   BPFKIT_VM_ACCEL         tcg or kvm              (default: kvm only if usable)
+#   BPFKIT_VM_CPU           qemu -cpu under TCG     (default max; arm64:
+#                           max,pauth-impdef=on)
 #   BPFKIT_VM_MIRROR / BPFKIT_VM_SECURITY_MIRROR    override the Debian mirrors
 #                           (default: read from the system's apt sources)
 #   BPFKIT_VM_APPEND        extra kernel parameters (e.g. loglevel=7 to see
@@ -36,6 +42,7 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 CACHE=${BPFKIT_VM_CACHE:-/var/cache/bpfkit-vm}
 TIMEOUT=${BPFKIT_VM_TIMEOUT:-600}
+ARCH=${BPFKIT_VM_ARCH:-amd64}
 BOOT_TIMEOUT=${BPFKIT_VM_BOOT_TIMEOUT:-120}
 JOBS=${BPFKIT_VM_JOBS:-$(nproc)}
 PKG=./tests/
@@ -58,11 +65,32 @@ while (($#)); do
 		IFS=, read -ra ks <<<"$2"; KERNELS+=("${ks[@]}"); shift 2 ;;
 	-k*) IFS=, read -ra ks <<<"${1#-k}"; KERNELS+=("${ks[@]}"); shift ;;
 	-p) (($# >= 2)) || usage 2; PKG=$2; shift 2 ;;
+	-a) (($# >= 2)) || usage 2; ARCH=$2; shift 2 ;;
+	-a*) ARCH=${1#-a}; shift ;;
 	-h|--help) usage 0 ;;
 	--) shift; TEST_ARGS=("$@"); break ;;
 	*) printf 'vm: unknown argument %q\n' "$1" >&2; usage 2 ;;
 	esac
 done
+# What differs between the architectures, all here: qemu and its machine,
+# the serial devices (console: the kernel's; OUT: the test's output, see
+# init), where the kernels are cached, the CPU model under TCG. The x86
+# cache paths predate -a and stay as they were.
+case $ARCH in
+amd64)
+	QEMU=qemu-system-x86_64 QEMU_PKG=qemu-system-x86 MACHINE=() IMAGE_KIND="a bzImage"
+	KCACHE=$CACHE/kernels APTDIR=$CACHE/apt
+	CONSOLE=ttyS0 OUT_DEV=ttyS1 BUSYBOX= TCG_CPU=max CC=gcc ;;
+arm64)
+	QEMU=qemu-system-aarch64 QEMU_PKG=qemu-system-arm MACHINE=(-M virt) IMAGE_KIND="an arm64 Image"
+	KCACHE=$CACHE/kernels/arm64 APTDIR=$CACHE/apt/arm64
+	# -cpu max emulates pointer authentication with the architected QARMA5
+	# cipher, and Debian's arm64 kernels sign every return address: several
+	# times slower than pauth-impdef, qemu's cheap implementation-defined
+	# cipher (figures in tests/vm/README.md). Pointer authentication stays on.
+	CONSOLE=ttyAMA0 OUT_DEV=ttyS0 TCG_CPU=max,pauth-impdef=on CC=aarch64-linux-gnu-gcc ;;
+*) die "unknown architecture '$ARCH' (known: amd64 arm64)" ;;
+esac
 ((${#KERNELS[@]})) || KERNELS=("${ALL_KERNELS[@]}")
 mapfile -t KERNELS < <(printf '%s\n' "${KERNELS[@]}" | awk '!seen[$0]++')
 for k in "${KERNELS[@]}"; do
@@ -92,11 +120,13 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ------------------------------------------------------------ host packages
-# qemu-system-x86 (the VM), busybox-static (the VM's userland: it must be
-# static, the initramfs has no libc) and cpio (to pack the initramfs).
+# qemu-system-x86 or -arm (the VM), busybox-static (the VM's userland: it
+# must be static, the initramfs has no libc; for arm64 its applet list names
+# the links, the binary comes from Debian's arm64 package: fetch_busybox) and
+# cpio (to pack the initramfs).
 ensure_host_packages() {
 	local missing=() p
-	for p in qemu-system-x86 busybox-static cpio; do
+	for p in "$QEMU_PKG" busybox-static cpio; do
 		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
 			missing+=("$p")
 	done
@@ -125,23 +155,26 @@ build_test_binary() {
 	command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 	command -v go >/dev/null || die "go not found"
 	local out=$WORK/tests.test
-	log "building test binary of $PKG"
+	log "building test binary of $PKG (GOARCH=$ARCH)"
 	(
 		cd "$ROOT"
+		export GOARCH=$ARCH CGO_ENABLED=0
 		if [[ -d $PKG && -e $PKG/go.mod ]]; then
 			# A package with its own module (e.g. a throwaway probe).
-			cd "$PKG" && CGO_ENABLED=0 go test -c -o "$out" .
+			cd "$PKG" && go test -c -o "$out" .
 		else
-			CGO_ENABLED=0 go test -c -o "$out" "$PKG"
+			go test -c -o "$out" "$PKG"
 		fi
 	) || die "go test -c $PKG failed"
 	[[ -x $out ]] || die "go test -c $PKG produced no binary (no test files?)"
 	# The tools, static, for the tests that run them (BPFKIT_TOOLS in the VM).
 	mkdir -p "$WORK/tools"
-	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$WORK/tools/" ./cmd/...) || die "go build ./cmd/... failed"
+	(cd "$ROOT" && GOARCH=$ARCH CGO_ENABLED=0 go build -trimpath -o "$WORK/tools/" ./cmd/...) || die "go build ./cmd/... failed"
 	# The C program the USDT tests trace (usdt/testdata/sdt.c), static too:
-	# it needs gcc, libc6-dev and systemtap-sdt-dev; without them those tests skip.
-	gcc -static -O2 -o "$WORK/tools/sdt" "$ROOT/usdt/testdata/sdt.c" 2>"$WORK/sdt.log" ||
+	# it needs systemtap-sdt-dev and gcc with libc6-dev (amd64) or
+	# gcc-aarch64-linux-gnu with libc6-dev-arm64-cross; without them those
+	# tests skip.
+	"$CC" -static -O2 -o "$WORK/tools/sdt" "$ROOT/usdt/testdata/sdt.c" 2>"$WORK/sdt.log" ||
 		log "no static sdt program, the USDT tests will skip: $(head -1 "$WORK/sdt.log")"
 	# Go runs a test with the package directory as working directory; give the
 	# VM the package's testdata/ so relative paths keep working.
@@ -152,11 +185,14 @@ build_test_binary() {
 # No modules are needed: serial console, initramfs, devtmpfs, tracefs,
 # debugfs and bpffs are built into Debian's kernels, while virtio disks, 9p
 # and network are modules. So everything goes in through the initramfs.
+# The links to busybox's applets are those the host's busybox lists: for
+# arm64 the binary is Debian's arm64 build of the same package (BUSYBOX,
+# fetch_busybox), which cannot run here.
 build_initramfs() {
 	local stage=$WORK/initramfs bb a
 	bb=$(dpkg -L busybox-static | grep -m1 '^/\(usr/\)\{0,1\}bin/busybox$') || die "busybox-static has no busybox binary?"
 	mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,run,pkg}
-	cp "$bb" "$stage/bin/busybox"
+	cp "${BUSYBOX:-$bb}" "$stage/bin/busybox"
 	while read -r a; do
 		[[ -L $stage/$a || -e $stage/$a ]] && continue
 		mkdir -p "$stage/$(dirname "$a")"
@@ -179,11 +215,13 @@ build_initramfs() {
 		[[ $a != *$'\n'* ]] || die "test arguments must not contain newlines"
 		printf '%s\n' "$a" >>"$stage/args"
 	done
-	cat >"$stage/init" <<'EOF'
-#!/bin/sh
+	# The only architecture-dependent line of init: the device of the test's
+	# output (OUT_DEV: ttyS1 on x86, ttyS0 on a PCI UART on arm64).
+	printf '#!/bin/sh\nout=/dev/%s\n' "$OUT_DEV" >"$stage/init"
+	cat >>"$stage/init" <<'EOF'
 # PID 1 of the test VM, written by tests/vm/run.sh.
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/tmp
-# devtmpfs first: /dev/console and /dev/ttyS1 only exist once it is mounted.
+# devtmpfs first: /dev/console and $out only exist once it is mounted.
 mount -t devtmpfs devtmpfs /dev
 exec </dev/console >/dev/console 2>&1
 mount -t proc proc /proc
@@ -198,9 +236,11 @@ ip link set lo up
 # Kernels before 5.16 default RLIMIT_MEMLOCK to 64 KiB, and before 5.11 BPF
 # maps are charged to it; a Debian system under systemd gives 8 MiB. Match that.
 ulimit -l 8192 2>/dev/null
-# ttyS1 carries only the test's output; raw so that no \n becomes \r\n. The
-# kernel's own messages stay on ttyS0 and never interleave with it.
-out=/dev/ttyS1
+# $out carries only the test's output; raw so that no \n becomes \r\n. The
+# kernel's own messages stay on its console and never interleave with it.
+# (A driver may register the device a moment after init starts.)
+i=0
+while [ ! -e $out ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 stty -F $out raw -echo
 echo BPFKIT-VM-INIT >$out
 # The kernel passes unknown NAME=value parameters as env vars to init; read
@@ -255,11 +295,11 @@ find_mirrors() {
 # emulation (the generic 6.1 is XZ-compressed: ~6 s more to decompress).
 kernel_sources() {
 	case $1 in
-	5.10) echo "bullseye linux-image-cloud-amd64" ;;
-	6.1) echo "bookworm linux-image-cloud-amd64" ;;
-	6.12) echo "bookworm linux-image-6.12-cloud-amd64"
-		echo "trixie linux-image-cloud-amd64" ;;
-	7.2) echo "sid linux-image-cloud-amd64" ;;
+	5.10) echo "bullseye linux-image-cloud-$ARCH" ;;
+	6.1) echo "bookworm linux-image-cloud-$ARCH" ;;
+	6.12) echo "bookworm linux-image-6.12-cloud-$ARCH"
+		echo "trixie linux-image-cloud-$ARCH" ;;
+	7.2) echo "sid linux-image-cloud-$ARCH" ;;
 	esac
 }
 
@@ -278,15 +318,15 @@ group_sources() {
 # not carry (bullseye, sid, trixie) never touch its sources or lists.
 declare -A APT_UPDATED=()
 apt_opts() {
-	local d=$CACHE/apt/$1
+	local d=$APTDIR/$1
 	APT=(-o "Dir::Etc::SourceList=$d/sources.list" -o Dir::Etc::SourceParts=/dev/null
 		-o "Dir::State::Lists=$d/lists" -o "Dir::Cache=$d/cache"
-		-o APT::Architectures::=amd64 -o Acquire::Languages=none
+		-o "APT::Architecture=$ARCH" -o "APT::Architectures::=$ARCH" -o Acquire::Languages=none
 		-o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false
 		-o APT::Sandbox::User=root)
 }
 apt_update_group() {
-	local g=$1 d=$CACHE/apt/$1
+	local g=$1 d=$APTDIR/$1
 	apt_opts "$g"
 	[[ -n ${APT_UPDATED[$g]:-} ]] && return 0
 	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
@@ -322,17 +362,17 @@ pkg_field() { # PKG FIELD: the candidate's field
 	apt-cache "${APT[@]}" show --no-all-versions "$1" 2>/dev/null | awk -v f="$2:" '$1 == f {print $2; exit}'
 }
 
-# Fetches vmlinuz (and config) of kernel K into $CACHE/kernels/K unless there.
+# Fetches vmlinuz (and config) of kernel K into $KCACHE/K unless there.
 # Sets FETCH_ERR on failure.
 fetch_kernel() {
-	local k=$1 dst=$CACHE/kernels/$1
+	local k=$1 dst=$KCACHE/$1
 	FETCH_ERR=
 	if [[ -s $dst/vmlinuz ]]; then
 		[[ -n ${BPFKIT_VM_REFRESH:-} ]] || return 0
 		# Refresh: fetch again unless the same version is cached; keep the old
 		# one if that fails.
 		fetch_kernel_from_debian "$k" && return 0
-		log "[$k] refresh failed ($FETCH_ERR); using the cached kernel"
+		log "[$ARCH $k] refresh failed ($FETCH_ERR); using the cached kernel"
 		FETCH_ERR=
 		return 0
 	fi
@@ -340,58 +380,107 @@ fetch_kernel() {
 }
 
 fetch_kernel_from_debian() {
-	local k=$1 dst=$CACHE/kernels/$1 group meta pkgs p ver holder stage vmlinuz config rel t0
+	local k=$1 group meta mver
+	local -a mvers
 	FETCH_ERR=
-	t0=$(now)
 	if [[ -z ${MIRROR:-} ]] && ! find_mirrors; then
 		FETCH_ERR="no Debian mirror found in the system's apt sources (set BPFKIT_VM_MIRROR)"
 		return 1
 	fi
 	while read -r group meta; do
 		apt_update_group "$group" || { FETCH_ERR="apt-get update of $group failed"; continue; }
-		[[ -n $(pkg_field "$meta" Package) ]] || { FETCH_ERR="$meta not found in $group"; continue; }
-		mapfile -t pkgs < <(resolve_packages "$meta")
-		# The vmlinuz holder is the largest linux-image/linux-binary package.
-		holder=$(for p in "${pkgs[@]}"; do
-			[[ $p == linux-base-* ]] || echo "$(pkg_field "$p" Installed-Size) $p"
-		done | sort -n | tail -1 | cut -d' ' -f2)
-		[[ -n $holder ]] || { FETCH_ERR="no kernel package under $meta in $group"; continue; }
-		ver=$(pkg_field "$holder" Version)
-		if [[ $ver != "$k".* ]]; then
-			FETCH_ERR="$meta in $group is $holder $ver, not $k"
-			continue
-		fi
-		log "[$k] $group: $meta -> ${pkgs[*]} ($ver)"
-		if [[ -s $dst/vmlinuz ]] && grep -qxF "version=$ver" "$dst/info" 2>/dev/null; then
-			log "[$k] cached kernel is current"
-			return 0
-		fi
-		stage=$CACHE/kernels/.new-$k.$$
-		rm -rf "$stage"; mkdir -p "$stage/debs" "$stage/x"
-		if ! (cd "$stage/debs" && apt-get "${APT[@]}" -qq download "${pkgs[@]}") >"$stage/download.log" 2>&1; then
-			FETCH_ERR="apt-get download ${pkgs[*]} failed: $(tail -2 "$stage/download.log" | tr '\n' ' ')"
-			rm -rf "$stage"; continue
-		fi
-		for p in "$stage"/debs/*.deb; do dpkg-deb -x "$p" "$stage/x"; done
-		# boot/vmlinuz-<rel> in linux-image-*, usr/lib/modules/<rel>/vmlinuz in sid's linux-binary-*.
-		vmlinuz=$(find "$stage/x" -type f \( -name 'vmlinuz-*' -path '*/boot/*' -o -name vmlinuz -path '*/modules/*' \) | head -1)
-		config=$(find "$stage/x" -type f \( -name 'config-*' -path '*/boot/*' -o -name config -path '*/modules/*' \) | head -1)
-		if [[ -z $vmlinuz ]]; then
-			FETCH_ERR="no vmlinuz in ${pkgs[*]}"
-			rm -rf "$stage"; continue
-		fi
-		rel=${vmlinuz##*/vmlinuz-}
-		[[ $rel != */* ]] || rel=$(basename "$(dirname "$vmlinuz")")
-		mv "$vmlinuz" "$stage/vmlinuz"
-		[[ -z $config ]] || mv "$config" "$stage/config"
-		printf 'release=%s\npackages=%s\nversion=%s\nsuite=%s\nmeta=%s\n' \
-			"$rel" "${pkgs[*]}" "$ver" "$group" "$meta" >"$stage/info"
-		rm -rf "$stage/debs" "$stage/x" "$stage/download.log"
-		rm -rf "$dst"; mv "$stage" "$dst"
-		log "[$k] cached $rel in $dst ($(du -k "$dst/vmlinuz" | cut -f1) KiB vmlinuz, $(elapsed "$t0") s)"
-		return 0
+		# The newest version of META first; the older ones (e.g. the point
+		# release's, under -security's) only if a download fails: the mirror
+		# answered 404 for bullseye-security's arm64 5.10 while its index
+		# listed it.
+		mapfile -t mvers < <(apt-cache "${APT[@]}" madison "$meta" 2>/dev/null |
+			awk -F' *[|] *' '!seen[$2]++ {print $2}')
+		((${#mvers[@]})) || { FETCH_ERR="$meta not found in $group"; continue; }
+		for mver in "${mvers[@]}"; do
+			fetch_meta "$k" "$group" "$meta" "$mver" && return 0
+			[[ $mver == "${mvers[-1]}" ]] || log "[$ARCH $k] $FETCH_ERR; trying an older $meta"
+		done
 	done < <(kernel_sources "$k")
 	return 1
+}
+
+# Fetches kernel K from version MVER of META in GROUP; sets FETCH_ERR.
+fetch_meta() {
+	local k=$1 group=$2 meta=$3 mver=$4 dst=$KCACHE/$1 pkgs p ver holder stage vmlinuz config rel t0
+	t0=$(now)
+	mapfile -t pkgs < <(resolve_packages "$meta=$mver")
+	# The vmlinuz holder is the largest linux-image/linux-binary package.
+	holder=$(for p in "${pkgs[@]}"; do
+		[[ $p == linux-base-* ]] || echo "$(pkg_field "$p" Installed-Size) $p"
+	done | sort -n | tail -1 | cut -d' ' -f2)
+	[[ -n $holder ]] || { FETCH_ERR="no kernel package under $meta $mver in $group"; return 1; }
+	ver=$(pkg_field "$holder" Version)
+	if [[ $ver != "$k".* ]]; then
+		FETCH_ERR="$meta $mver in $group is $holder $ver, not $k"
+		return 1
+	fi
+	log "[$ARCH $k] $group: $meta $mver -> ${pkgs[*]} ($ver)"
+	if [[ -s $dst/vmlinuz ]] && grep -qxF "version=$ver" "$dst/info" 2>/dev/null; then
+		log "[$ARCH $k] cached kernel is current"
+		return 0
+	fi
+	stage=$KCACHE/.new-$k.$$
+	rm -rf "$stage"; mkdir -p "$stage/debs" "$stage/x"
+	if ! (cd "$stage/debs" && apt-get "${APT[@]}" -qq download "${pkgs[@]}") >"$stage/download.log" 2>&1; then
+		FETCH_ERR="apt-get download ${pkgs[*]} failed: $(grep -v '^W:' "$stage/download.log" | tail -2 | tr '\n' ' ')"
+		rm -rf "$stage"; return 1
+	fi
+	for p in "$stage"/debs/*.deb; do dpkg-deb -x "$p" "$stage/x"; done
+	# boot/vmlinuz-<rel> in linux-image-*, usr/lib/modules/<rel>/vmlinuz in sid's linux-binary-*.
+	vmlinuz=$(find "$stage/x" -type f \( -name 'vmlinuz-*' -path '*/boot/*' -o -name vmlinuz -path '*/modules/*' \) | head -1)
+	config=$(find "$stage/x" -type f \( -name 'config-*' -path '*/boot/*' -o -name config -path '*/modules/*' \) | head -1)
+	if [[ -z $vmlinuz ]]; then
+		FETCH_ERR="no vmlinuz in ${pkgs[*]}"
+		rm -rf "$stage"; return 1
+	fi
+	rel=${vmlinuz##*/vmlinuz-}
+	[[ $rel != */* ]] || rel=$(basename "$(dirname "$vmlinuz")")
+	mv "$vmlinuz" "$stage/vmlinuz"
+	[[ -z $config ]] || mv "$config" "$stage/config"
+	printf 'release=%s\npackages=%s\nversion=%s\nsuite=%s\nmeta=%s\n' \
+		"$rel" "${pkgs[*]}" "$ver" "$group" "$meta" >"$stage/info"
+	rm -rf "$stage/debs" "$stage/x" "$stage/download.log"
+	rm -rf "$dst"; mv "$stage" "$dst"
+	log "[$ARCH $k] cached $rel in $dst ($(du -k "$dst/vmlinuz" | cut -f1) KiB vmlinuz, $(elapsed "$t0") s)"
+}
+
+# arm64's userland: Debian's busybox-static for arm64 from the host's own
+# suite (the same build as the host's busybox, whose applet list names the
+# links), through the private apt configuration, extracted, never
+# installed. Cached in $CACHE/busybox/ARCH. Sets BUSYBOX, or FETCH_ERR.
+fetch_busybox() {
+	local dst=$CACHE/busybox/$ARCH group stage
+	BUSYBOX=$dst/busybox FETCH_ERR=
+	[[ -s $BUSYBOX && -z ${BPFKIT_VM_REFRESH:-} ]] && return 0
+	# shellcheck disable=SC1091
+	group=$(. /etc/os-release && printf '%s' "${VERSION_CODENAME:-}")
+	case $group in bullseye|bookworm|trixie) ;; *) group=sid ;; esac
+	if [[ -z ${MIRROR:-} ]] && ! find_mirrors; then
+		FETCH_ERR="no Debian mirror found in the system's apt sources (set BPFKIT_VM_MIRROR)"
+		return 1
+	fi
+	apt_update_group "$group" || { FETCH_ERR="apt-get update of $group failed"; return 1; }
+	stage=$dst.new.$$
+	rm -rf "$stage"; mkdir -p "$stage/x"
+	if ! (cd "$stage" && apt-get "${APT[@]}" -qq download busybox-static) >"$stage/download.log" 2>&1; then
+		FETCH_ERR="apt-get download busybox-static ($ARCH, $group) failed: $(tail -2 "$stage/download.log" | tr '\n' ' ')"
+		rm -rf "$stage"; return 1
+	fi
+	dpkg-deb -x "$stage"/busybox-static_*.deb "$stage/x"
+	if [[ ! -s $stage/x/bin/busybox ]]; then
+		FETCH_ERR="no bin/busybox in $(basename "$stage"/busybox-static_*.deb)"
+		rm -rf "$stage"; return 1
+	fi
+	mkdir -p "$dst"
+	mv "$stage/x/bin/busybox" "$BUSYBOX"
+	dpkg-deb -f "$stage"/busybox-static_*.deb Package Version Architecture | awk '{print $2}' | paste -sd' ' >"$dst/info"
+	rm -rf "$stage"
+	log "cached busybox of $(<"$dst/info") in $dst"
 }
 
 # ------------------------------------------------------------------ boot
@@ -401,40 +490,59 @@ fetch_kernel_from_debian() {
 # patching kernel text, which kprobes do all the time.
 # shellcheck disable=SC2054 # tcg,thread=single is one argument
 choose_accel() {
+	local host=amd64
+	[[ $(uname -m) != aarch64 ]] || host=arm64
 	case ${BPFKIT_VM_ACCEL:-} in
-	tcg) ACCEL=(-accel tcg,thread=single -cpu max) ;;
+	tcg) ACCEL=(-accel tcg,thread=single -cpu "${BPFKIT_VM_CPU:-$TCG_CPU}") ;;
 	kvm) ACCEL=(-accel kvm -cpu host) ;;
-	'') if [[ -w /dev/kvm && ! -e /sys/module/kvm_pvm ]]; then
+	'') if [[ $host == "$ARCH" && -w /dev/kvm && ! -e /sys/module/kvm_pvm ]]; then
 			ACCEL=(-accel kvm -cpu host)
 		else
-			ACCEL=(-accel tcg,thread=single -cpu max)
+			ACCEL=(-accel tcg,thread=single -cpu "${BPFKIT_VM_CPU:-$TCG_CPU}")
 		fi ;;
 	*) die "BPFKIT_VM_ACCEL must be tcg or kvm" ;;
+	esac
+}
+
+# Whether F is a kernel qemu can boot with -kernel: a bzImage has "HdrS" at
+# 0x202; an arm64 Image, which Debian's arm64 vmlinuz is (not compressed),
+# has "ARM\x64" at 0x38.
+image_ok() {
+	local f=$1
+	case $ARCH in
+	amd64) [[ $(dd if="$f" bs=1 skip=514 count=4 2>/dev/null) == HdrS ]] ;;
+	arm64) [[ $(dd if="$f" bs=1 skip=56 count=4 2>/dev/null | od -An -tx1 | tr -d ' \n') == 41524d64 ]] ;;
 	esac
 }
 
 # Boots kernel K, waits for it, writes $WORK/K/{status,output,console.log}.
 # Always returns 0: the outcome is in the status file.
 run_vm() {
-	local k=$1 d=$WORK/$1 t0 qpid reason='' rc='' qrc=0 t
+	local k=$1 d=$WORK/$1 t0 qpid reason='' rc='' qrc=0 t out
 	mkdir -p "$d"
 	: >"$d/output.clean"
 	t0=$(now)
-	# A bzImage has "HdrS" at 0x202; anything else (a truncated download, a
-	# wrong file) would only make qemu fail obscurely.
-	if [[ $(dd if="$CACHE/kernels/$k/vmlinuz" bs=1 skip=514 count=4 2>/dev/null) != HdrS ]]; then
-		printf 'rc=\nreason=%s\ntime=0.0\n' "$CACHE/kernels/$k/vmlinuz is not a bzImage (delete it to fetch again)" >"$d/status"
+	# A truncated download or a wrong file would only make qemu fail obscurely.
+	if ! image_ok "$KCACHE/$k/vmlinuz"; then
+		printf 'rc=\nreason=%s\ntime=0.0\n' "$KCACHE/$k/vmlinuz is not $IMAGE_KIND (delete it to fetch again)" >"$d/status"
 		print_vm "$k"
 		return 0
 	fi
 	: >"$d/console.log"; : >"$d/output.log"
-	# ttyS0: kernel console, to a log that is only shown on failure.
-	# ttyS1: the test's output (see init).
-	qemu-system-x86_64 "${ACCEL[@]}" -m 1G -smp 2 -nodefaults -no-user-config \
+	# The second serial port on x86. The arm64 virt machine has only one
+	# UART (PL011, the console): the output goes to a PCI 16550 (qemu's
+	# pci-serial), which the kernel's built-in 8250_pci driver makes ttyS0.
+	case $ARCH in
+	amd64) out=(-serial "file:$d/output.log") ;;
+	arm64) out=(-chardev "file,id=out,path=$d/output.log" -device pci-serial,chardev=out) ;;
+	esac
+	# $CONSOLE: kernel console, to a log that is only shown on failure.
+	# $OUT_DEV: the test's output (see init).
+	"$QEMU" "${MACHINE[@]}" "${ACCEL[@]}" -m 1G -smp 2 -nodefaults -no-user-config \
 		-display none -no-reboot -nic none \
-		-kernel "$CACHE/kernels/$k/vmlinuz" -initrd "$WORK/initramfs.gz" \
-		-append "console=ttyS0 panic=-1 quiet BPFKIT_VM=$k ${BPFKIT_VM_APPEND:-}" \
-		-serial "file:$d/console.log" -serial "file:$d/output.log" \
+		-kernel "$KCACHE/$k/vmlinuz" -initrd "$WORK/initramfs.gz" \
+		-append "console=$CONSOLE panic=-1 quiet BPFKIT_VM=$k ${BPFKIT_VM_APPEND:-}" \
+		-serial "file:$d/console.log" "${out[@]}" \
 		</dev/null >"$d/qemu.log" 2>&1 &
 	qpid=$!
 	echo "$qpid" >"$d/qemu.pid"
@@ -483,32 +591,32 @@ print_vm() {
 	local k=$1 d=$WORK/$1 rc reason time rel
 	rc=$(sed -n 's/^rc=//p' "$d/status"); reason=$(sed -n 's/^reason=//p' "$d/status")
 	time=$(sed -n 's/^time=//p' "$d/status")
-	rel=$(sed -n 's/^release=//p' "$CACHE/kernels/$k/info" 2>/dev/null || true)
+	rel=$(sed -n 's/^release=//p' "$KCACHE/$k/info" 2>/dev/null || true)
 	{
 		flock 9
-		echo "==== [$k] $rel: ${time}s"
+		echo "==== [$ARCH $k] $rel: ${time}s"
 		sed -e '/^BPFKIT-VM-\(INIT\|EXIT=[0-9]*\)$/d' -e 's/BPFKIT-VM-EXIT=[0-9]*$//' \
-			"$d/output.clean" 2>/dev/null | sed "s/^/[$k] /" || true
+			"$d/output.clean" 2>/dev/null | sed "s/^/[$ARCH $k] /" || true
 		if [[ -n $reason ]]; then
 			if [[ ! -e $d/console.log ]]; then
-				echo "[$k] FAILED: $reason"
+				echo "[$ARCH $k] FAILED: $reason"
 			elif [[ -s $d/console.log ]]; then
-				echo "[$k] FAILED: $reason; last lines of the kernel console ($d/console.log):"
-				tail -25 "$d/console.log" | tr -d '\r' | sed "s/^/[$k]   | /"
+				echo "[$ARCH $k] FAILED: $reason; last lines of the kernel console ($d/console.log):"
+				tail -25 "$d/console.log" | tr -d '\r' | sed "s/^/[$ARCH $k]   | /"
 			elif ! grep -q '^BPFKIT-VM-INIT' "$d/output.clean"; then
-				echo "[$k] FAILED: $reason; the kernel console is empty ('quiet' shows only errors; BPFKIT_VM_APPEND=loglevel=7 shows more)"
+				echo "[$ARCH $k] FAILED: $reason; the kernel console is empty ('quiet' shows only errors; BPFKIT_VM_APPEND=loglevel=7 shows more)"
 			else
-				echo "[$k] FAILED: $reason (kernel console empty)"
+				echo "[$ARCH $k] FAILED: $reason (kernel console empty)"
 			fi
 			# (qemu's own "terminating on signal" after a timeout is noise)
 			if grep -qv 'terminating on signal' "$d/qemu.log" 2>/dev/null; then
-				echo "[$k] qemu said:"
-				grep -v 'terminating on signal' "$d/qemu.log" | sed "s/^/[$k]   | /"
+				echo "[$ARCH $k] qemu said:"
+				grep -v 'terminating on signal' "$d/qemu.log" | sed "s/^/[$ARCH $k]   | /"
 			fi
 		elif [[ $rc != 0 ]]; then
-			echo "[$k] FAILED: test binary exited $rc"
+			echo "[$ARCH $k] FAILED: test binary exited $rc"
 		else
-			echo "[$k] ok"
+			echo "[$ARCH $k] ok"
 		fi
 	} 9>"$WORK/print.lock"
 }
@@ -520,26 +628,29 @@ main() {
 	t0=$(now)
 	ensure_host_packages
 	build_test_binary
-	build_initramfs
 	choose_accel
 
-	mkdir -p "$CACHE/kernels" "$CACHE/apt"
+	mkdir -p "$KCACHE" "$APTDIR"
 	# One fetcher at a time per cache (another run may share it).
 	exec 8>"$CACHE/.lock"
 	flock 8
+	if [[ $ARCH != amd64 ]] && ! fetch_busybox; then
+		die "busybox for $ARCH: $FETCH_ERR"
+	fi
 	for k in "${KERNELS[@]}"; do
 		local tk; tk=$(now)
 		if fetch_kernel "$k"; then
 			ok_kernels+=("$k")
 		else
 			fetch_err[$k]=$FETCH_ERR
-			printf 'vm: [%s] FAILED to fetch: %s\n' "$k" "$FETCH_ERR"
+			printf 'vm: [%s %s] FAILED to fetch: %s\n' "$ARCH" "$k" "$FETCH_ERR"
 		fi
 		fetch_time[$k]=$(elapsed "$tk")
 	done
 	flock -u 8
+	build_initramfs
 
-	log "booting ${ok_kernels[*]:-nothing} (${ACCEL[*]}, $JOBS at a time, timeout ${TIMEOUT}s)"
+	log "booting $ARCH ${ok_kernels[*]:-nothing} (${ACCEL[*]}, $JOBS at a time, timeout ${TIMEOUT}s)"
 	# Each TCG VM keeps one host core busy: run JOBS (2) at a time.
 	for k in "${ok_kernels[@]}"; do
 		while ((running >= JOBS)); do wait -n || true; running=$((running - 1)); done
@@ -551,10 +662,10 @@ main() {
 	VM_PIDS=()
 
 	echo
-	printf '%-6s %-28s %5s %5s %5s %7s %7s  %s\n' kernel release pass fail skip fetch boot result
+	printf '%-5s %-6s %-28s %5s %5s %5s %7s %7s  %s\n' arch kernel release pass fail skip fetch boot result
 	for k in "${KERNELS[@]}"; do
 		local rel='' out=/dev/null
-		rel=$(sed -n 's/^release=//p' "$CACHE/kernels/$k/info" 2>/dev/null || true)
+		rel=$(sed -n 's/^release=//p' "$KCACHE/$k/info" 2>/dev/null || true)
 		if [[ -n ${fetch_err[$k]:-} ]]; then
 			result="FAILED: fetch: ${fetch_err[$k]}"; time=-
 		elif [[ ! -e $WORK/$k/status ]]; then
@@ -574,13 +685,13 @@ main() {
 			# A kernel that failed without a failing test still counts once.
 			((f)) || tf=$((tf + 1))
 		fi
-		printf '%-6s %-28s %5s %5s %5s %6ss %7s  %s\n' "$k" "${rel:--}" "$p" "$f" "$s" "${fetch_time[$k]}" "$time" "$result"
+		printf '%-5s %-6s %-28s %5s %5s %5s %6ss %7s  %s\n' "$ARCH" "$k" "${rel:--}" "$p" "$f" "$s" "${fetch_time[$k]}" "$time" "$result"
 	done
 	echo "total $(elapsed "$t0")s"
 	((failed == 0)) || KEEP_WORK=1
 	[[ -z $KEEP_WORK ]] || echo "logs (console.log, output.log per kernel) and initramfs kept in $WORK"
 	# A plain closing line that CI understands.
-	echo "vm: $tp passed, $tf failed, $ts skipped"
+	echo "vm: $ARCH: $tp passed, $tf failed, $ts skipped"
 	((failed == 0))
 }
 
