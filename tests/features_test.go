@@ -76,8 +76,10 @@ var helpersSince = []struct {
 }
 
 // vmConfig is, for the options the table above names, what Debian's
-// config of each VM kernel sets.
+// config of each VM kernel sets, by BPFKIT_VM and, where arm64's differs,
+// BPFKIT_VM/arm64 (GOARCH being the VM's architecture).
 var vmConfig = map[string][]string{
+	"6.12/arm64": {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS", "NETFILTER_BPF_LINK"},
 	"5.10": {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS"},
 	"6.1":  {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS"},
 	"6.12": {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS", "FPROBE", "NETFILTER_BPF_LINK"},
@@ -101,7 +103,10 @@ func thisKernel(t *testing.T) kernel {
 	}
 	k := kernel{v: int(code >> 8), config: map[string]bool{}}
 	if vm := os.Getenv("BPFKIT_VM"); vm != "" {
-		opts, ok := vmConfig[vm]
+		opts, ok := vmConfig[vm+"/"+runtime.GOARCH]
+		if !ok {
+			opts, ok = vmConfig[vm]
+		}
 		if !ok {
 			t.Fatalf("BPFKIT_VM=%s: no configuration known for it", vm)
 		}
