@@ -80,10 +80,10 @@ var helpersSince = []struct {
 // BPFKIT_VM/arm64 (GOARCH being the VM's architecture).
 var vmConfig = map[string][]string{
 	"6.12/arm64": {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS", "NETFILTER_BPF_LINK"},
-	"5.10": {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS"},
-	"6.1":  {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS"},
-	"6.12": {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS", "FPROBE", "NETFILTER_BPF_LINK"},
-	"7.2":  {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS", "FPROBE", "NETFILTER_BPF_LINK"},
+	"5.10":       {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS"},
+	"6.1":        {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS"},
+	"6.12":       {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS", "FPROBE", "NETFILTER_BPF_LINK"},
+	"7.2":        {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS", "FPROBE", "NETFILTER_BPF_LINK"},
 }
 
 // kernel is what the test knows of the running kernel: its version,
