@@ -174,7 +174,11 @@ build_test_binary() {
 	# it needs systemtap-sdt-dev and gcc with libc6-dev (amd64) or
 	# gcc-aarch64-linux-gnu with libc6-dev-arm64-cross; without them those
 	# tests skip.
-	"$CC" -static -O2 -o "$WORK/tools/sdt" "$ROOT/usdt/testdata/sdt.c" 2>"$WORK/sdt.log" ||
+	# sys/sdt.h serves every architecture, but Debian installs it in the
+	# host's multiarch directory only: a cross compiler looks there last.
+	local sdt_h
+	sdt_h=$(find /usr/include -path '*/sys/sdt.h' 2>/dev/null | head -1)
+	"$CC" -static -O2 ${sdt_h:+-idirafter "${sdt_h%/sys/sdt.h}"} -o "$WORK/tools/sdt" "$ROOT/usdt/testdata/sdt.c" 2>"$WORK/sdt.log" ||
 		log "no static sdt program, the USDT tests will skip: $(head -1 "$WORK/sdt.log")"
 	# Go runs a test with the package directory as working directory; give the
 	# VM the package's testdata/ so relative paths keep working.
