@@ -6,6 +6,8 @@ import (
 	"iter"
 	"reflect"
 	"unsafe"
+
+	"github.com/bpfkit/bpfkit/sys"
 )
 
 // Typed gives a map with fixed-size keys and values a Go type for each. K and
@@ -36,7 +38,7 @@ func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
 	}
 	vs := uint64(unsafe.Sizeof(v))
 	if m.typ.PerCPU() {
-		n, _ := PossibleCPUs()
+		n, _ := sys.PossibleCPUs()
 		if vs%8 != 0 || vs*uint64(n) != uint64(m.valueSize) {
 			return nil, fmt.Errorf("map %q: per-CPU value type of %d bytes, want a multiple of 8 that times %d CPUs is %d", m.name, vs, n, m.valueSize)
 		}
@@ -143,7 +145,7 @@ func (t *Typed[K, V]) Lookup(k K) (V, error) {
 	return v, m.lookup(unsafe.Pointer(&k), unsafe.Pointer(&v))
 }
 
-// LookupPerCPU fills out, which must hold PossibleCPUs values, with each
+// LookupPerCPU fills out, which must hold sys.PossibleCPUs values, with each
 // CPU's value of k.
 func (t *Typed[K, V]) LookupPerCPU(k K, out []V) error {
 	m, err := t.perCPU(out)
@@ -177,7 +179,7 @@ func (t *Typed[K, V]) Update(k K, v V, flags uint64) error {
 }
 
 // UpdatePerCPU sets k to one value per CPU, vals[i] on CPU i; vals must
-// hold PossibleCPUs values.
+// hold sys.PossibleCPUs values.
 func (t *Typed[K, V]) UpdatePerCPU(k K, vals []V, flags uint64) error {
 	m, err := t.perCPU(vals)
 	if err != nil {
@@ -226,7 +228,7 @@ func at[T any](b []byte) (v T) {
 // every possible CPU (index i is CPU i). The slice is reused at every step.
 func (t *Typed[K, V]) AllPerCPU(errp *error) iter.Seq2[K, []V] {
 	return func(yield func(K, []V) bool) {
-		n, err := PossibleCPUs()
+		n, err := sys.PossibleCPUs()
 		var m *Map
 		if err == nil {
 			m, err = t.perCPU(make([]V, n))

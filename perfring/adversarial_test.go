@@ -14,6 +14,7 @@ import (
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/perfring"
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -267,7 +268,7 @@ func TestHostileMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer small.Close()
-	if cpus, _ := mapfd.OnlineCPUs(); cpus[len(cpus)-1] > 0 {
+	if cpus, _ := sys.OnlineCPUs(); cpus[len(cpus)-1] > 0 {
 		_, err := perfring.NewPerfReader(small, perfring.Options{})
 		wantErr(t, "NewPerfReader of a 1-entry array", err, `map "small" has 1 entries, CPU`)
 	}

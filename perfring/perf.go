@@ -73,7 +73,7 @@ const (
 
 // NewPerfReader opens a PERF_COUNT_SW_BPF_OUTPUT event and its ring on every
 // online CPU, mapped 1+2^n pages each, and stores the events in array, a
-// PerfEventArray map with at least PossibleCPUs entries, at their CPU's
+// PerfEventArray map with at least sys.PossibleCPUs entries, at their CPU's
 // index. Programs write to it with bpf_perf_event_output(ctx, array,
 // BPF_F_CURRENT_CPU, data, size).
 func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
@@ -113,7 +113,7 @@ func NewEventReader(ev Event, o Options) (*PerfReader, error) {
 }
 
 // FDs are the reader's perf events, one per online CPU in the order of
-// mapfd.OnlineCPUs, or nil once closed; they stay the reader's.
+// sys.OnlineCPUs, or nil once closed; they stay the reader's.
 func (r *PerfReader) FDs() []int {
 	var fds []int
 	r.eachRing(func(ring *perfRing) error { fds = append(fds, ring.fd); return nil })
@@ -131,7 +131,7 @@ func newPerfReader(array *mapfd.Map, ev Event, o Options) (*PerfReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	cpus, err := mapfd.OnlineCPUs()
+	cpus, err := sys.OnlineCPUs()
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +262,7 @@ func (r *PerfReader) Close() error {
 func (r *PerfReader) SetDeadline(t time.Time) { r.poll.setDeadline(t) }
 
 // Lost returns the samples lost so far on each online CPU, in the order of
-// OnlineCPUs, as reported by the loss records read so far.
+// sys.OnlineCPUs, as reported by the loss records read so far.
 func (r *PerfReader) Lost() []uint64 {
 	out := make([]uint64, len(r.lost))
 	for i := range r.lost {

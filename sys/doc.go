@@ -1,6 +1,7 @@
 // Package sys is bpfkit's only door to the kernel: one Go function per bpf(2)
 // command (MapCreate, ProgLoad, LinkCreate, ...), perf_event_open(2) and the
-// perf ioctls that attach and enable programs.
+// perf ioctls that attach and enable programs. It also reads the CPU lists
+// that per-CPU maps and perf rings are sized by (PossibleCPUs, OnlineCPUs).
 //
 // Each command takes a struct laid out exactly as its member of the kernel's
 // union bpf_attr, padded to AttrSize: at least the union of every kernel we

@@ -117,6 +117,13 @@ func rootExamples() []rootExample {
 	return []rootExample{{f: ExampleSetJournal}, {f: ExampleNeedCaps}, {f: ExampleError}}
 }
 
+func ExampleParseCPUList() {
+	cpus, err := sys.ParseCPUList("0-3,8,10-11")
+	fmt.Println(cpus, err)
+	// Output:
+	// [0 1 2 3 8 10 11] <nil>
+}
+
 // The rest of this file is the same in every package's example_test.go.
 
 // rootExample is an example that needs root or prints what depends on the
