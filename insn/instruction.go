@@ -54,7 +54,7 @@ func AppendEncode(b []byte, insns []Instruction) ([]byte, error) {
 	b = slices.Grow(b, len(insns)*InstructionSize)[:at+len(insns)*InstructionSize]
 	for n, in := range insns {
 		if r := max(in.Dst, in.Src); r > 15 {
-			return b[:at], fmt.Errorf("insn: encode: instruction %d: %w: r%d does not fit 4 bits", n, ErrRegister, r)
+			return b[:at], &itemError{fmt.Sprintf("encode: instruction %d", n), fmt.Errorf("%w: r%d does not fit 4 bits", ErrRegister, r)}
 		}
 		s := b[at+n*InstructionSize : at+n*InstructionSize+InstructionSize]
 		s[0], s[1] = in.Code, byte(in.Dst)|byte(in.Src)<<4

@@ -346,7 +346,7 @@ func ExampleNewTyped() {
 	}
 
 	// As root, it prints:
-	// map "slots": value type of 4 bytes, the map's values are 8
+	// mapfd: map "slots": value type of 4 bytes, the map's values are 8
 	// 0 0
 	// 1 0
 	// 2 99

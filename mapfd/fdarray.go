@@ -14,7 +14,7 @@ func (m *Map) SetFD(index uint32, fd int) error {
 		return ErrClosed
 	}
 	if m.keySize != 4 || m.valueSize != 4 {
-		return fmt.Errorf("map %q is not an fd array", m.name)
+		return fmt.Errorf("mapfd: map %q is not an fd array", m.name)
 	}
 	v := uint32(fd)
 	return m.update(unsafe.Pointer(&index), unsafe.Pointer(&v), BPF_ANY)

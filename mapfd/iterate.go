@@ -54,7 +54,7 @@ func (m *Map) All(errp *error) iter.Seq2[[]byte, []byte] {
 				return
 			}
 		}
-		setErr(fmt.Errorf("map %q: iteration did not end after %d steps", m.name, 2*uint64(m.maxEntries)+1))
+		setErr(fmt.Errorf("mapfd: map %q: iteration did not end after %d steps", m.name, 2*uint64(m.maxEntries)+1))
 	}
 }
 
@@ -80,16 +80,16 @@ func (m *Map) LookupBatch(c *BatchCursor, keys, values []byte) (int, error) {
 		return 0, ErrClosed
 	}
 	if c == nil {
-		return 0, fmt.Errorf("map %q: lookup batch: nil cursor", m.name)
+		return 0, fmt.Errorf("mapfd: map %q: lookup batch: nil cursor", m.name)
 	}
 	if m.keySize == 0 {
-		return 0, fmt.Errorf("map %q: lookup batch: a %s map has no keys to walk", m.name, m.typ)
+		return 0, fmt.Errorf("mapfd: map %q: lookup batch: a %s map has no keys to walk", m.name, m.typ)
 	}
 	// Sizes multiply in 64 bits: in 32 a large value size wraps the
 	// product, and the kernel would write past values.
 	n := min(uint64(len(keys))/uint64(m.keySize), uint64(len(values))/max(uint64(m.valueSize), 1), math.MaxUint32)
 	if n == 0 {
-		return 0, fmt.Errorf("map %q: lookup batch: buffers of %d and %d bytes hold no whole element (key %d bytes, value %d)",
+		return 0, fmt.Errorf("mapfd: map %q: lookup batch: buffers of %d and %d bytes hold no whole element (key %d bytes, value %d)",
 			m.name, len(keys), len(values), m.keySize, m.valueSize)
 	}
 	var out uint64

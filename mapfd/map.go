@@ -58,7 +58,7 @@ func (keyNotExist) Is(target error) bool { return target == unix.ENOENT }
 func (keyNotExist) Unwrap() error        { return nil }
 func notExist(err error) bool            { return errors.Is(err, unix.ENOENT) }
 func (m *Map) wrap(op string, err error) error {
-	return fmt.Errorf("map %q %s: %w", m.name, op, err)
+	return sys.Wrap("mapfd", err, "map %q %s", m.name, op)
 }
 
 // ErrClosed is returned by every operation on a closed Map.
@@ -103,7 +103,7 @@ type Map struct {
 func Create(spec Spec) (*Map, error) {
 	name, err := sys.NewObjName(spec.Name)
 	if err != nil {
-		return nil, fmt.Errorf("map create: %w", err)
+		return nil, fmt.Errorf("mapfd: map create: %w", err)
 	}
 	if spec.Type == PerfEventArray || spec.Type == ProgArray {
 		spec.KeySize, spec.ValueSize = cmp.Or(spec.KeySize, 4), cmp.Or(spec.ValueSize, 4)
@@ -111,7 +111,7 @@ func Create(spec Spec) (*Map, error) {
 	if spec.Type == PerfEventArray && spec.MaxEntries == 0 {
 		n, err := sys.PossibleCPUs()
 		if err != nil {
-			return nil, fmt.Errorf("map create %q: %w", spec.Name, err)
+			return nil, fmt.Errorf("mapfd: map create %q: %w", spec.Name, err)
 		}
 		spec.MaxEntries = uint32(n)
 	}
@@ -125,7 +125,7 @@ func Create(spec Spec) (*Map, error) {
 	}
 	if spec.InnerMap != nil {
 		if spec.InnerMap.fd.Int() < 0 {
-			return nil, fmt.Errorf("map create %q: inner map: %w", spec.Name, ErrClosed)
+			return nil, fmt.Errorf("%w: the inner map of %q", ErrClosed, spec.Name)
 		}
 		attr.InnerMapFD = uint32(spec.InnerMap.fd.Int())
 	}
@@ -134,7 +134,7 @@ func Create(spec Spec) (*Map, error) {
 		fd, err = sys.MapCreate(&attr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("map create %q (type %d, key %d, value %d, entries %d): %w",
+		return nil, fmt.Errorf("mapfd: map create %q (type %d, key %d, value %d, entries %d): %w",
 			spec.Name, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, err)
 	}
 	return newMap(fd, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, spec.Flags, attr.MapName.String())
@@ -151,13 +151,13 @@ func newMap(fd int, typ Type, key, value, max, flags uint32, name string) (*Map,
 		n, err := sys.PossibleCPUs()
 		if err != nil {
 			unix.Close(fd)
-			return nil, err
+			return nil, fmt.Errorf("mapfd: map %q: %w", name, err)
 		}
 		// In 64 bits: value+7 and the product both wrap in 32.
 		size := uint64(n) * ((uint64(value) + 7) &^ 7)
 		if size > math.MaxUint32 {
 			unix.Close(fd)
-			return nil, fmt.Errorf("map %q: per-CPU value of %d bytes times %d CPUs is more than a lookup can take", name, value, n)
+			return nil, fmt.Errorf("mapfd: map %q: per-CPU value of %d bytes times %d CPUs is more than a lookup can take", name, value, n)
 		}
 		m.valueSize = uint32(size)
 	}
@@ -166,20 +166,9 @@ func newMap(fd int, typ Type, key, value, max, flags uint32, name string) (*Map,
 
 // Open opens the map pinned at path in a BPF file system.
 func Open(path string) (*Map, error) {
-	attr, err := sys.ObjPath(path, 0)
+	fd, err := sys.OpenPinned(path, "map")
 	if err != nil {
-		return nil, fmt.Errorf("open pinned map: %w", err)
-	}
-	fd, err := sys.ObjGet(attr)
-	if err != nil {
-		return nil, fmt.Errorf("open pinned map %s: %w", path, err)
-	}
-	if kind, err := sys.ObjKind(fd); kind != "map" {
-		unix.Close(fd)
-		if err == nil {
-			err = fmt.Errorf("a BPF %s is pinned there, not a map: %w", kind, unix.EINVAL)
-		}
-		return nil, fmt.Errorf("open pinned map %s: %w", path, err)
+		return nil, fmt.Errorf("mapfd: open pinned map %s: %w", path, err)
 	}
 	return fromFD(fd)
 }
@@ -188,7 +177,7 @@ func Open(path string) (*Map, error) {
 func OpenID(id uint32) (*Map, error) {
 	fd, err := sys.MapGetFDByID(&sys.GetIDAttr{ID: id})
 	if err != nil {
-		return nil, fmt.Errorf("open map id %d: %w", id, err)
+		return nil, fmt.Errorf("mapfd: open map id %d: %w", id, err)
 	}
 	return fromFD(fd)
 }
@@ -202,7 +191,7 @@ func NextID(after uint32) (uint32, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("next map id after %d: %w", after, err)
+		return 0, fmt.Errorf("mapfd: next map id after %d: %w", after, err)
 	}
 	return attr.NextID, nil
 }
@@ -211,7 +200,7 @@ func fromFD(fd int) (*Map, error) {
 	var info sys.MapInfo
 	if err := sys.MapInfoByFD(fd, &info); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("map info: %w", err)
+		return nil, fmt.Errorf("mapfd: map info: %w", err)
 	}
 	return newMap(fd, Type(info.Type), info.KeySize, info.ValueSize, info.MaxEntries, info.MapFlags, info.Name.String())
 }
@@ -249,9 +238,7 @@ func (m *Map) ValueSize() uint32 { return m.valueSize }
 
 // Close releases the map's fd; the kernel frees the map when nothing else
 // (a program, a pin, another fd) holds it. Closing twice is harmless.
-func (m *Map) Close() error {
-	return m.fd.Close()
-}
+func (m *Map) Close() error { return m.wrap("close", m.fd.Close()) }
 
 func (m *Map) elem(key, value unsafe.Pointer, flags uint64) sys.MapElemAttr {
 	return sys.MapElemAttr{MapFD: uint32(m.fd.Int()), Key: sys.NewPointer(key), Value: sys.NewPointer(value), Flags: flags}
@@ -264,7 +251,7 @@ func (m *Map) check(key, value []byte, takesValue bool) error {
 		return ErrClosed
 	}
 	if len(key) != int(m.keySize) || (takesValue && len(value) != int(m.valueSize)) {
-		return fmt.Errorf("map %q: key of %d bytes and value of %d, want %d and %d", m.name, len(key), len(value), m.keySize, m.valueSize)
+		return fmt.Errorf("mapfd: map %q: key of %d bytes and value of %d, want %d and %d", m.name, len(key), len(value), m.keySize, m.valueSize)
 	}
 	return nil
 }
@@ -358,7 +345,7 @@ func (m *Map) NextKey(key, next []byte) error {
 		return err
 	}
 	if key != nil && len(key) != int(m.keySize) {
-		return fmt.Errorf("map %q: key of %d bytes, want %d", m.name, len(key), m.keySize)
+		return fmt.Errorf("mapfd: map %q: key of %d bytes, want %d", m.name, len(key), m.keySize)
 	}
 	return m.nextKey(ptr(key), ptr(next))
 }
@@ -410,14 +397,7 @@ func (m *Map) Pin(path string) error {
 	if m.fd.Int() < 0 {
 		return ErrClosed
 	}
-	attr, err := sys.ObjPath(path, m.fd.Int())
-	if err == nil {
-		err = sys.ObjPin(attr)
-	}
-	if err != nil {
-		return m.wrap("pin at "+path, err)
-	}
-	return nil
+	return m.wrap("pin at "+path, sys.Pin(m.fd.Int(), path))
 }
 
 // Unpin removes a pinned object, map or program, from a BPF file system.

@@ -31,22 +31,22 @@ func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
 		return nil, errors.New("mapfd: NewTyped of a nil map")
 	}
 	if err := plainData(reflect.TypeOf(&k).Elem()); err != nil {
-		return nil, fmt.Errorf("map %q key: %w", m.name, err)
+		return nil, fmt.Errorf("mapfd: map %q key: %w", m.name, err)
 	}
 	if err := plainData(reflect.TypeOf(&v).Elem()); err != nil {
-		return nil, fmt.Errorf("map %q value: %w", m.name, err)
+		return nil, fmt.Errorf("mapfd: map %q value: %w", m.name, err)
 	}
 	vs := uint64(unsafe.Sizeof(v))
 	if m.typ.PerCPU() {
 		n, _ := sys.PossibleCPUs()
 		if vs%8 != 0 || vs*uint64(n) != uint64(m.valueSize) {
-			return nil, fmt.Errorf("map %q: per-CPU value type of %d bytes, want a multiple of 8 that times %d CPUs is %d", m.name, vs, n, m.valueSize)
+			return nil, fmt.Errorf("mapfd: map %q: per-CPU value type of %d bytes, want a multiple of 8 that times %d CPUs is %d", m.name, vs, n, m.valueSize)
 		}
 	} else if vs != uint64(m.valueSize) {
-		return nil, fmt.Errorf("map %q: value type of %d bytes, the map's values are %d", m.name, vs, m.valueSize)
+		return nil, fmt.Errorf("mapfd: map %q: value type of %d bytes, the map's values are %d", m.name, vs, m.valueSize)
 	}
 	if ks := uint64(unsafe.Sizeof(k)); ks != uint64(m.keySize) {
-		return nil, fmt.Errorf("map %q: key type of %d bytes, the map's keys are %d", m.name, ks, m.keySize)
+		return nil, fmt.Errorf("mapfd: map %q: key type of %d bytes, the map's keys are %d", m.name, ks, m.keySize)
 	}
 	return &Typed[K, V]{m}, nil
 }
@@ -59,7 +59,7 @@ func CreateTyped[K, V any](spec Spec) (*Typed[K, V], error) {
 	var v V
 	ks, vs := uint32(unsafe.Sizeof(k)), uint32(unsafe.Sizeof(v))
 	if spec.KeySize != 0 && spec.KeySize != ks || spec.ValueSize != 0 && spec.ValueSize != vs {
-		return nil, fmt.Errorf("map %q: key and value sizes %d and %d, the types' are %d and %d", spec.Name, spec.KeySize, spec.ValueSize, ks, vs)
+		return nil, fmt.Errorf("mapfd: map %q: key and value sizes %d and %d, the types' are %d and %d", spec.Name, spec.KeySize, spec.ValueSize, ks, vs)
 	}
 	spec.KeySize, spec.ValueSize = ks, vs
 	m, err := Create(spec)
@@ -110,7 +110,7 @@ func (t *Typed[K, V]) open() (*Map, error) {
 func (t *Typed[K, V]) single(call string) (*Map, error) {
 	m, err := t.open()
 	if err == nil && m.typ.PerCPU() {
-		err = fmt.Errorf("map %q: %s needs one value per CPU on a per-CPU map: use %sPerCPU", m.name, call, call)
+		err = fmt.Errorf("mapfd: map %q: %s needs one value per CPU on a per-CPU map: use %sPerCPU", m.name, call, call)
 	}
 	return m, err
 }
@@ -164,7 +164,7 @@ func (t *Typed[K, V]) perCPU(out []V) (*Map, error) {
 	var v V
 	size := uint64(unsafe.Sizeof(v))
 	if !m.typ.PerCPU() || size == 0 || uint64(len(out))*size != uint64(m.valueSize) {
-		return nil, fmt.Errorf("map %q: per-CPU access needs a per-CPU map and %d values", m.name, uint64(m.valueSize)/max(size, 1))
+		return nil, fmt.Errorf("mapfd: map %q: per-CPU access needs a per-CPU map and %d values", m.name, uint64(m.valueSize)/max(size, 1))
 	}
 	return m, nil
 }

@@ -116,13 +116,13 @@ func NewEventReader(ev Event, o Options) (*PerfReader, error) {
 // sys.OnlineCPUs, or nil once closed; they stay the reader's.
 func (r *PerfReader) FDs() []int {
 	var fds []int
-	r.eachRing(func(ring *perfRing) error { fds = append(fds, ring.fd); return nil })
+	r.eachRing("", func(ring *perfRing) error { fds = append(fds, ring.fd); return nil })
 	return fds
 }
 
 // Enable starts the events of a NewEventReader (PERF_EVENT_IOC_ENABLE).
 func (r *PerfReader) Enable() error {
-	return r.eachRing(func(ring *perfRing) error { return sys.PerfEventEnable(ring.fd) })
+	return r.eachRing("enable", func(ring *perfRing) error { return sys.PerfEventEnable(ring.fd) })
 }
 
 func newPerfReader(array *mapfd.Map, ev Event, o Options) (*PerfReader, error) {
@@ -280,12 +280,12 @@ func (r *PerfReader) Pause() error { return r.pause(true) }
 func (r *PerfReader) Resume() error { return r.pause(false) }
 
 func (r *PerfReader) pause(on bool) error {
-	return r.eachRing(func(ring *perfRing) error { return sys.PerfEventPauseOutput(ring.fd, on) })
+	return r.eachRing("pause", func(ring *perfRing) error { return sys.PerfEventPauseOutput(ring.fd, on) })
 }
 
 // eachRing calls f for every ring while its fd stays open, or returns
 // ErrClosed.
-func (r *PerfReader) eachRing(f func(*perfRing) error) error {
+func (r *PerfReader) eachRing(op string, f func(*perfRing) error) error {
 	p := r.poll
 	if p == nil {
 		return ErrClosed
@@ -299,7 +299,7 @@ func (r *PerfReader) eachRing(f func(*perfRing) error) error {
 	for _, ring := range r.rings {
 		errs = append(errs, f(ring))
 	}
-	return errors.Join(errs...)
+	return wrap(errors.Join(errs...), "%s", op)
 }
 
 // next returns the next record of ring, or ok=false when it has none left
@@ -309,20 +309,20 @@ func (r *PerfReader) next(i int, ring *perfRing) (rec Record, ok bool, err error
 		typ, body, size, err := perfRecord(ring.data, ring.pos, ring.end, &r.scratch)
 		if err != nil {
 			ring.pos = ring.end // skip what cannot be parsed
-			return Record{}, false, fmt.Errorf("CPU %d: %w", ring.cpu, err)
+			return Record{}, false, wrap(err, "CPU %d", ring.cpu)
 		}
 		ring.pos += size
 		switch typ {
 		case perfRecordSample:
 			s, err := rawSample(body)
 			if err != nil {
-				return Record{}, false, fmt.Errorf("CPU %d: %w", ring.cpu, err)
+				return Record{}, false, wrap(err, "CPU %d", ring.cpu)
 			}
 			return Record{CPU: ring.cpu, Sample: s}, true, nil
 		case perfRecordLost:
 			n, err := lostCount(body)
 			if err != nil {
-				return Record{}, false, fmt.Errorf("CPU %d: %w", ring.cpu, err)
+				return Record{}, false, wrap(err, "CPU %d", ring.cpu)
 			}
 			r.lost[i].Add(n)
 			return Record{CPU: ring.cpu, Lost: n}, true, nil
@@ -429,6 +429,11 @@ func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, e
 
 var errNilFunc = errors.New("perfring: ReadFunc with a nil callback")
 
+// wrap is sys.Wrap for perfring's errors.
+func wrap(err error, format string, args ...any) error {
+	return sys.Wrap("perfring", err, format, args...)
+}
+
 // wait waits for the kernel to wake us for a ring and marks the rings it
 // woke us for. When the wait fails (deadline, ctx, Close), it marks them
 // all, so that what lies below a watermark is read before giving up.
@@ -459,7 +464,7 @@ func (r *PerfReader) drain(f func(Record) error) (int, error) {
 			continue
 		}
 		if n := uint64(len(ring.data)); ring.end-ring.pos > n { // never from a sane kernel
-			err = fmt.Errorf("CPU %d: %w: %d bytes published in a ring of %d", ring.cpu, ErrCorrupt, ring.end-ring.pos, n)
+			err = wrap(fmt.Errorf("%w: %d bytes published in a ring of %d", ErrCorrupt, ring.end-ring.pos, n), "CPU %d", ring.cpu)
 			ring.pos = ring.end
 		} else {
 			if !delivering {

@@ -47,6 +47,10 @@ type poller struct {
 	stop    func() // marks the rings closed, for a loop that checks them rather than closed
 }
 
+// errDeadline is os.ErrDeadlineExceeded, made once: a read that times out
+// does not allocate.
+var errDeadline = fmt.Errorf("perfring: %w", os.ErrDeadlineExceeded)
+
 const wakeIndex = -1 // the epoll data of the eventfd
 
 func newPoller(n int) (*poller, error) {
@@ -125,13 +129,13 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 			return 0, ErrClosed
 		}
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return 0, fmt.Errorf("perfring: %w", err)
 		}
 		timeout := -1
 		if d := p.deadline.Load(); d != 0 {
 			left := time.Until(time.Unix(0, d))
 			if left <= 0 {
-				return 0, os.ErrDeadlineExceeded
+				return 0, errDeadline
 			}
 			timeout = int(min((left+time.Millisecond-1)/time.Millisecond, 1<<31-1))
 		}

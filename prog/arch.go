@@ -43,7 +43,7 @@ var ptRegs = []PtRegs{
 func KernelPtRegs() (PtRegs, error) {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
-		return PtRegs{}, fmt.Errorf("uname: %w", err)
+		return PtRegs{}, fmt.Errorf("prog: uname: %w", err)
 	}
 	return PtRegsOf(unix.ByteSliceToString(u.Machine[:]))
 }
@@ -62,7 +62,7 @@ func PtRegsOf(machine string) (PtRegs, error) {
 			return r, nil
 		}
 	}
-	return PtRegs{}, fmt.Errorf("kprobe arguments: no pt_regs layout for %q: %w", machine, sys.ErrNotSupported)
+	return PtRegs{}, fmt.Errorf("prog: kprobe arguments: no pt_regs layout for %q: %w", machine, sys.ErrNotSupported)
 }
 
 // Arg is dst = argument n (from 0) of the probed function, read from the
@@ -70,7 +70,7 @@ func PtRegsOf(machine string) (PtRegs, error) {
 // register.
 func (r PtRegs) Arg(dst, ctx insn.Register, n int) (insn.Item, error) {
 	if n < 0 || n >= len(r.Args) {
-		return insn.Item{}, fmt.Errorf("kprobe argument %d: %s passes %d in registers", n, r.Arch, len(r.Args))
+		return insn.Item{}, fmt.Errorf("prog: kprobe argument %d: %s passes %d in registers", n, r.Arch, len(r.Args))
 	}
 	return insn.LoadMem(r.Size, dst, ctx, r.Args[n]), nil
 }

@@ -38,13 +38,11 @@ const (
 	sttFunc   = 2
 )
 
-var errNotELF = errors.New("not a little-endian ELF file")
-
 // readELF reads the header and program headers of r.
 func readELF(r io.ReaderAt) (*elfFile, error) {
 	var h [64]byte
 	if n, _ := r.ReadAt(h[:], 0); n < 52 || string(h[:4]) != "\x7fELF" || h[5] != 1 || h[4] != 1 && h[4] != 2 {
-		return nil, errNotELF
+		return nil, errors.New("not a little-endian ELF file")
 	}
 	le := binary.LittleEndian
 	f := &elfFile{r: r, wide: h[4] == 2}

@@ -58,7 +58,7 @@ func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
 	case err == nil || yes != 0 && f.Errno == yes:
 		f.OK = true
 	case f.Errno == 0 || !slices.Contains(no, f.Errno):
-		f.Err = fmt.Errorf("probe for %s: %w", f.Name, err)
+		f.Err = wrap(err, "probe for %s", f.Name)
 	}
 }
 
@@ -107,7 +107,7 @@ func HavePerfLink() (bool, error) {
 	return probe("perf_link", func(f *Feature) {
 		p, err := Load(Spec{Type: Tracepoint, Name: "probe_link", License: "GPL", Insns: retZero})
 		if err != nil {
-			f.Err = fmt.Errorf("probe for perf links: %w", err)
+			f.Err = wrap(err, "probe for %s", f.Name)
 			return
 		}
 		defer p.Close()
@@ -146,7 +146,7 @@ func HaveISA(v int) (bool, error) {
 	probes := map[int]insn.Item{2: insn.JumpImmOff(unix.BPF_JLT, insn.R0, 1, 0),
 		3: insn.Jump32ImmOff(unix.BPF_JLT, insn.R0, 1, 0), 4: insn.Movsx64Reg(insn.R0, insn.R0, 8)}
 	if _, ok := probes[v]; !ok {
-		return false, fmt.Errorf("probe for ISA v%d: there are versions 2 to 4", v)
+		return false, fmt.Errorf("prog: probe for ISA v%d: there are versions 2 to 4", v)
 	}
 	return probe("isa_v"+strconv.Itoa(v), func(f *Feature) {
 		_, err := tryLoad(SocketFilter, insn.Mov64Imm(insn.R0, 0), probes[v], insn.Exit())
@@ -170,11 +170,11 @@ func HaveBTF() (bool, error) {
 // perf events of their own PMU (4.17), without tracefs.
 func HavePMU(k tracefs.ProbeKind) (bool, error) {
 	if k.PMU() == "" {
-		return false, fmt.Errorf("probe for a PMU: %w: kind %d", tracefs.ErrInvalid, int(k))
+		return false, fmt.Errorf("prog: probe for a PMU: kind %d: %w", int(k), tracefs.ErrInvalid)
 	}
 	return probe(k.PMU()+"_pmu", func(f *Feature) {
 		p, err := probePMU(k)
-		f.OK, f.Err = p.typ != 0, err
+		f.OK, f.Err = p.typ != 0, wrap(err, "probe for %s", f.Name)
 		if !f.OK {
 			f.Errno = unix.ENOENT // no /sys/bus/event_source/devices/<pmu>
 		}
@@ -188,7 +188,7 @@ func TailCallLimit() (int, error) {
 	f := probe("tail_call_limit", func(f *Feature) {
 		fd, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_PROG_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
 		if err != nil {
-			f.Err = fmt.Errorf("probe for the tail-call limit: %w", err)
+			f.Err = wrap(err, "probe for %s", f.Name)
 			return
 		}
 		// Closing the array's last fd empties it (prog_array_map_clear):
@@ -211,7 +211,7 @@ func TailCallLimit() (int, error) {
 		}
 		f.Value, f.OK = int(r.Retval)-1, r.Retval > 1
 		if err != nil {
-			f.Err = fmt.Errorf("probe for the tail-call limit: %w", err)
+			f.Err = wrap(err, "probe for %s", f.Name)
 		}
 	})
 	return f.Value, f.Err
@@ -290,7 +290,7 @@ func HaveHelper(t Type, h insn.Helper) (bool, error) {
 	return probe("helper "+t.String()+" "+h.String(), func(f *Feature) {
 		switch t {
 		case unix.BPF_PROG_TYPE_TRACING, unix.BPF_PROG_TYPE_LSM, unix.BPF_PROG_TYPE_EXT, unix.BPF_PROG_TYPE_STRUCT_OPS:
-			f.Err = fmt.Errorf("probe for %s: %s programs load only with a target", f.Name, t)
+			f.Err = fmt.Errorf("prog: probe for %s: %s programs load only with a target", f.Name, t)
 			return
 		}
 		log, err := tryLoad(t, insn.Call(h), insn.Exit())
@@ -299,7 +299,7 @@ func HaveHelper(t Type, h insn.Helper) (bool, error) {
 		case err == nil:
 			f.OK = true
 		case f.Errno == 0 || f.Errno == unix.EPERM:
-			f.Err = fmt.Errorf("probe for %s: %w", f.Name, err)
+			f.Err = wrap(err, "probe for %s", f.Name)
 		case log != "": // else the kernel refused the program type itself
 			f.OK = !strings.Contains(log, "invalid func ") && !strings.Contains(log, "unknown func ") &&
 				!strings.Contains(log, "program of this type cannot use helper ")
@@ -336,7 +336,7 @@ func HaveMapType[T ~uint32](t T) (bool, error) {
 		case unix.BPF_MAP_TYPE_ARRAY_OF_MAPS, unix.BPF_MAP_TYPE_HASH_OF_MAPS:
 			inner, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
 			if err != nil {
-				f.Err = fmt.Errorf("probe for %s: inner map: %w", f.Name, err)
+				f.Err = wrap(err, "probe for %s: inner map", f.Name)
 				return
 			}
 			defer unix.Close(inner)

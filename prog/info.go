@@ -35,7 +35,7 @@ func (p *Program) Info() (*Info, error) {
 	}
 	var si sys.ProgInfo
 	if err := sys.ProgInfoByFD(p.fd.Int(), &si); err != nil {
-		return nil, fmt.Errorf("program %q info: %w", p.name, err)
+		return nil, fmt.Errorf("prog: info of %q: %w", p.name, err)
 	}
 	xlated := make([]byte, si.XlatedProgLen)
 	mapIDs := make([]uint32, si.NrMapIDs)
@@ -44,11 +44,11 @@ func (p *Program) Info() (*Info, error) {
 		si.MapIDs = sys.NewPointer(unsafePointer(&mapIDs[0]))
 	}
 	if err := sys.ProgInfoByFD(p.fd.Int(), &si); err != nil {
-		return nil, fmt.Errorf("program %q info: %w", p.name, err)
+		return nil, fmt.Errorf("prog: info of %q: %w", p.name, err)
 	}
 	insns, err := insn.Decode(xlated[:min(int(si.XlatedProgLen), len(xlated))])
 	if err != nil {
-		return nil, fmt.Errorf("program %q xlated instructions: %w", p.name, err)
+		return nil, fmt.Errorf("prog: xlated instructions of %q: %w", p.name, err)
 	}
 	return &Info{
 		ID: si.ID, Type: Type(si.Type), Name: si.Name.String(), Tag: hex.EncodeToString(si.Tag[:]),
@@ -102,4 +102,4 @@ func EnableStats() (*Stats, error) {
 }
 
 // Close turns the statistics off, unless something else keeps them on.
-func (s *Stats) Close() error { return s.fd.Close() }
+func (s *Stats) Close() error { return wrap(s.fd.Close(), "disable statistics") }

@@ -51,7 +51,7 @@ func loadKallsyms() (*Symbols, error) {
 	kallsyms.once.Do(func() {
 		f, err := os.Open("/proc/kallsyms")
 		if err != nil {
-			kallsyms.err = fmt.Errorf("kernel symbols: %w", err)
+			kallsyms.err = fmt.Errorf("prog: kernel symbols: %w", err)
 			return
 		}
 		defer f.Close()
@@ -69,7 +69,7 @@ func loadKallsyms() (*Symbols, error) {
 			}
 		}
 		if err := sc.Err(); err != nil {
-			kallsyms.err = fmt.Errorf("kernel symbols: %w", err)
+			kallsyms.err = fmt.Errorf("prog: kernel symbols: %w", err)
 			return
 		}
 		slices.SortStableFunc(syms, func(a, b sym) int { return cmp.Compare(a.addr, b.addr) })

@@ -25,7 +25,8 @@ var kernVersion struct {
 // Ubuntu's ABI numbers are not sublevels).
 func KernelVersion() (uint32, error) {
 	kernVersion.once.Do(func() {
-		kernVersion.v, kernVersion.err = vdsoVersion()
+		v, err := vdsoVersion()
+		kernVersion.v, kernVersion.err = v, wrap(err, "kernel version")
 	})
 	return kernVersion.v, kernVersion.err
 }

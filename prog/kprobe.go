@@ -57,11 +57,11 @@ func explainProbe(spec tracefs.ProbeSpec, err error) error {
 // __<arch>_sys_ that getpid has, else sys_.
 func SyscallSymbol(name string) (string, error) {
 	if name == "" || strings.IndexFunc(name, func(c rune) bool { return !(c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') }) >= 0 {
-		return "", fmt.Errorf("%w: syscall name %q: lower-case letters, digits and '_' only", tracefs.ErrInvalid, name)
+		return "", fmt.Errorf("prog: syscall name %q: lower-case letters, digits and '_' only: %w", name, tracefs.ErrInvalid)
 	}
 	syms, err := loadKallsyms()
 	if err != nil {
-		return "", fmt.Errorf("syscall symbol for %s: %w", name, err)
+		return "", err
 	}
 	return syscallPrefix(syms, runtime.GOARCH) + name, nil
 }

@@ -48,10 +48,7 @@ func (l *Link) Close() error {
 	if l.event != nil {
 		errs = append(errs, l.event.Remove())
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("detach %s: %w", l.desc, err)
-	}
-	return nil
+	return wrap(errors.Join(errs...), "detach %s", l.desc)
 }
 
 // AttachOptions apply to every attachment made through a perf event.
@@ -74,10 +71,7 @@ func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, 
 	l.perfFD.Set(perfFD)
 	fail := func(err error) (*Link, error) {
 		l.Close()
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
-	}
-	if p.fd.Int() < 0 {
-		return fail(ErrClosed)
+		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
 	useLink := false
 	if !o.Legacy {
@@ -115,12 +109,12 @@ var ErrWrongType = errors.New("prog: wrong program type")
 func usable(p *Program, what string, types ...Type) error {
 	switch {
 	case p == nil:
-		return fmt.Errorf("attach a nil program to %s", what)
+		return fmt.Errorf("prog: attach a nil program to %s", what)
 	case p.fd.Int() < 0:
-		return fmt.Errorf("attach %q to %s: %w", p.name, what, ErrClosed)
+		return wrap(ErrClosed, "attach %q to %s", p.name, what)
 	case !slices.Contains(types, p.typ):
-		return fmt.Errorf("attach %q to %s: program %q is a %s; %s needs type %s: %w", p.name, what, p.name,
-			strings.ReplaceAll(p.typ.String(), "_", " "), what, typeNames[types[0]], ErrWrongType)
+		return fmt.Errorf("%w: program %q is a %s; %s needs type %s", ErrWrongType, p.name,
+			strings.ReplaceAll(p.typ.String(), "_", " "), what, typeNames[types[0]])
 	}
 	return nil
 }
@@ -142,7 +136,7 @@ func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 	}
 	fd, err := sys.Dup(perfFD)
 	if err != nil {
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
 	return attachPerf(p, fd, nil, desc, o)
 }
@@ -165,11 +159,11 @@ func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, e
 	}
 	id, err := tracefs.TracepointID(group, name)
 	if err != nil {
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
 	fd, err := openTracepointEvent(id, -1, 0)
 	if err != nil {
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
 	return attachPerf(p, fd, nil, desc, o)
 }
@@ -184,14 +178,14 @@ func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error
 	}
 	tp, err := sys.StringPointer(name)
 	if err != nil {
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
 	fd, err := sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie})
 	if err != nil {
 		if o.Cookie != 0 && errors.Is(err, unix.EINVAL) {
 			err = fmt.Errorf("%w (a raw tracepoint cookie needs Linux 6.10: %w)", err, sys.ErrNotSupported)
 		}
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
 	l := &Link{desc: desc}
 	l.linkFD.Set(fd)

@@ -22,10 +22,7 @@ func attachProbe(p *Program, spec tracefs.ProbeSpec, pid int, useTracefs bool, o
 	if spec.Kind.IsUprobe() {
 		desc = fmt.Sprintf("%s %s:%#x", spec.Kind, spec.Path, spec.Offset)
 	}
-	fail := func(err error) (*Link, error) { return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err) }
-	if p.fd.Int() < 0 {
-		return fail(ErrClosed)
-	}
+	fail := func(err error) (*Link, error) { return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err) }
 	if err := spec.Check(); err != nil {
 		return fail(err)
 	}
@@ -157,11 +154,11 @@ func openPMUEvent(p pmu, spec tracefs.ProbeSpec, pid, cpu int) (int, error) {
 func ProbesSupported(k tracefs.ProbeKind) error {
 	pmu, err := probePMU(k)
 	if err != nil || pmu.typ != 0 {
-		return err
+		return wrap(err, "%s PMU", k.PMU())
 	}
 	dir, err := tracefs.Path()
 	if err != nil {
-		return err
+		return fmt.Errorf("prog: %ss: %w", k.PMU(), err)
 	}
 	file := "uprobe_events"
 	if !k.IsUprobe() {
@@ -171,6 +168,6 @@ func ProbesSupported(k tracefs.ProbeKind) error {
 		return nil
 	}
 	name := strings.ToUpper(k.PMU())
-	return fmt.Errorf("this kernel has no %ss: no %s PMU and no %s/%s (CONFIG_%sS is off): %w",
+	return fmt.Errorf("prog: this kernel has no %ss: no %s PMU and no %s/%s (CONFIG_%sS is off): %w",
 		k.PMU(), k.PMU(), dir, file, name, sys.ErrNotSupported)
 }

@@ -74,29 +74,29 @@ func Load(spec Spec) (*Program, error) {
 	insns := spec.Instructions
 	switch {
 	case len(spec.Insns) > 0 && len(insns) > 0:
-		return nil, fmt.Errorf("program %q: both Insns and Instructions are set", spec.Name)
+		return nil, fmt.Errorf("prog: load %q: both Insns and Instructions are set", spec.Name)
 	case len(spec.Insns) > 0:
 		var err error
 		if insns, err = insn.Assemble(spec.Insns); err != nil {
-			return nil, fmt.Errorf("program %q: %w", spec.Name, err)
+			return nil, fmt.Errorf("prog: load %q: %w", spec.Name, err)
 		}
 	}
 	if len(insns) == 0 {
-		return nil, fmt.Errorf("program %q: no instructions", spec.Name)
+		return nil, fmt.Errorf("prog: load %q: no instructions", spec.Name)
 	}
 	buf := codePool.Get().(*[]byte)
 	defer codePool.Put(buf)
 	name, err := sys.NewObjName(spec.Name)
 	if err != nil {
-		return nil, fmt.Errorf("program load: %w", err)
+		return nil, fmt.Errorf("prog: load: %w", err)
 	}
 	license, err := sys.StringPointer(spec.License)
 	if err != nil {
-		return nil, fmt.Errorf("program %q: license: %w", spec.Name, err)
+		return nil, fmt.Errorf("prog: load %q: license: %w", spec.Name, err)
 	}
 	code, err := insn.AppendEncode((*buf)[:0], insns)
 	if err != nil {
-		return nil, fmt.Errorf("program %q: %w", spec.Name, err)
+		return nil, fmt.Errorf("prog: load %q: %w", spec.Name, err)
 	}
 	*buf = code
 	attr := sys.ProgLoadAttr{
@@ -174,9 +174,7 @@ func (p *Program) Log() string { return p.log }
 
 // Close releases the program's fd; attachments and pins keep it alive in
 // the kernel. Closing twice is harmless.
-func (p *Program) Close() error {
-	return p.fd.Close()
-}
+func (p *Program) Close() error { return wrap(p.fd.Close(), "close %q", p.name) }
 
 // Pin makes the program outlive the process at path, in a BPF file system.
 // mapfd.Unpin removes it.
@@ -184,32 +182,14 @@ func (p *Program) Pin(path string) error {
 	if p.fd.Int() < 0 {
 		return ErrClosed
 	}
-	attr, err := sys.ObjPath(path, p.fd.Int())
-	if err == nil {
-		err = sys.ObjPin(attr)
-	}
-	if err != nil {
-		return fmt.Errorf("program %q: pin at %s: %w", p.name, path, err)
-	}
-	return nil
+	return wrap(sys.Pin(p.fd.Int(), path), "pin %q at %s", p.name, path)
 }
 
 // Open opens the program pinned at path.
 func Open(path string) (*Program, error) {
-	attr, err := sys.ObjPath(path, 0)
+	fd, err := sys.OpenPinned(path, "prog")
 	if err != nil {
-		return nil, fmt.Errorf("open pinned program: %w", err)
-	}
-	fd, err := sys.ObjGet(attr)
-	if err != nil {
-		return nil, fmt.Errorf("open pinned program %s: %w", path, err)
-	}
-	if kind, err := sys.ObjKind(fd); kind != "prog" {
-		unix.Close(fd)
-		if err == nil {
-			err = fmt.Errorf("a BPF %s is pinned there, not a program: %w", kind, unix.EINVAL)
-		}
-		return nil, fmt.Errorf("open pinned program %s: %w", path, err)
+		return nil, fmt.Errorf("prog: open pinned program %s: %w", path, err)
 	}
 	return fromFD(fd)
 }
@@ -218,7 +198,7 @@ func Open(path string) (*Program, error) {
 func OpenID(id uint32) (*Program, error) {
 	fd, err := sys.ProgGetFDByID(&sys.GetIDAttr{ID: id})
 	if err != nil {
-		return nil, fmt.Errorf("open program id %d: %w", id, err)
+		return nil, fmt.Errorf("prog: open program id %d: %w", id, err)
 	}
 	return fromFD(fd)
 }
@@ -227,7 +207,7 @@ func fromFD(fd int) (*Program, error) {
 	var info sys.ProgInfo
 	if err := sys.ProgInfoByFD(fd, &info); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("program info: %w", err)
+		return nil, fmt.Errorf("prog: program info: %w", err)
 	}
 	p := &Program{name: info.Name.String(), typ: Type(info.Type)}
 	p.fd.Set(fd)

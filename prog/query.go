@@ -24,7 +24,7 @@ func nextID(get func(*sys.GetIDAttr) error, after uint32, what string) (uint32, 
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("next %s id after %d: %w", what, after, err)
+		return 0, fmt.Errorf("prog: next %s id after %d: %w", what, after, err)
 	}
 	return attr.NextID, nil
 }
@@ -47,12 +47,12 @@ var linkTypeNames = []string{"unspec", "raw_tracepoint", "tracing", "cgroup", "i
 func LinkByID(id uint32) (*LinkInfo, error) {
 	fd, err := sys.LinkGetFDByID(&sys.GetIDAttr{ID: id})
 	if err != nil {
-		return nil, fmt.Errorf("open link id %d: %w", id, err)
+		return nil, fmt.Errorf("prog: open link id %d: %w", id, err)
 	}
 	defer unix.Close(fd)
 	var li sys.LinkInfo
 	if err := sys.LinkInfoByFD(fd, &li); err != nil {
-		return nil, fmt.Errorf("link id %d info: %w", id, err)
+		return nil, fmt.Errorf("prog: link id %d info: %w", id, err)
 	}
 	u := (*[12]uint32)(unsafePointer(&li.Union)) // the union by link type, as the kernel's u32s
 	l := &LinkInfo{ID: li.ID, ProgID: li.ProgID, Type: nameOf(linkTypeNames, li.Type)}
@@ -104,7 +104,7 @@ func QueryFD(pid, fd int) (*FDAttachment, error) {
 	buf := make([]byte, 4096) // PATH_MAX
 	attr := sys.TaskFDQueryAttr{PID: uint32(pid), FD: uint32(fd), Buf: sys.SlicePointer(buf), BufLen: uint32(len(buf))}
 	if err := sys.TaskFDQuery(&attr); err != nil {
-		return nil, fmt.Errorf("query fd %d of pid %d: %w", fd, pid, err)
+		return nil, fmt.Errorf("prog: query fd %d of pid %d: %w", fd, pid, err)
 	}
 	kinds := []string{"raw_tracepoint", "tracepoint", "kprobe", "kretprobe", "uprobe", "uretprobe"}
 	return &FDAttachment{ProgID: attr.ProgID, Kind: nameOf(kinds, attr.FDType), Name: cString(buf),

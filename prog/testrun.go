@@ -53,7 +53,7 @@ func (p *Program) TestRun(o RunOptions) (RunResult, error) {
 		CPU:         o.CPU,
 	}
 	if err := sys.ProgTestRun(&attr); err != nil {
-		return RunResult{}, fmt.Errorf("program %q test run: %w", p.name, err)
+		return RunResult{}, fmt.Errorf("prog: test run of %q: %w", p.name, err)
 	}
 	r := RunResult{Retval: attr.Retval, Duration: time.Duration(attr.Duration)}
 	if o.DataOut != nil {

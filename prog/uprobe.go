@@ -37,7 +37,7 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 		kind = tracefs.Uretprobe
 	}
 	fail := func(err error) (*Link, error) {
-		return nil, fmt.Errorf("attach %q to %s %s: %w", p.name, kind, path, err)
+		return nil, fmt.Errorf("prog: attach %q to %s %s: %w", p.name, kind, path, err)
 	}
 	if strings.IndexByte(path+o.Symbol, 0) >= 0 || path == "" {
 		return fail(fmt.Errorf("%w: empty path, or a NUL in path %q or symbol %q", tracefs.ErrInvalid, path, o.Symbol))
@@ -67,7 +67,7 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 func SymbolOffset(path, symbol string) (uint64, error) {
 	off, err := fileOffset(path, symbol, 0)
 	if err != nil {
-		return 0, fmt.Errorf("uprobe target %s: %w", path, err)
+		return 0, fmt.Errorf("prog: uprobe target %s: %w", path, err)
 	}
 	return off, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,7 +32,7 @@ const logTail = 8
 // Error shows the errno, the failing instruction and the log's last lines.
 func (e *VerifierError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "program %q: %v: the verifier rejected it", e.Name, e.Err)
+	fmt.Fprintf(&b, "prog: load %q: %v: the verifier rejected it", e.Name, e.Err)
 	if e.Insn >= 0 && e.Insn < len(e.Insns) {
 		text, _ := insn.Format(e.Insns, e.Insn)
 		fmt.Fprintf(&b, " at instruction %d: %s", e.Insn, text)
@@ -52,7 +53,7 @@ func (e *VerifierError) Unwrap() error { return e.Err }
 
 func newVerifierError(name string, err error, log string, insns []insn.Instruction) error {
 	if log == "" {
-		return fmt.Errorf("program %q: %w", name, err)
+		return fmt.Errorf("prog: load %q: %w", name, err)
 	}
 	e := &VerifierError{Name: name, Err: err, Log: log, Insns: insns, Insn: -1}
 	for line := range strings.SplitSeq(log, "\n") {
@@ -75,6 +76,9 @@ func echoedInsn(line string) (int, bool) {
 }
 
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
+
+// wrap is sys.Wrap for prog's errors.
+func wrap(err error, format string, args ...any) error { return sys.Wrap("prog", err, format, args...) }
 
 func isErrno(err error, errno unix.Errno) bool { return errors.Is(err, errno) }
 

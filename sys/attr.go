@@ -34,7 +34,7 @@ func SlicePointer(b []byte) Pointer {
 // "a\x00b" would silently mean "a" to it.
 func StringPointer(s string) (Pointer, error) {
 	if i := strings.IndexByte(s, 0); i >= 0 {
-		return Pointer{}, fmt.Errorf("string %q holds a NUL byte at %d, where the kernel would end it: %w", s, i, unix.EINVAL)
+		return Pointer{}, fmt.Errorf("sys: string %q holds a NUL byte at %d, where the kernel would end it: %w", s, i, unix.EINVAL)
 	}
 	b := make([]byte, len(s)+1)
 	copy(b, s)
@@ -52,7 +52,7 @@ func NewObjName(name string) (ObjName, error) {
 	var n ObjName
 	for i := range len(name) {
 		if c := name[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.') {
-			return n, fmt.Errorf("name %q: byte %q at %d is not allowed (only A-Z, a-z, 0-9, '_' and '.'): %w", name, []byte{c}, i, unix.EINVAL)
+			return n, fmt.Errorf("sys: name %q: byte %q at %d is not allowed (only A-Z, a-z, 0-9, '_' and '.'): %w", name, []byte{c}, i, unix.EINVAL)
 		}
 	}
 	copy(n[:len(n)-1], name)

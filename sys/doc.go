@@ -14,7 +14,8 @@
 // The package owns hygiene and nothing else: file descriptors are
 // close-on-exec and never 0, 1 or 2; errors are *Error values that name the
 // command, keep the errno for errors.Is, and say which capability is missing
-// on EPERM. The Go runtime's own signals (SIGURG, SIGPROF) make the kernel
+// on EPERM. Every other error of a bpfkit package starts with the package's
+// name ("sys: ", "mapfd: "), once: Wrap adds it. The Go runtime's own signals (SIGURG, SIGPROF) make the kernel
 // abandon a verification (EAGAIN) or a repeated test run (EINTR): ProgLoad
 // retries with them blocked, ProgTestRun blocks them. MapElemNoSleep and
 // EpollWaitHoldingP skip the runtime's system call bookkeeping where the

@@ -124,9 +124,29 @@ func progCaps(progType uint32) []int {
 	return []int{CAP_BPF, CAP_SYS_ADMIN}
 }
 
+// Wrap returns err, or nil for nil, behind pkg's prefix and the context
+// that format and args make: "mapfd: map \"x\" update: " and err's text. An
+// error that already starts with "pkg: " loses it, so that a package
+// wrapping one of its own errors names itself once. errors.Is and As see
+// err.
+func Wrap(pkg string, err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return &wrapped{pkg + ": " + fmt.Sprintf(format, args...) + ": " + strings.TrimPrefix(err.Error(), pkg+": "), err}
+}
+
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }
+
 // ErrNotSupported is the one sentinel every bpfkit package uses for "this
 // kernel does not have that": errors.Is(err, sys.ErrNotSupported).
-var ErrNotSupported = errors.New("not supported by this kernel")
+var ErrNotSupported = errors.New("sys: not supported by this kernel")
 
 var memlockOnce sync.Once
 

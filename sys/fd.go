@@ -30,7 +30,10 @@ func (f *FD) Close() error {
 	if n == 0 {
 		return nil
 	}
-	return unix.Close(int(n - 1))
+	if err := unix.Close(int(n - 1)); err != nil {
+		return &Error{Op: "close", Errno: errnoOf(err)}
+	}
+	return nil
 }
 
 // Dup returns a new close-on-exec fd, above 2, for the same open file as

@@ -28,7 +28,7 @@ var journal atomic.Pointer[journalT]
 
 // ErrJournal is wrapped by the error of a call that was not made, or whose
 // result was discarded, because the journal could not record it.
-var ErrJournal = errors.New("bpfkit journal")
+var ErrJournal = errors.New("sys: journal")
 
 // SetJournal starts recording every call to w, or stops recording if w is
 // nil. Writes to w are serialized. A call whose line cannot be written
@@ -60,11 +60,11 @@ func init() {
 	case v == "1" || v == "stderr":
 		SetJournal(os.Stderr)
 	case !filepath.IsAbs(v):
-		journal.Store(&journalT{broken: fmt.Errorf("BPFKIT_JOURNAL=%q: want 1 or stderr, 0, or an absolute path: %w", v, ErrJournal)})
+		journal.Store(&journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL=%q: want 1 or stderr, 0, or an absolute path", ErrJournal, v)})
 	default:
 		f, err := os.OpenFile(v, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 		if err != nil {
-			journal.Store(&journalT{broken: fmt.Errorf("BPFKIT_JOURNAL: %w: %w", ErrJournal, err)})
+			journal.Store(&journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL: %w", ErrJournal, err)})
 			return
 		}
 		SetJournal(f)
@@ -85,7 +85,7 @@ func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Durat
 	_, err := fmt.Fprintf(j.w, "%s(%s) = %s <%v>\n", op, args, res, d.Round(time.Microsecond/10))
 	j.mu.Unlock()
 	if err != nil && !j.bestEffort {
-		return fmt.Errorf("%s: the journal could not record it, so its result is discarded: %w: %w", op, ErrJournal, err)
+		return fmt.Errorf("%w: %s could not be recorded, so its result is discarded: %w", ErrJournal, op, err)
 	}
 	return nil
 }

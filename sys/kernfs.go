@@ -89,5 +89,5 @@ func WriteControl(path, text string) error {
 		}
 		return n, err
 	})
-	return err
+	return sysErr("write "+path, err)
 }

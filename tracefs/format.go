@@ -46,7 +46,7 @@ func (f *Format) Field(name string) (Field, error) {
 	for _, fl := range f.Fields {
 		names = append(names, fl.Name)
 	}
-	return Field{}, fmt.Errorf("tracepoint %s:%s has no field %q (it has %s)", f.Group, f.Name, name, strings.Join(names, ", "))
+	return Field{}, fmt.Errorf("tracefs: tracepoint %s:%s has no field %q (it has %s)", f.Group, f.Name, name, strings.Join(names, ", "))
 }
 
 // TracepointID reads events/<group>/<name>/id.
@@ -64,14 +64,14 @@ func TracepointID(group, name string) (uint64, error) {
 func readID(path, what string) (uint64, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("tracepoint %s: %w", what, errors.Join(ErrNotExist, err))
+		return 0, fmt.Errorf("%w: tracepoint %s: %w", ErrNotExist, what, err)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("tracepoint %s: %w", what, err)
+		return 0, fmt.Errorf("tracefs: tracepoint %s: %w", what, err)
 	}
 	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("tracepoint %s: bad id %q", what, b)
+		return 0, fmt.Errorf("tracefs: tracepoint %s: bad id %q", what, b)
 	}
 	return id, nil
 }
@@ -87,14 +87,14 @@ func TracepointFormat(group, name string) (*Format, error) {
 	}
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("tracepoint %s:%s: %w", group, name, errors.Join(ErrNotExist, err))
+		return nil, fmt.Errorf("%w: tracepoint %s:%s: %w", ErrNotExist, group, name, err)
+	}
+	var f *Format
+	if err == nil {
+		f, err = ParseFormat(string(b))
 	}
 	if err != nil {
-		return nil, err
-	}
-	f, err := ParseFormat(string(b))
-	if err != nil {
-		return nil, fmt.Errorf("tracepoint %s:%s: %w", group, name, err)
+		return nil, wrap(err, "tracepoint %s:%s", group, name)
 	}
 	f.Group = group
 	return f, nil
@@ -121,7 +121,7 @@ func ParseFormat(text string) (*Format, error) {
 		case strings.HasPrefix(line, "ID: "):
 			id, err := strconv.ParseUint(strings.TrimSpace(line[len("ID: "):]), 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("bad ID line %q", line)
+				return nil, fmt.Errorf("tracefs: bad ID line %q", line)
 			}
 			f.ID = id
 		case strings.HasPrefix(line, "print fmt: "):
@@ -129,7 +129,7 @@ func ParseFormat(text string) (*Format, error) {
 		default:
 			fl, ok, err := parseField(line)
 			if err != nil {
-				return nil, fmt.Errorf("%w in %q", err, line)
+				return nil, fmt.Errorf("tracefs: %w in %q", err, line)
 			}
 			if ok {
 				f.Fields = append(f.Fields, fl)
@@ -137,7 +137,7 @@ func ParseFormat(text string) (*Format, error) {
 		}
 	}
 	if len(f.Fields) == 0 {
-		return nil, errors.New("format has no fields")
+		return nil, errors.New("tracefs: format has no fields")
 	}
 	f.Symbols = parseSymbolic(f.PrintFmt)
 	return f, nil

@@ -31,11 +31,11 @@ func Path() (string, error) {
 	}
 	p, err := findMount()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("tracefs: %w", err)
 	}
 	if p == "" {
 		if err := sys.Mount("nodev", DefaultMount, "tracefs"); err != nil {
-			return "", fmt.Errorf("tracefs is not mounted and mounting it at %s failed (%w): "+
+			return "", fmt.Errorf("tracefs: not mounted, and mounting it at %s failed (%w): "+
 				"mount it with 'mount -t tracefs nodev %s' as root", DefaultMount, err, DefaultMount)
 		}
 		p = DefaultMount
@@ -102,6 +102,11 @@ func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 // ErrNotExist is returned for a tracepoint or event that does not exist. It
 // matches os.ErrNotExist too.
 var ErrNotExist = errors.New("tracefs: no such event")
+
+// wrap is sys.Wrap for tracefs's errors.
+func wrap(err error, format string, args ...any) error {
+	return sys.Wrap("tracefs", err, format, args...)
+}
 
 func file(rel ...string) (string, error) {
 	p, err := Path()

@@ -176,7 +176,7 @@ func (s ProbeSpec) Check() error {
 	}
 	st, err := os.Stat(s.Path)
 	if err != nil {
-		return fmt.Errorf("%s target: %w", s.Kind, err)
+		return fmt.Errorf("tracefs: %s target: %w", s.Kind, err)
 	}
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s is not a regular file", ErrInvalid, s.Path)
@@ -213,14 +213,14 @@ func CreateProbe(spec ProbeSpec) (*ProbeEvent, error) {
 	}
 	group, err := Group()
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", spec.Kind, err)
+		return nil, wrap(err, "create %s", spec.Kind)
 	}
 	cmd, name, err := probeCommand(spec, group)
 	if err != nil {
 		return nil, err
 	}
 	if err := writeEvents(spec.Kind, cmd); err != nil {
-		return nil, fmt.Errorf("create %s: %w", spec.Kind, err)
+		return nil, wrap(err, "create %s", spec.Kind)
 	}
 	e := &ProbeEvent{Kind: spec.Kind, Group: group, Name: name}
 	p, err := file("events", e.Group, e.Name, "id")
@@ -229,7 +229,7 @@ func CreateProbe(spec ProbeSpec) (*ProbeEvent, error) {
 	}
 	if err != nil {
 		e.Remove()
-		return nil, fmt.Errorf("create %s: %w", spec.Kind, err)
+		return nil, wrap(err, "create %s", spec.Kind)
 	}
 	return e, nil
 }
@@ -341,7 +341,7 @@ func (e *ProbeEvent) Remove() error {
 		return fmt.Errorf("%w: kind %d", ErrInvalid, int(e.Kind))
 	}
 	if err := writeEvents(e.Kind, "-:"+e.Group+"/"+e.Name); err != nil {
-		return fmt.Errorf("remove %s %s/%s (it stays until a Remove succeeds): %w", e.Kind, e.Group, e.Name, err)
+		return wrap(err, "remove %s %s/%s (it stays until a Remove succeeds)", e.Kind, e.Group, e.Name)
 	}
 	e.removed = true
 	return nil
@@ -363,7 +363,7 @@ func Events(k ProbeKind) ([]string, error) {
 		return nil, nil // this kernel cannot have any
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tracefs: %w", err)
 	}
 	var out []string
 	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {

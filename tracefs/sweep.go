@@ -36,12 +36,12 @@ func Group() (string, error) {
 		}
 		b, err := os.ReadFile("/proc/self/stat")
 		if err != nil {
-			group.err = fmt.Errorf("event group: %w", err)
+			group.err = fmt.Errorf("tracefs: event group: %w", err)
 			return
 		}
 		start, err := parseStat(b)
 		if err != nil {
-			group.err = fmt.Errorf("event group: /proc/self/stat: %w", err)
+			group.err = fmt.Errorf("tracefs: event group: /proc/self/stat: %w", err)
 			return
 		}
 		group.name = fmt.Sprintf("bpfkit_%d_%d_%d", ns, os.Getpid(), start)
@@ -54,13 +54,13 @@ func Group() (string, error) {
 func pidNamespace() (uint64, error) {
 	l, err := os.Readlink("/proc/self/ns/pid")
 	if err != nil {
-		return 0, fmt.Errorf("event group: pid namespace: %w", err)
+		return 0, fmt.Errorf("tracefs: event group: pid namespace: %w", err)
 	}
 	s, ok := strings.CutPrefix(l, "pid:[")
 	s, ok2 := strings.CutSuffix(s, "]")
 	n, err := strconv.ParseUint(s, 10, 64)
 	if !ok || !ok2 || err != nil {
-		return 0, fmt.Errorf("event group: pid namespace link %q", l)
+		return 0, fmt.Errorf("tracefs: event group: pid namespace link %q", l)
 	}
 	return n, nil
 }
@@ -117,14 +117,14 @@ type Kept struct {
 func Sweep() (removed []string, kept []Kept, err error) {
 	ns, err := pidNamespace()
 	if err != nil {
-		return nil, nil, fmt.Errorf("sweep: %w", err)
+		return nil, nil, wrap(err, "sweep")
 	}
 	procOK := procIsOurs()
 	var errs []error
 	for _, k := range []ProbeKind{Kprobe, Uprobe} {
 		list, err := Events(k)
 		if err != nil {
-			return removed, kept, errors.Join(append(errs, err)...)
+			return removed, kept, wrap(errors.Join(append(errs, err)...), "sweep")
 		}
 		for _, ev := range list {
 			grp, _, _ := strings.Cut(ev, "/")
@@ -143,7 +143,7 @@ func Sweep() (removed []string, kept []Kept, err error) {
 			removed = append(removed, ev)
 		}
 	}
-	return removed, kept, errors.Join(errs...)
+	return removed, kept, wrap(errors.Join(errs...), "sweep")
 }
 
 // Owner says whether the event "group/name" is a bpfkit event and, if so,

@@ -39,7 +39,7 @@ func ParseArgs(machine elf.Machine, s string) ([]Arg, error) {
 	for i, f := range splitArgs(s) {
 		a, err := parseArg(machine, f)
 		if err != nil {
-			return nil, fmt.Errorf("argument %d %q: %w", i, f, err)
+			return nil, fmt.Errorf("usdt: argument %d %q: %w", i, f, err)
 		}
 		out = append(out, a)
 	}

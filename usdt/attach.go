@@ -52,7 +52,7 @@ func (a *Attachment) Close() error {
 		errs = append(errs, a.specs.Close())
 	}
 	a.links, a.Programs, a.specs = nil, nil, nil
-	return errors.Join(errs...)
+	return sys.Wrap("usdt", errors.Join(errs...), "close")
 }
 
 // Args reads a probe's arguments in a program that runs at its call sites.
@@ -165,7 +165,7 @@ func (p *Probe) ParseArgs() ([][]Arg, error) {
 	for _, s := range p.Sites {
 		args, err := ParseArgs(p.file.Machine, s.Args)
 		if err != nil {
-			return nil, fmt.Errorf("usdt: %s in %s, site %#x: %w", p, p.file.Path, s.Address, err)
+			return nil, sys.Wrap("usdt", err, "%s in %s, site %#x", p, p.file.Path, s.Address)
 		}
 		if len(out) > 0 && len(args) != len(out[0]) {
 			return nil, fmt.Errorf("usdt: %s in %s: %d arguments at site %#x, %d at %#x", p, p.file.Path, len(args), s.Address, len(out[0]), p.Sites[0].Address)
@@ -189,7 +189,7 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 	a := &Attachment{}
 	fail := func(err error) (*Attachment, error) {
 		a.Close()
-		return nil, fmt.Errorf("usdt: attach to %s in %s: %w", p, p.file.Path, err)
+		return nil, sys.Wrap("usdt", err, "attach to %s in %s", p, p.file.Path)
 	}
 	// The registers' offsets are those of 64-bit kernels' pt_regs.
 	if regs, err := prog.KernelPtRegs(); len(sites[0]) > 0 && (err != nil || regs.Size != BPF_DW) {
