@@ -57,12 +57,17 @@ func (keyNotExist) Error() string        { return "mapfd: key does not exist" }
 func (keyNotExist) Is(target error) bool { return target == unix.ENOENT }
 func (keyNotExist) Unwrap() error        { return nil }
 func notExist(err error) bool            { return errors.Is(err, unix.ENOENT) }
-func (m *Map) wrap(op string, err error) error {
-	return sys.Wrap("mapfd", err, "map %q %s", m.name, op)
-}
 
 // ErrClosed is returned by every operation on a closed Map.
 var ErrClosed = errors.New("mapfd: map is closed")
+
+// wrap says which map and operation err comes from; nil stays nil.
+func (m *Map) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return sys.Wrap("mapfd", err, "map %q %s", m.name, op)
+}
 
 // Spec describes a map to create.
 type Spec struct {
@@ -94,7 +99,6 @@ type Map struct {
 	keySize    uint32
 	valueSize  uint32 // of the buffer a lookup fills: stride × CPUs for per-CPU maps
 	maxEntries uint32
-	flags      uint32
 	name       string
 	noSleep    bool // element operations never sleep: see sys.MapElemNoSleep
 }
@@ -137,11 +141,11 @@ func Create(spec Spec) (*Map, error) {
 		return nil, fmt.Errorf("mapfd: map create %q (type %d, key %d, value %d, entries %d): %w",
 			spec.Name, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, err)
 	}
-	return newMap(fd, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, spec.Flags, attr.MapName.String())
+	return newMap(fd, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, attr.MapName.String())
 }
 
-func newMap(fd int, typ Type, key, value, max, flags uint32, name string) (*Map, error) {
-	m := &Map{typ: typ, keySize: key, valueSize: value, maxEntries: max, flags: flags, name: name}
+func newMap(fd int, typ Type, key, value, max uint32, name string) (*Map, error) {
+	m := &Map{typ: typ, keySize: key, valueSize: value, maxEntries: max, name: name}
 	switch typ {
 	case Hash, Array, PerCPUHash, PerCPUArray, LRUHash, LRUPerCPUHash:
 		m.noSleep = true
@@ -198,11 +202,11 @@ func NextID(after uint32) (uint32, error) {
 
 func fromFD(fd int) (*Map, error) {
 	var info sys.MapInfo
-	if err := sys.MapInfoByFD(fd, &info); err != nil {
+	if err := sys.InfoByFD(fd, &info); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("mapfd: map info: %w", err)
 	}
-	return newMap(fd, Type(info.Type), info.KeySize, info.ValueSize, info.MaxEntries, info.MapFlags, info.Name.String())
+	return newMap(fd, Type(info.Type), info.KeySize, info.ValueSize, info.MaxEntries, info.Name.String())
 }
 
 // FD is the map's file descriptor, for programs that reference it
@@ -237,12 +241,8 @@ func (m *Map) Name() string { return m.name }
 func (m *Map) ValueSize() uint32 { return m.valueSize }
 
 // Close releases the map's fd; the kernel frees the map when nothing else
-// (a program, a pin, another fd) holds it. Closing twice is harmless.
+// (a program, a pin, an fd) holds it. Closing twice is harmless.
 func (m *Map) Close() error { return m.wrap("close", m.fd.Close()) }
-
-func (m *Map) elem(key, value unsafe.Pointer, flags uint64) sys.MapElemAttr {
-	return sys.MapElemAttr{MapFD: uint32(m.fd.Int()), Key: sys.NewPointer(key), Value: sys.NewPointer(value), Flags: flags}
-}
 
 // check checks key, and value unless the call takes none, against the
 // map's sizes.
@@ -274,31 +274,41 @@ func (m *Map) Lookup(key, value []byte) error {
 }
 
 // elemOp runs an element command, without the runtime's system call
-// bookkeeping for the map types whose element operations never sleep.
-func (m *Map) elemOp(cmd int, attr *sys.MapElemAttr) error {
-	if m.noSleep {
-		return sys.MapElemNoSleep(cmd, attr)
+// bookkeeping for the map types whose element operations never sleep. A
+// missing key is ErrKeyNotExist, but to an update.
+func (m *Map) elemOp(cmd int, key, value unsafe.Pointer, flags uint64) error {
+	attr := sys.MapElemAttr{MapFD: uint32(m.fd.Int()), Key: sys.NewPointer(key), Value: sys.NewPointer(value), Flags: flags}
+	var err error
+	switch {
+	case m.noSleep && cmd <= unix.BPF_MAP_GET_NEXT_KEY:
+		err = sys.MapElemNoSleep(cmd, &attr)
+	case cmd == unix.BPF_MAP_LOOKUP_ELEM:
+		err = sys.MapLookupElem(&attr)
+	case cmd == unix.BPF_MAP_UPDATE_ELEM:
+		err = sys.MapUpdateElem(&attr)
+	case cmd == unix.BPF_MAP_DELETE_ELEM:
+		err = sys.MapDeleteElem(&attr)
+	case cmd == unix.BPF_MAP_GET_NEXT_KEY:
+		err = sys.MapGetNextKey(&attr)
+	case cmd == unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM:
+		err = sys.MapLookupAndDeleteElem(&attr)
+	default:
+		err = sys.MapFreeze(&attr)
 	}
-	switch cmd {
-	case unix.BPF_MAP_LOOKUP_ELEM:
-		return sys.MapLookupElem(attr)
-	case unix.BPF_MAP_UPDATE_ELEM:
-		return sys.MapUpdateElem(attr)
-	case unix.BPF_MAP_DELETE_ELEM:
-		return sys.MapDeleteElem(attr)
+	switch {
+	case err == nil:
+		return nil
+	case notExist(err) && cmd != unix.BPF_MAP_UPDATE_ELEM:
+		return ErrKeyNotExist
 	}
-	return sys.MapGetNextKey(attr)
+	return m.wrap(elemOps[cmd], err)
 }
 
+var elemOps = [...]string{unix.BPF_MAP_LOOKUP_ELEM: "lookup", unix.BPF_MAP_UPDATE_ELEM: "update", unix.BPF_MAP_DELETE_ELEM: "delete",
+	unix.BPF_MAP_GET_NEXT_KEY: "next key", unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM: "lookup and delete", unix.BPF_MAP_FREEZE: "freeze"}
+
 func (m *Map) lookup(key, value unsafe.Pointer) error {
-	attr := m.elem(key, value, 0)
-	if err := m.elemOp(unix.BPF_MAP_LOOKUP_ELEM, &attr); err != nil {
-		if notExist(err) {
-			return ErrKeyNotExist
-		}
-		return m.wrap("lookup", err)
-	}
-	return nil
+	return m.elemOp(unix.BPF_MAP_LOOKUP_ELEM, key, value, 0)
 }
 
 // Update sets key to value with flags BPF_ANY, BPF_NOEXIST or BPF_EXIST,
@@ -311,11 +321,7 @@ func (m *Map) Update(key, value []byte, flags uint64) error {
 }
 
 func (m *Map) update(key, value unsafe.Pointer, flags uint64) error {
-	attr := m.elem(key, value, flags)
-	if err := m.elemOp(unix.BPF_MAP_UPDATE_ELEM, &attr); err != nil {
-		return m.wrap("update", err)
-	}
-	return nil
+	return m.elemOp(unix.BPF_MAP_UPDATE_ELEM, key, value, flags)
 }
 
 // Delete removes key.
@@ -327,19 +333,12 @@ func (m *Map) Delete(key []byte) error {
 }
 
 func (m *Map) delete(key unsafe.Pointer) error {
-	attr := m.elem(key, nil, 0)
-	if err := m.elemOp(unix.BPF_MAP_DELETE_ELEM, &attr); err != nil {
-		if notExist(err) {
-			return ErrKeyNotExist
-		}
-		return m.wrap("delete", err)
-	}
-	return nil
+	return m.elemOp(unix.BPF_MAP_DELETE_ELEM, key, nil, 0)
 }
 
 // NextKey writes the key after key into next; a nil key asks for the first.
-// At the end it returns ErrKeyNotExist. (A hash map whose key was deleted
-// meanwhile restarts from its first key.)
+// At the end it returns ErrKeyNotExist. (A hash map restarts from its
+// first key if key was deleted meanwhile.)
 func (m *Map) NextKey(key, next []byte) error {
 	if err := m.check(next, nil, false); err != nil {
 		return err
@@ -351,14 +350,7 @@ func (m *Map) NextKey(key, next []byte) error {
 }
 
 func (m *Map) nextKey(key, next unsafe.Pointer) error {
-	attr := m.elem(key, next, 0)
-	if err := m.elemOp(unix.BPF_MAP_GET_NEXT_KEY, &attr); err != nil {
-		if notExist(err) {
-			return ErrKeyNotExist
-		}
-		return m.wrap("next key", err)
-	}
-	return nil
+	return m.elemOp(unix.BPF_MAP_GET_NEXT_KEY, key, next, 0)
 }
 
 // LookupAndDelete copies the value of key into value and removes it, in one
@@ -368,14 +360,7 @@ func (m *Map) LookupAndDelete(key, value []byte) error {
 	if err := m.check(key, value, true); err != nil {
 		return err
 	}
-	attr := m.elem(ptr(key), ptr(value), 0)
-	if err := sys.MapLookupAndDeleteElem(&attr); err != nil {
-		if notExist(err) {
-			return ErrKeyNotExist
-		}
-		return m.wrap("lookup and delete", err)
-	}
-	return nil
+	return m.elemOp(unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM, ptr(key), ptr(value), 0)
 }
 
 // Freeze makes the map read-only to user space (5.2); programs may still write
@@ -384,11 +369,7 @@ func (m *Map) Freeze() error {
 	if m.fd.Int() < 0 {
 		return ErrClosed
 	}
-	attr := m.elem(nil, nil, 0)
-	if err := sys.MapFreeze(&attr); err != nil {
-		return m.wrap("freeze", err)
-	}
-	return nil
+	return m.elemOp(unix.BPF_MAP_FREEZE, nil, nil, 0)
 }
 
 // Pin makes the map outlive the process at path, in a BPF file system
@@ -403,12 +384,7 @@ func (m *Map) Pin(path string) error {
 // Unpin removes a pinned object, map or program, from a BPF file system.
 // It removes nothing else: a path outside a BPF file system and a
 // directory are errors.
-func Unpin(path string) error {
-	if err := sys.Unpin(path); err != nil {
-		return fmt.Errorf("mapfd: unpin: %w", err)
-	}
-	return nil
-}
+func Unpin(path string) error { return sys.Wrap("mapfd", sys.Unpin(path), "unpin") }
 
 // Info is what the kernel reports about an open map.
 type Info struct {
@@ -425,7 +401,7 @@ func (m *Map) Info() (Info, error) {
 	if m.fd.Int() < 0 {
 		return Info{}, ErrClosed
 	}
-	if err := sys.MapInfoByFD(m.fd.Int(), &i); err != nil {
+	if err := sys.InfoByFD(m.fd.Int(), &i); err != nil {
 		return Info{}, m.wrap("info", err)
 	}
 	return Info{ID: i.ID, Type: Type(i.Type), KeySize: i.KeySize, ValueSize: i.ValueSize, MaxEntries: i.MaxEntries,

@@ -30,10 +30,10 @@ func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
 	if m == nil {
 		return nil, errors.New("mapfd: NewTyped of a nil map")
 	}
-	if err := plainData(reflect.TypeOf(&k).Elem()); err != nil {
+	if err := sys.CheckPlain(reflect.TypeFor[K]()); err != nil {
 		return nil, fmt.Errorf("mapfd: map %q key: %w", m.name, err)
 	}
-	if err := plainData(reflect.TypeOf(&v).Elem()); err != nil {
+	if err := sys.CheckPlain(reflect.TypeFor[V]()); err != nil {
 		return nil, fmt.Errorf("mapfd: map %q value: %w", m.name, err)
 	}
 	vs := uint64(unsafe.Sizeof(v))
@@ -113,26 +113,6 @@ func (t *Typed[K, V]) single(call string) (*Map, error) {
 		err = fmt.Errorf("mapfd: map %q: %s needs one value per CPU on a per-CPU map: use %sPerCPU", m.name, call, call)
 	}
 	return m, err
-}
-
-// plainData refuses types that hold Go pointers: the kernel would copy their
-// addresses, and the garbage collector would not know.
-func plainData(t reflect.Type) error {
-	switch t.Kind() {
-	case reflect.Bool, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint16,
-		reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return nil
-	case reflect.Array:
-		return plainData(t.Elem())
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if err := plainData(t.Field(i).Type); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("type %s is not fixed-size plain data", t)
 }
 
 // Lookup returns the value of k, or ErrKeyNotExist.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/bpfkit/bpfkit/sys"
 )
 
 // Record is one thing a CPU's ring delivered: a sample, or a report that
@@ -155,19 +157,12 @@ func Decode[T any](sample []byte, out *T) error {
 		return errors.New("perfring: Decode into nil")
 	}
 	typ := reflect.TypeFor[T]()
-	if err, ok := plainTypes.Load(typ); ok {
-		if err != nil {
-			return err.(error)
-		}
-	} else {
-		err := plain(typ)
-		if err != nil {
-			err = fmt.Errorf("perfring: Decode into %s: %w", typ, err)
-		}
-		plainTypes.Store(typ, err)
-		if err != nil {
-			return err
-		}
+	cached, ok := plainTypes.Load(typ)
+	if !ok {
+		cached, _ = plainTypes.LoadOrStore(typ, wrap(sys.CheckPlain(typ), "Decode into %s", typ))
+	}
+	if err, _ := cached.(error); err != nil {
+		return err
 	}
 	size := int(unsafe.Sizeof(*out))
 	if len(sample) < size {
@@ -177,24 +172,5 @@ func Decode[T any](sample []byte, out *T) error {
 	return nil
 }
 
-// plainTypes caches plain's answer (error or nil) by type.
+// plainTypes caches sys.CheckPlain's answer (error or nil) by type.
 var plainTypes sync.Map
-
-// plain says why t cannot hold bytes from the kernel, if it cannot.
-func plain(t reflect.Type) error {
-	switch t.Kind() {
-	case reflect.Bool, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint16,
-		reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return nil
-	case reflect.Array:
-		return plain(t.Elem())
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if err := plain(t.Field(i).Type); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("%s is not fixed-size plain data", t)
-}

@@ -34,7 +34,7 @@ func (p *Program) Info() (*Info, error) {
 		return nil, ErrClosed
 	}
 	var si sys.ProgInfo
-	if err := sys.ProgInfoByFD(p.fd.Int(), &si); err != nil {
+	if err := sys.InfoByFD(p.fd.Int(), &si); err != nil {
 		return nil, fmt.Errorf("prog: info of %q: %w", p.name, err)
 	}
 	xlated := make([]byte, si.XlatedProgLen)
@@ -43,7 +43,7 @@ func (p *Program) Info() (*Info, error) {
 	if len(mapIDs) > 0 {
 		si.MapIDs = sys.NewPointer(unsafePointer(&mapIDs[0]))
 	}
-	if err := sys.ProgInfoByFD(p.fd.Int(), &si); err != nil {
+	if err := sys.InfoByFD(p.fd.Int(), &si); err != nil {
 		return nil, fmt.Errorf("prog: info of %q: %w", p.name, err)
 	}
 	insns, err := insn.Decode(xlated[:min(int(si.XlatedProgLen), len(xlated))])

@@ -205,7 +205,7 @@ func OpenID(id uint32) (*Program, error) {
 
 func fromFD(fd int) (*Program, error) {
 	var info sys.ProgInfo
-	if err := sys.ProgInfoByFD(fd, &info); err != nil {
+	if err := sys.InfoByFD(fd, &info); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("prog: program info: %w", err)
 	}

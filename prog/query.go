@@ -51,7 +51,7 @@ func LinkByID(id uint32) (*LinkInfo, error) {
 	}
 	defer unix.Close(fd)
 	var li sys.LinkInfo
-	if err := sys.LinkInfoByFD(fd, &li); err != nil {
+	if err := sys.InfoByFD(fd, &li); err != nil {
 		return nil, fmt.Errorf("prog: link id %d info: %w", id, err)
 	}
 	u := (*[12]uint32)(unsafePointer(&li.Union)) // the union by link type, as the kernel's u32s

@@ -14,9 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The journal writes one line per kernel-facing call made by this package,
-// in strace's shape: the call, its meaningful arguments, the result, the
-// duration (see the package doc for the format).
+// journalT writes a line per call this package makes (see the package doc).
 type journalT struct {
 	mu         sync.Mutex
 	w          io.Writer
@@ -30,15 +28,13 @@ var journal atomic.Pointer[journalT]
 // result was discarded, because the journal could not record it.
 var ErrJournal = errors.New("sys: journal")
 
-// SetJournal starts recording every call to w, or stops recording if w is
-// nil. Writes to w are serialized. A call whose line cannot be written
-// fails with an error wrapping ErrJournal and the write's error; a new fd
-// it made is closed.
+// SetJournal records every call to w, serialized, or stops recording if w
+// is nil. A call whose line cannot be written fails with ErrJournal and
+// the write's error, closing a new fd it made.
 func SetJournal(w io.Writer) { setJournal(w, false) }
 
-// SetJournalBestEffort is SetJournal for a program that would rather run
-// unrecorded than fail: a line that cannot be written is lost, and the
-// call's result stands.
+// SetJournalBestEffort is SetJournal where a line that cannot be written is
+// lost and the call's result stands.
 func SetJournalBestEffort(w io.Writer) { setJournal(w, true) }
 
 func setJournal(w io.Writer, bestEffort bool) {
@@ -49,10 +45,8 @@ func setJournal(w io.Writer, bestEffort bool) {
 	journal.Store(&journalT{w: w, bestEffort: bestEffort})
 }
 
-// init reads BPFKIT_JOURNAL: "1" or "stderr" record to stderr; "0", empty
-// or unset, nothing; any other value must be an absolute path to append to.
-// A value that is neither, or a file that cannot be opened, fails every
-// call with the reason, rather than letting the program run unrecorded.
+// init reads BPFKIT_JOURNAL (see the package doc); a bad value fails every
+// call with the reason rather than let the program run unrecorded.
 func init() {
 	v := os.Getenv("BPFKIT_JOURNAL")
 	switch {
@@ -71,8 +65,7 @@ func init() {
 	}
 }
 
-// record writes one line; an error means the line is lost and the call must
-// fail.
+// record writes one line; an error means the call must fail.
 func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Duration) error {
 	res := fmt.Sprint(r)
 	if op == "mmap" {
@@ -91,8 +84,8 @@ func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Durat
 }
 
 // traced makes a journaled call other than bpf(2): do makes it, args
-// describes it (asked only when the journal is on). When the journal fails,
-// r is do's result and err wraps ErrJournal: the caller closes a new fd.
+// describes it. When the journal fails, r is do's result and err wraps
+// ErrJournal: the caller closes a new fd.
 func traced(op string, args func() string, do func() (int, error)) (r int, err error) {
 	j := journal.Load()
 	if j == nil {

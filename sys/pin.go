@@ -1,7 +1,6 @@
 package sys
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,16 +9,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BPF_FS_MAGIC is the file system type statfs(2) reports for a BPF file
-// system (include/uapi/linux/magic.h).
+// BPF_FS_MAGIC is a BPF file system's statfs(2) type (linux/magic.h).
 const BPF_FS_MAGIC = 0xcafe4a11
 
 // BPFFSPath checks that path names an entry in a directory of a BPF file
-// system and returns it as the kernel should get it: the directory with its
-// symbolic links and ".." resolved, then the entry's own name. Pinning,
-// unpinning and opening pins go through it, so that a path from
-// configuration such as "/sys/fs/bpf/../../tmp/x" is refused rather than
-// reaching, or deleting, a file elsewhere.
+// system and returns it as the kernel should get it: the directory with
+// links and ".." resolved, then the entry's name. Pins go through it, so
+// that "/sys/fs/bpf/../../tmp/x" reaches, or deletes, no file elsewhere.
 func BPFFSPath(path string) (string, error) {
 	if _, err := StringPointer(path); err != nil {
 		return "", err
@@ -66,9 +62,8 @@ func Pin(fd int, path string) error {
 }
 
 // OpenPinned is BPF_OBJ_GET of the pin at path, checked by BPFFSPath, for
-// an object of kind "map", "prog" or "link" (ObjKind): one of another kind
-// is closed and refused (EINVAL), since its info read as kind's would be
-// garbage.
+// an object of kind "map", "prog" or "link": another kind, whose info read
+// as kind's would be garbage, is refused (EINVAL).
 func OpenPinned(path, kind string) (int, error) {
 	attr, err := objPath(path, 0)
 	if err != nil {
@@ -96,13 +91,7 @@ func Unpin(path string) error {
 		return err
 	}
 	_, err = traced("unlink", func() string { return fmt.Sprintf("%q", real) }, func() (int, error) { return 0, unix.Unlink(real) })
-	if errors.Is(err, ErrJournal) {
-		return err
-	}
-	if err != nil {
-		return &Error{Op: "unlink " + real, Errno: errnoOf(err)}
-	}
-	return nil
+	return sysErr("unlink "+real, err)
 }
 
 // ObjKind is what the BPF fd is: "map", "prog" or "link", from the name of
