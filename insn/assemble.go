@@ -21,12 +21,12 @@ var (
 	ErrArgument       = errors.New("insn: invalid argument")         // refused by a sequence builder such as MapIncrement
 )
 
-// Assemble lays items out into instruction slots. It resolves labels
-// (offsets count slots from the next instruction, a 64-bit immediate load
-// counting two), map references (calling FD now) and helper names, and
-// checks every instruction as the kernel's verifier checks its encoding
-// before it looks at types and bounds: registers, opcodes, widths, reserved
-// fields, jumps that land outside the program or inside a 64-bit load.
+// Assemble lays items out into instruction slots, resolving labels
+// (offsets count slots from the next one; a 64-bit load takes two), map
+// references (calling FD now) and helper names, and checks every
+// instruction's encoding as the verifier does before types and bounds:
+// registers, opcodes, widths, reserved fields, jumps outside the program
+// or into a 64-bit load.
 func Assemble(items []Item) ([]Instruction, error) {
 	labels := make(map[string]int)
 	pc := 0
@@ -144,8 +144,7 @@ func at(n, pc int, err error) error {
 	return &itemError{fmt.Sprintf("item %d (insn %d)", n, pc), err}
 }
 
-// jumpOffset returns the offset of a jump or bpf-to-bpf call, relative to
-// the next slot.
+// jumpOffset returns a jump's or bpf-to-bpf call's offset from the next slot.
 func jumpOffset(in Instruction) (int, bool) {
 	switch {
 	case in.Class() != BPF_JMP && in.Class() != BPF_JMP32 || in.JumpOp() == BPF_EXIT:
@@ -158,13 +157,11 @@ func jumpOffset(in Instruction) (int, bool) {
 	return int(in.Off), true
 }
 
-// check returns why the verifier would refuse in for its encoding alone,
-// following kernel/bpf/verifier.c of 6.18 (check_reg_arg, check_alu_op,
-// check_atomic, check_ld_imm, check_ld_abs and do_check's class checks).
-// Registers above r10 are refused everywhere: r11 is the kernel's own
-// BPF_REG_AX. The src of a 64-bit load or a call holds a pseudo source.
-// wide tells that in is the first of two slots, hi the imm of the second.
-// It does not allocate unless it fails: Assemble runs it on every slot.
+// check returns why the verifier would refuse in for its encoding alone, as
+// kernel/bpf/verifier.c of 6.18 does (check_reg_arg, check_alu_op,
+// check_atomic, check_ld_imm, check_ld_abs, do_check). r11 is the kernel's
+// BPF_REG_AX; a 64-bit load's or call's src is a pseudo source. wide: in is
+// the first of two slots, hi the second's imm. It allocates only to fail.
 func check(in Instruction, wide bool, hi int32) error {
 	call := in.Code == BPF_JMP|uint8(BPF_CALL)
 	switch {

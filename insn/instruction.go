@@ -47,8 +47,8 @@ func Encode(insns []Instruction) ([]byte, error) {
 	return AppendEncode(nil, insns)
 }
 
-// AppendEncode appends the encoding of insns to b. It does not allocate
-// when b has enough spare capacity. On error it returns b unchanged.
+// AppendEncode appends the encoding of insns to b, allocating only if b's
+// capacity is short; on error it returns b unchanged.
 func AppendEncode(b []byte, insns []Instruction) ([]byte, error) {
 	at := len(b)
 	b = slices.Grow(b, len(insns)*InstructionSize)[:at+len(insns)*InstructionSize]

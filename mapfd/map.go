@@ -381,6 +381,29 @@ func (m *Map) Pin(path string) error {
 	return m.wrap("pin at "+path, sys.Pin(m.fd.Int(), path))
 }
 
+// SetFD stores fd at index of a prog array (for bpf_tail_call), a perf
+// event array (for bpf_perf_event_output) or another map of fds. The kernel
+// swaps the entry atomically: a tail call sees the old program or the new.
+func (m *Map) SetFD(index uint32, fd int) error {
+	if m.fd.Int() < 0 {
+		return ErrClosed
+	}
+	if m.keySize != 4 || m.valueSize != 4 {
+		return fmt.Errorf("mapfd: map %q is not an fd array", m.name)
+	}
+	v := uint32(fd)
+	return m.update(unsafe.Pointer(&index), unsafe.Pointer(&v), BPF_ANY)
+}
+
+// ClearFD empties index of an fd array; bpf_tail_call of an empty prog array
+// slot falls through to the next instruction.
+func (m *Map) ClearFD(index uint32) error {
+	if m.fd.Int() < 0 {
+		return ErrClosed
+	}
+	return m.delete(unsafe.Pointer(&index))
+}
+
 // Unpin removes a pinned object, map or program, from a BPF file system.
 // It removes nothing else: a path outside a BPF file system and a
 // directory are errors.

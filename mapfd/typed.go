@@ -1,6 +1,7 @@
 package mapfd
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"iter"
@@ -10,11 +11,10 @@ import (
 	"github.com/bpfkit/bpfkit/sys"
 )
 
-// Typed gives a map with fixed-size keys and values a Go type for each. K and
-// V must hold no pointers (no strings, slices, maps or interfaces) and have
-// the map's key and value sizes, padding included. Its calls do not allocate.
-// Only NewTyped makes a usable one: a Typed built otherwise (a zero value)
-// answers every call with ErrNotTyped, since its sizes were never checked.
+// Typed gives a map's keys and values Go types K and V, which hold no
+// pointers and have the map's sizes, padding included. Its calls do not
+// allocate. A Typed that NewTyped did not make, its sizes unchecked,
+// answers every call with ErrNotTyped.
 type Typed[K, V any] struct {
 	m *Map
 }
@@ -30,11 +30,8 @@ func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
 	if m == nil {
 		return nil, errors.New("mapfd: NewTyped of a nil map")
 	}
-	if err := sys.CheckPlain(reflect.TypeFor[K]()); err != nil {
-		return nil, fmt.Errorf("mapfd: map %q key: %w", m.name, err)
-	}
-	if err := sys.CheckPlain(reflect.TypeFor[V]()); err != nil {
-		return nil, fmt.Errorf("mapfd: map %q value: %w", m.name, err)
+	if err := cmp.Or(sys.CheckPlain(reflect.TypeFor[K]()), sys.CheckPlain(reflect.TypeFor[V]())); err != nil {
+		return nil, fmt.Errorf("mapfd: map %q: %w", m.name, err)
 	}
 	vs := uint64(unsafe.Sizeof(v))
 	if m.typ.PerCPU() {
@@ -51,9 +48,8 @@ func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
 	return &Typed[K, V]{m}, nil
 }
 
-// CreateTyped creates a map whose keys are K and values V (one CPU's value
-// for a per-CPU map): zero sizes in spec are taken from them, others must
-// match them.
+// CreateTyped creates a map of keys K and values V (one CPU's, for a
+// per-CPU map): sizes in spec must be theirs or zero.
 func CreateTyped[K, V any](spec Spec) (*Typed[K, V], error) {
 	var k K
 	var v V
@@ -74,8 +70,8 @@ func CreateTyped[K, V any](spec Spec) (*Typed[K, V], error) {
 	return t, nil
 }
 
-// FD is the map's fd, so that a Typed can be referenced from a program
-// (insn.LoadMapFD); -1 once closed or when NewTyped did not make t.
+// FD is the map's fd, for insn.LoadMapFD; -1 once closed or when NewTyped
+// did not make t.
 func (t *Typed[K, V]) FD() int {
 	if t.m == nil {
 		return -1
@@ -105,8 +101,8 @@ func (t *Typed[K, V]) open() (*Map, error) {
 	return t.m, nil
 }
 
-// single returns t's map for the calls that move one value, which a
-// per-CPU map does not hold.
+// single returns t's map for a call that moves one value, which a per-CPU
+// map does not hold.
 func (t *Typed[K, V]) single(call string) (*Map, error) {
 	m, err := t.open()
 	if err == nil && m.typ.PerCPU() {
@@ -208,11 +204,8 @@ func at[T any](b []byte) (v T) {
 // every possible CPU (index i is CPU i). The slice is reused at every step.
 func (t *Typed[K, V]) AllPerCPU(errp *error) iter.Seq2[K, []V] {
 	return func(yield func(K, []V) bool) {
-		n, err := sys.PossibleCPUs()
-		var m *Map
-		if err == nil {
-			m, err = t.perCPU(make([]V, n))
-		}
+		n, _ := sys.PossibleCPUs() // known since the map's creation
+		m, err := t.perCPU(make([]V, n))
 		if err != nil {
 			if errp != nil {
 				*errp = err

@@ -15,9 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Feature probes try the feature once, with a tiny program, a tiny map or a
-// bad fd, and cache the answer with the errno it rests on. None reads the
-// kernel version. libbpf's libbpf_probes.c is their model.
+// Feature probes try once, with a tiny program, map or a bad fd, and cache
+// the answer with its errno; none reads the kernel version. libbpf's
+// libbpf_probes.c is their model.
 
 // Feature is one probe's answer.
 type Feature struct {
@@ -33,8 +33,7 @@ var features struct {
 	m map[string]Feature
 }
 
-// probe runs try once for name and caches its answer. Probes run one at a
-// time: each is quick and runs once.
+// probe runs try once for name, one probe at a time, and caches the answer.
 func probe(name string, try func(f *Feature)) Feature {
 	features.Lock()
 	defer features.Unlock()
@@ -50,8 +49,8 @@ func probe(name string, try func(f *Feature)) Feature {
 	return f
 }
 
-// answer sets f from err, the kernel's answer: yes on success or on errno
-// yes, no on an errno of no, else f.Err.
+// answer sets f from the kernel's answer err: yes on success or errno yes,
+// no on an errno of no, else f.Err.
 func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
 	errors.As(err, &f.Errno)
 	switch {
@@ -64,10 +63,9 @@ func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
 
 func (f Feature) result() (bool, error) { return f.OK, f.Err }
 
-// Features runs the probes without arguments below, HaveProgType and
-// HaveMapType for every type the journal names, HaveHelper for every helper
-// insn names and each type of helpersOf, and returns every answer cached,
-// by name.
+// Features runs the probes without arguments, HaveProgType and HaveMapType
+// for every type the journal names, and HaveHelper for every helper insn
+// names and type of helpersOf; it returns every answer cached, by name.
 func Features(helpersOf ...Type) []Feature {
 	HavePerfLink()
 	HaveKprobeMulti()
@@ -100,9 +98,8 @@ func Features(helpersOf ...Type) []Feature {
 }
 
 // HavePerfLink reports whether the kernel has BPF perf links (5.15):
-// BPF_LINK_CREATE with attach type BPF_PERF_EVENT and a bad target fd
-// answers EBADF where perf links exist (the kernel got as far as looking
-// the perf event up) and EINVAL where the attach type is unknown.
+// BPF_LINK_CREATE of BPF_PERF_EVENT with a bad fd answers EBADF (it looked
+// the perf event up) where they exist, EINVAL where the type is unknown.
 func HavePerfLink() (bool, error) {
 	return probe("perf_link", func(f *Feature) {
 		p, err := Load(Spec{Type: Tracepoint, Name: "probe_link", License: "GPL", Insns: retZero})
@@ -116,10 +113,9 @@ func HavePerfLink() (bool, error) {
 	}).result()
 }
 
-// HaveKprobeMulti reports whether the kernel attaches a program to many
-// kernel functions with one kprobe_multi link (5.18, and CONFIG_FPROBE:
-// EOPNOTSUPP without), by linking one to vprintk. ESRCH (6.0+: no such
-// function) is a yes too: the kernel knew the link type.
+// HaveKprobeMulti reports whether the kernel has kprobe_multi links (5.18,
+// and CONFIG_FPROBE: EOPNOTSUPP without), by linking one to vprintk; ESRCH
+// (6.0+: no such function) is a yes: the kernel knew the link type.
 func HaveKprobeMulti() (bool, error) {
 	return probe("kprobe_multi", func(f *Feature) {
 		p, err := Load(Spec{Type: Kprobe, Name: "probe_kmulti", License: "GPL", Insns: retZero, ExpectedAttachType: unix.BPF_TRACE_KPROBE_MULTI})
@@ -139,8 +135,8 @@ func HaveKprobeMulti() (bool, error) {
 	}).result()
 }
 
-// HaveISA reports whether the verifier accepts the instructions of ISA
-// version v, by loading one: 2 (4.14) adds the jumps <, <=, s< and s<=; 3
+// HaveISA reports whether the verifier accepts ISA version v, by loading
+// one of its instructions: 2 (4.14) adds the jumps <, <=, s< and s<=; 3
 // (5.1) 32-bit jumps; 4 (6.6) sign extension, signed division, bswap, gotol.
 func HaveISA(v int) (bool, error) {
 	probes := map[int]insn.Item{2: insn.JumpImmOff(unix.BPF_JLT, insn.R0, 1, 0),
@@ -183,7 +179,7 @@ func HavePMU(k tracefs.ProbeKind) (bool, error) {
 
 // TailCallLimit measures how many tail calls in a row the kernel allows
 // (33 since 5.17, commit ebf7f6f0a6cb, and on x86 before): a socket filter
-// tail-calls itself, counting its runs in the packet's cb[0].
+// tail-calls itself, counting in the packet's cb[0].
 func TailCallLimit() (int, error) {
 	f := probe("tail_call_limit", func(f *Feature) {
 		fd, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_PROG_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
@@ -191,10 +187,8 @@ func TailCallLimit() (int, error) {
 			f.Err = wrap(err, "probe for %s", f.Name)
 			return
 		}
-		// Closing the array's last fd empties it (prog_array_map_clear):
-		// the program it holds and that holds it goes too.
-		defer unix.Close(fd)
-		const cb0 = 48 // offsetof(struct __sk_buff, cb[0])
+		defer unix.Close(fd) // empties it (prog_array_map_clear), freeing the program
+		const cb0 = 48       // offsetof(struct __sk_buff, cb[0])
 		p, err := Load(Spec{Type: SocketFilter, Name: "probe_tail", License: "GPL", Insns: []insn.Item{
 			insn.Mov64Reg(insn.R6, insn.R1), insn.LoadMem(insn.BPF_W, insn.R2, insn.R6, cb0),
 			insn.ALU64Imm(insn.BPF_ADD, insn.R2, 1), insn.StoreMem(insn.BPF_W, insn.R6, cb0, insn.R2),
@@ -217,8 +211,8 @@ func TailCallLimit() (int, error) {
 	return f.Value, f.Err
 }
 
-// loadAttrs are the expected attach type and flags a load of a program
-// type needs; tracing, lsm and ext also get attach_btf_id 1, which names no
+// loadAttrs are the expected attach type and flags a program type's load
+// needs; tracing, lsm and ext also get attach_btf_id 1, which names no
 // function in the kernel's BTF: the verifier saying so is the yes.
 var loadAttrs = map[Type][2]uint32{
 	unix.BPF_PROG_TYPE_CGROUP_SOCK_ADDR: {unix.BPF_CGROUP_INET4_CONNECT}, unix.BPF_PROG_TYPE_CGROUP_SOCKOPT: {unix.BPF_CGROUP_GETSOCKOPT},
@@ -227,9 +221,8 @@ var loadAttrs = map[Type][2]uint32{
 	unix.BPF_PROG_TYPE_TRACING: {unix.BPF_TRACE_FENTRY}, unix.BPF_PROG_TYPE_LSM: {unix.BPF_LSM_MAC}, unix.BPF_PROG_TYPE_EXT: {},
 }
 
-// tryLoad loads code as a program of type t, with what such a load needs,
-// and returns the verifier's log. code is not assembled: a helper insn
-// does not know is no error here.
+// tryLoad loads code, not assembled (a helper insn does not know is no
+// error), as a program of type t and returns the verifier's log.
 func tryLoad(t Type, code ...insn.Item) (string, error) {
 	var enc []byte
 	for _, it := range code {
@@ -281,11 +274,10 @@ func HaveProgType(t Type) (bool, error) {
 }
 
 // HaveHelper reports whether programs of type t may call helper h, by
-// loading "call h; exit": the verifier names a helper it does not know
-// ("invalid func"), or that this type may not call ("unknown func",
-// "program of this type cannot use helper"); any other answer, such as a
-// complaint about the arguments, is a yes. Types that load only with a
-// target (tracing, lsm, ext, struct_ops) cannot be probed so.
+// loading "call h; exit": the verifier says "invalid func", "unknown func"
+// or "program of this type cannot use helper" if not; any other answer
+// (about the arguments, say) is a yes. Types that load only with a target
+// (tracing, lsm, ext, struct_ops) cannot be probed so.
 func HaveHelper(t Type, h insn.Helper) (bool, error) {
 	return probe("helper "+t.String()+" "+h.String(), func(f *Feature) {
 		switch t {
@@ -307,10 +299,10 @@ func HaveHelper(t Type, h insn.Helper) (bool, error) {
 	}).result()
 }
 
-// HaveMapType reports whether the kernel creates maps of type t, an enum
-// bpf_map_type value such as mapfd.RingBuf, by creating a tiny one. Local
-// storage maps get a bad BTF fd, which the kernel looks at only once it
-// made the map (EBADF is the yes); struct_ops a bad BTF type (ENOTSUPP).
+// HaveMapType reports whether the kernel creates maps of type t (a
+// bpf_map_type such as mapfd.RingBuf), by creating a tiny one. Local
+// storage maps get a bad BTF fd, looked at once the map is made (EBADF is
+// the yes); struct_ops a bad BTF type (ENOTSUPP).
 func HaveMapType[T ~uint32](t T) (bool, error) {
 	return probe("map_type "+sys.MapTypeName(uint32(t)), func(f *Feature) {
 		attr := sys.MapCreateAttr{MapType: uint32(t), KeySize: 4, ValueSize: 4, MaxEntries: 1}

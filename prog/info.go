@@ -17,9 +17,8 @@ type Info struct {
 	Tag    string // the hex SHA1 prefix bpftool shows
 	MapIDs []uint32
 	UID    uint32 // of the process that loaded it
-	// Xlated is the program as the verifier rewrote it: map references are
-	// map ids, some helper calls are inlined. Empty without CAP_SYS_ADMIN
-	// or when kernel.bpf_jit_harden hides it.
+	// Xlated is the program as the verifier rewrote it (map ids, inlined
+	// helpers); empty without CAP_SYS_ADMIN or under bpf_jit_harden.
 	Xlated        []insn.Instruction
 	LoadTime      time.Duration // since boot
 	RunCount      uint64        // with statistics on (BPF_ENABLE_STATS, 5.8)
@@ -27,7 +26,7 @@ type Info struct {
 	VerifiedInsns uint32 // 5.16
 }
 
-// Info asks the kernel about the program: once for the sizes, once for the
+// Info asks the kernel about the program, once for the sizes, once for the
 // instructions and map ids.
 func (p *Program) Info() (*Info, error) {
 	if p.fd.Int() < 0 {
@@ -59,8 +58,8 @@ func (p *Program) Info() (*Info, error) {
 }
 
 // Listing disassembles Xlated as bpftool prog dump xlated does, naming the
-// kernel functions that helper calls were rewritten to from /proc/kallsyms
-// (which needs CAP_SYSLOG; without it the calls print as "call unknown#N").
+// functions helper calls became from /proc/kallsyms (with CAP_SYSLOG;
+// without, "call unknown#N").
 func (i *Info) Listing() string {
 	var syms *Symbols
 	var base uint64
@@ -85,9 +84,8 @@ func (i *Info) Listing() string {
 	})
 }
 
-// Stats is BPF_ENABLE_STATS (5.8): while it is open the kernel counts the
-// runs and the run time of every program (Info's RunCount and RunTime),
-// as kernel.bpf_stats_enabled does, at a small cost per run.
+// Stats is BPF_ENABLE_STATS (5.8): while open, the kernel counts every
+// program's runs and run time (Info's RunCount and RunTime).
 type Stats struct{ fd sys.FD }
 
 // EnableStats turns the statistics on until Close.

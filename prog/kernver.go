@@ -19,10 +19,9 @@ var kernVersion struct {
 }
 
 // KernelVersion is the running kernel's LINUX_VERSION_CODE, read once from
-// the "Linux" ELF note of the vDSO the kernel maps into every process. That
-// is the number the kernel compares kern_version with; uname's release
-// string is what distributions rewrite (Debian's "6.1.0-18" is 6.1.76, and
-// Ubuntu's ABI numbers are not sublevels).
+// the "Linux" note of the vDSO: the number kern_version is compared with,
+// where uname's release is what distributions rewrite (Debian's "6.1.0-18"
+// is 6.1.76).
 func KernelVersion() (uint32, error) {
 	kernVersion.once.Do(func() {
 		v, err := vdsoVersion()
@@ -61,9 +60,9 @@ func vdsoVersion() (uint32, error) {
 	return 0, errors.New("vDSO has no Linux version note")
 }
 
-// linuxNote finds the note named "Linux" of type 0 whose 4-byte descriptor
-// is LINUX_VERSION_CODE. Notes are namesz, descsz, type, then name and desc,
-// each padded to 4 bytes.
+// linuxNote finds the note "Linux" of type 0, whose 4-byte descriptor is
+// LINUX_VERSION_CODE. Notes are namesz, descsz, type, name and desc, the
+// last two padded to 4 bytes.
 func linuxNote(b []byte) (uint32, bool) {
 	le := binary.LittleEndian
 	for len(b) >= 12 {

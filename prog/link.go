@@ -13,8 +13,7 @@ import (
 )
 
 // Link is one attachment of a program to an event. Close detaches the
-// program and releases everything the attachment created: the BPF link,
-// the perf event, the tracefs event. Closing twice is harmless.
+// program and releases the BPF link, perf event and tracefs event it made.
 type Link struct {
 	mu     sync.Mutex // one Close at a time: the event goes after the fds
 	desc   string
@@ -35,12 +34,11 @@ func (l *Link) FD() int {
 	return l.perfFD.Int()
 }
 
-// Close detaches: the link first, then the perf event (which detaches an
-// ioctl-attached program), then the tracefs event, which the kernel refuses
-// to remove (EBUSY) while a perf event uses it: while a copy of the fd
-// (dup, fork, a pin) holds the link or perf event open. The event then
-// stays, the error says so, and a later Close tries again. Concurrent
-// Closes are safe: each resource is released once.
+// Close detaches: the link, then the perf event (detaching an ioctl-attached
+// program), then the tracefs event, which the kernel refuses to remove
+// (EBUSY) while a copy of the fd (dup, fork, pin) holds a perf event: the
+// error says so, and a later Close tries again. Each resource is released
+// once, also by concurrent Closes.
 func (l *Link) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -53,19 +51,17 @@ func (l *Link) Close() error {
 
 // AttachOptions apply to every attachment made through a perf event.
 type AttachOptions struct {
-	// Cookie is passed to the program through the perf link and read with
-	// bpf_get_attach_cookie. It needs BPF perf links (5.15): on older kernels
-	// a non-zero Cookie is an ErrNotSupported error, never dropped.
+	// Cookie is what bpf_get_attach_cookie reads. It needs BPF perf links
+	// (5.15): without, a non-zero Cookie is an ErrNotSupported error.
 	Cookie uint64
-	// Legacy attaches with PERF_EVENT_IOC_SET_BPF even where perf links
-	// exist. It cannot carry a cookie.
+	// Legacy attaches with PERF_EVENT_IOC_SET_BPF, without a cookie, even
+	// where perf links exist.
 	Legacy bool
 }
 
-// attachPerf attaches p to the perf event perfFD, with a perf link when the
-// kernel has them and the caller did not ask for Legacy, else with
-// PERF_EVENT_IOC_SET_BPF; then it enables the event. On success the Link
-// owns perfFD and event; on failure both are released.
+// attachPerf attaches p to the perf event perfFD, with a perf link unless
+// the kernel has none or o asks for Legacy, and enables it. The Link owns
+// perfFD and event; on failure both are released.
 func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, o AttachOptions) (*Link, error) {
 	l := &Link{desc: desc, event: event}
 	l.perfFD.Set(perfFD)
@@ -99,13 +95,11 @@ func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, 
 	return l, nil
 }
 
-// ErrWrongType is wrapped by the error of an attach function given a
-// program of a type that cannot run there; the kernel would refuse it
-// with a bare EINVAL.
+// ErrWrongType is the error of an attach function given a program of a
+// type that cannot run there (the kernel would say a bare EINVAL).
 var ErrWrongType = errors.New("prog: wrong program type")
 
-// usable says why p cannot be attached to what, if it cannot: nil, closed,
-// or not one of the types what takes (the first named in the message).
+// usable says why p cannot be attached to what, if it cannot.
 func usable(p *Program, what string, types ...Type) error {
 	switch {
 	case p == nil:
@@ -122,12 +116,11 @@ func usable(p *Program, what string, types ...Type) error {
 // typeNames are the Go names of the types attach functions need.
 var typeNames = map[Type]string{Tracepoint: "Tracepoint", Kprobe: "Kprobe", RawTracepoint: "RawTracepoint", PerfEvent: "PerfEvent"}
 
-// AttachPerfEvent runs p on the perf event perfFD, which the caller opened
-// and keeps (perfring.NewEventReader's, say): p must be of the type the
-// event takes (Tracepoint for a tracepoint, PerfEvent for a sampling
-// event). For a tracepoint, p's return value is a filter: the event's own
-// record is kept only when p returns non-zero. The Link holds a duplicate
-// of perfFD. With a perf link (5.15) Close detaches p; with
+// AttachPerfEvent runs p on the perf event perfFD, which the caller keeps
+// (perfring.NewEventReader's, say): a Tracepoint program on a tracepoint,
+// where its return value filters the event's own record (non-zero keeps
+// it), a PerfEvent program on a sampling event. The Link holds a copy of
+// perfFD. With a perf link (5.15) Close detaches p; with
 // PERF_EVENT_IOC_SET_BPF p stays until every fd of the event is closed.
 func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 	desc := fmt.Sprintf("perf event fd %d", perfFD)
@@ -142,9 +135,8 @@ func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 }
 
 // openTracepointEvent opens a disabled perf event on the tracepoint (or
-// tracefs kprobe or uprobe event) with the given id. For all processes (pid
-// -1) a program attached to it runs on every CPU, so the event needs only
-// one (cpu 0); for one process, cpu is -1.
+// tracefs probe event) id: for all processes (pid -1) on cpu 0, since the
+// program runs on every CPU anyway; for one process on cpu -1.
 func openTracepointEvent(id uint64, pid, cpu int) (int, error) {
 	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Sample: 1, Wakeup: 1, Bits: unix.PerfBitDisabled}
 	return sys.PerfEventOpen(&attr, pid, cpu, -1, 0)
@@ -158,10 +150,10 @@ func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, e
 		return nil, err
 	}
 	id, err := tracefs.TracepointID(group, name)
-	if err != nil {
-		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
+	fd := -1
+	if err == nil {
+		fd, err = openTracepointEvent(id, -1, 0)
 	}
-	fd, err := openTracepointEvent(id, -1, 0)
 	if err != nil {
 		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
@@ -169,8 +161,8 @@ func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, e
 }
 
 // AttachRawTracepoint runs p, a RawTracepoint program, on the raw
-// tracepoint name ("sys_enter", "sched_switch"), with BPF_RAW_TRACEPOINT_OPEN.
-// A cookie needs Linux 6.10.
+// tracepoint name ("sys_enter") with BPF_RAW_TRACEPOINT_OPEN; a cookie
+// needs Linux 6.10.
 func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error) {
 	desc := "raw tracepoint " + name
 	if err := usable(p, "a raw tracepoint", RawTracepoint, unix.BPF_PROG_TYPE_RAW_TRACEPOINT_WRITABLE); err != nil {

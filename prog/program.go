@@ -40,16 +40,16 @@ type Spec struct {
 	Instructions []insn.Instruction
 
 	// KernVersion is LINUX_VERSION_CODE for kprobe programs, which kernels
-	// before 5.0 check. Zero means: the running kernel's, from the vDSO.
+	// before 5.0 check; zero means the running kernel's.
 	KernVersion        uint32
 	ExpectedAttachType uint32 // bpf_attach_type, for types that need it at load
 	Flags              uint32 // prog_flags: BPF_F_STRICT_ALIGNMENT, BPF_F_SLEEPABLE, ...
 
-	// LogLevel above zero asks for the verifier's log even when the load
-	// succeeds (Program.Log). A failed load always gets one at level 1.
+	// LogLevel above zero asks for the verifier's log (Program.Log); a
+	// failed load gets one at level 1 anyway.
 	LogLevel uint32
-	// LogSize is the first size of the log buffer; it grows on ENOSPC up to
-	// MaxLogSize. Zero means 64 KiB.
+	// LogSize is the first size of the log buffer, which grows on ENOSPC
+	// up to MaxLogSize. Zero means 64 KiB.
 	LogSize int
 }
 
@@ -67,9 +67,8 @@ type Program struct {
 	log  string
 }
 
-// Load assembles spec.Insns, resolving labels and map references (or takes
-// spec.Instructions as they are), and loads the program. A program the
-// verifier rejects returns a *VerifierError.
+// Load assembles spec.Insns (or takes spec.Instructions) and loads the
+// program; one the verifier rejects is a *VerifierError.
 func Load(spec Spec) (*Program, error) {
 	insns := spec.Instructions
 	switch {
@@ -140,9 +139,7 @@ func Load(spec Spec) (*Program, error) {
 	return p, nil
 }
 
-// codePool recycles the encoded instructions: the kernel copies them during
-// BPF_PROG_LOAD, and a 1000-instruction program is 8 KiB to allocate and
-// collect on every load otherwise.
+// codePool recycles encoded instructions, which the kernel copies.
 var codePool = sync.Pool{New: func() any { return new([]byte) }}
 
 func logSize(n int) int {
@@ -172,11 +169,11 @@ func (p *Program) Type() Type { return p.typ }
 // Log is the verifier's log of a load asked for with Spec.LogLevel.
 func (p *Program) Log() string { return p.log }
 
-// Close releases the program's fd; attachments and pins keep it alive in
-// the kernel. Closing twice is harmless.
+// Close releases the program's fd (attachments and pins keep the program);
+// closing twice is harmless.
 func (p *Program) Close() error { return wrap(p.fd.Close(), "close %q", p.name) }
 
-// Pin makes the program outlive the process at path, in a BPF file system.
+// Pin makes the program outlive the process at path in a BPF file system;
 // mapfd.Unpin removes it.
 func (p *Program) Pin(path string) error {
 	if p.fd.Int() < 0 {

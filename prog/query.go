@@ -41,9 +41,8 @@ type LinkInfo struct {
 var linkTypeNames = []string{"unspec", "raw_tracepoint", "tracing", "cgroup", "iter", "netns", "xdp", "perf_event",
 	"kprobe_multi", "struct_ops", "netfilter", "tcx", "uprobe_multi", "netkit", "sockmap"}
 
-// LinkByID asks the kernel about the link with the given id (needs
-// CAP_SYS_ADMIN). Names behind pointers in struct bpf_link_info are not
-// fetched, but a raw tracepoint's comes from QueryFD on the link's fd.
+// LinkByID asks the kernel about the link id (needs CAP_SYS_ADMIN), not
+// fetching names behind pointers, but a raw tracepoint's (by QueryFD).
 func LinkByID(id uint32) (*LinkInfo, error) {
 	fd, err := sys.LinkGetFDByID(&sys.GetIDAttr{ID: id})
 	if err != nil {
@@ -98,8 +97,8 @@ type FDAttachment struct {
 }
 
 // QueryFD asks which program runs through file fd of process pid
-// (BPF_TASK_FD_QUERY, 4.18; needs CAP_SYS_ADMIN). Other files answer
-// ENOTSUPP (sys.ENOTSUPP), a perf event without a program ENOENT.
+// (BPF_TASK_FD_QUERY, 4.18; needs CAP_SYS_ADMIN): other files answer
+// sys.ENOTSUPP, a perf event without a program ENOENT.
 func QueryFD(pid, fd int) (*FDAttachment, error) {
 	buf := make([]byte, 4096) // PATH_MAX
 	attr := sys.TaskFDQueryAttr{PID: uint32(pid), FD: uint32(fd), Buf: sys.SlicePointer(buf), BufLen: uint32(len(buf))}

@@ -21,9 +21,7 @@ type VerifierError struct {
 	Err   error              // the bpf(2) error, with its errno
 	Log   string             // the verifier's whole log (its end, if it outgrew MaxLogSize)
 	Insns []insn.Instruction // the program as loaded
-	// Insn is the index of the instruction the verifier was at when it
-	// stopped, or -1 if the log does not say.
-	Insn int
+	Insn  int                // where the verifier stopped, or -1 if the log does not say
 }
 
 // logTail is how many of the log's last lines Error shows.

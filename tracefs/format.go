@@ -16,9 +16,8 @@ type Field struct {
 	Offset int    // from the start of the record the program's context points at
 	Size   int
 	Signed bool
-	// DataLoc is true for a __data_loc field: the 4 bytes at Offset hold
-	// the data's offset (low 16 bits) and length (high 16 bits) within
-	// the record.
+	// DataLoc marks a __data_loc field: the u32 at Offset holds the data's
+	// offset (low 16 bits) and length in the record.
 	DataLoc bool
 }
 
@@ -28,9 +27,8 @@ type Format struct {
 	ID          uint64
 	Fields      []Field // common fields first
 	PrintFmt    string
-	// Symbols maps a field to its __print_symbolic table in the print
-	// format: kfree_skb's reason -> {2: "NOT_SPECIFIED", ...}. Pairs whose
-	// value the kernel printed as a name, not a number, are left out.
+	// Symbols maps a field to its __print_symbolic table: kfree_skb's
+	// reason -> {2: "NOT_SPECIFIED", ...}, without values printed as names.
 	Symbols map[string]map[uint64]string
 }
 
@@ -101,7 +99,7 @@ func TracepointFormat(group, name string) (*Format, error) {
 }
 
 // validLookup accepts tracepoint group and event names that stay one
-// directory each under events/ (groups like 9p start with a digit).
+// directory under events/ (9p starts with a digit).
 func validLookup(names ...string) error {
 	for _, n := range names {
 		if n == "" || n == "." || n == ".." || len(n) > 255 || strings.ContainsAny(n, "/ \t\n\r\x00") {
@@ -161,10 +159,9 @@ func fieldTail(s string) (n [3]string, ok bool) {
 	return n, strings.HasPrefix(s, ";")
 }
 
-// parseField reads a line "\tfield:unsigned char name[16];\toffset:8;
-// size:16;\tsigned:0;" into a Field; ok is false for a line that is none.
-// The declaration is everything up to the last ';' that the offset, size
-// and signed parts follow.
+// parseField reads "\tfield:unsigned char name[16];\toffset:8;\tsize:16;
+// \tsigned:0;" into a Field, the declaration ending at the last ';' that
+// the rest follows; ok is false for a line that is no field.
 func parseField(line string) (fl Field, ok bool, err error) {
 	decl, found := strings.CutPrefix(strings.TrimLeft(line, space), "field:")
 	if !found {
@@ -206,10 +203,9 @@ func parseField(line string) (fl Field, ok bool, err error) {
 }
 
 // parseSymbolic reads every __print_symbolic(REC->field, { value, "NAME" },
-// ...) table of a print format. A value the kernel left as a name (an enum
-// without TRACE_DEFINE_ENUM, as tcp_send_reset's TCP_ESTABLISHED) or as an
-// expression is not known here: its pair is left out, and a table with no
-// numbers at all.
+// ...) of a print format, leaving out pairs whose value the kernel left as
+// a name (an enum without TRACE_DEFINE_ENUM, as tcp_send_reset's
+// TCP_ESTABLISHED) or expression, and tables with no numbers.
 func parseSymbolic(pf string) map[string]map[uint64]string {
 	out := map[string]map[uint64]string{}
 	const call = "__print_symbolic("
@@ -259,8 +255,8 @@ func symbolicHead(s string) (field, rest string, ok bool) {
 	return s[:i], rest, ok
 }
 
-// symbolPair matches one \s*{ value, "name" }\s*,? where value is anything
-// up to the comma but '"', '{' and '}', less the spaces around it.
+// symbolPair matches \s*{ value, "name" }\s*,?, value being up to the comma,
+// without '"', '{' and '}', trimmed.
 func symbolPair(s string) (value, name, rest string, ok bool) {
 	if s, ok = strings.CutPrefix(strings.TrimLeft(s, space), "{"); !ok {
 		return
