@@ -43,9 +43,7 @@ func (i Instruction) IsLoadImm64() bool { return i.Code == BPF_LD|BPF_IMM|uint8(
 
 // Encode returns the little-endian encoding of insns, 8 bytes each. A
 // register above 15 does not fit its 4 bits and is an ErrRegister.
-func Encode(insns []Instruction) ([]byte, error) {
-	return AppendEncode(nil, insns)
-}
+func Encode(insns []Instruction) ([]byte, error) { return AppendEncode(nil, insns) }
 
 // AppendEncode appends the encoding of insns to b, allocating only if b's
 // capacity is short; on error it returns b unchanged.

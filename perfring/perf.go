@@ -21,10 +21,9 @@ type Options struct {
 	// RingBytes is each CPU's ring, rounded up to a power of two of pages,
 	// at most 1 GiB. Zero means 256 KiB.
 	RingBytes int
-	// Watermark wakes a blocked reader when this many bytes wait in a
-	// ring; it must be below the ring's size. Zero means waking by count:
-	// every WakeupEvents records (default 1; at most 2^32-1). Each
-	// wake-up costs the producer a little.
+	// Watermark wakes a blocked reader when this many bytes, fewer than the
+	// ring's size, wait in a ring; zero means every WakeupEvents records
+	// (default 1; at most 2^32-1). A wake-up costs the producer a little.
 	Watermark    int
 	WakeupEvents int
 }
@@ -66,9 +65,8 @@ const (
 )
 
 // NewPerfReader opens a PERF_COUNT_SW_BPF_OUTPUT event and its ring on every
-// online CPU, mapped 1+2^n pages each, and stores the events in array, a
-// PerfEventArray map with at least sys.PossibleCPUs entries, at their CPU's
-// index. Programs write to it with bpf_perf_event_output(ctx, array,
+// online CPU and stores them at their CPU in array, a PerfEventArray of
+// sys.PossibleCPUs entries or more, for bpf_perf_event_output(ctx, array,
 // BPF_F_CURRENT_CPU, data, size).
 func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
 	err := checkMap(array, mapfd.PerfEventArray)
@@ -259,8 +257,7 @@ func (r *PerfReader) Lost() []uint64 {
 }
 
 // Pause stops the kernel writing to the rings (PERF_EVENT_IOC_PAUSE_OUTPUT,
-// 4.7); samples sent meanwhile are lost and counted. After Close it
-// returns ErrClosed.
+// 4.7); samples sent meanwhile are lost and counted.
 func (r *PerfReader) Pause() error { return r.pause(true) }
 
 // Resume undoes Pause.

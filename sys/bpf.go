@@ -94,6 +94,12 @@ const invalidCmd = 0xbfbf
 
 var attrSize atomic.Uint32
 
+// do is call for the commands that answer only an error.
+func do(cmd int, attr unsafe.Pointer) error {
+	_, err := call(cmd, attr)
+	return err
+}
+
 // callFD is call for the commands that return a new file descriptor.
 func callFD(cmd int, attr unsafe.Pointer) (int, error) {
 	fd, err := call(cmd, attr)
@@ -183,27 +189,23 @@ func MapCreate(attr *MapCreateAttr) (int, error) {
 
 // MapLookupElem is BPF_MAP_LOOKUP_ELEM: it copies the value of Key into Value.
 func MapLookupElem(attr *MapElemAttr) error {
-	_, err := call(unix.BPF_MAP_LOOKUP_ELEM, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_MAP_LOOKUP_ELEM, unsafe.Pointer(attr))
 }
 
 // MapUpdateElem is BPF_MAP_UPDATE_ELEM; Flags is BPF_ANY, BPF_NOEXIST or BPF_EXIST.
 func MapUpdateElem(attr *MapElemAttr) error {
-	_, err := call(unix.BPF_MAP_UPDATE_ELEM, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_MAP_UPDATE_ELEM, unsafe.Pointer(attr))
 }
 
 // MapDeleteElem is BPF_MAP_DELETE_ELEM.
 func MapDeleteElem(attr *MapElemAttr) error {
-	_, err := call(unix.BPF_MAP_DELETE_ELEM, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_MAP_DELETE_ELEM, unsafe.Pointer(attr))
 }
 
 // MapGetNextKey is BPF_MAP_GET_NEXT_KEY: it writes the key after Key (the
 // first key if Key is nil) to Value, the next_key member.
 func MapGetNextKey(attr *MapElemAttr) error {
-	_, err := call(unix.BPF_MAP_GET_NEXT_KEY, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_MAP_GET_NEXT_KEY, unsafe.Pointer(attr))
 }
 
 // MapElemNoSleep runs cmd (BPF_MAP_LOOKUP_ELEM, _UPDATE_ELEM, _DELETE_ELEM
@@ -226,21 +228,16 @@ func MapElemNoSleep(cmd int, attr *MapElemAttr) error {
 // MapLookupAndDeleteElem is BPF_MAP_LOOKUP_AND_DELETE_ELEM (queues and
 // stacks since 4.20, hash maps since 5.14).
 func MapLookupAndDeleteElem(attr *MapElemAttr) error {
-	_, err := call(unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM, unsafe.Pointer(attr))
 }
 
 // MapFreeze is BPF_MAP_FREEZE (5.2): the map becomes read-only to user space.
-func MapFreeze(attr *MapElemAttr) error {
-	_, err := call(unix.BPF_MAP_FREEZE, unsafe.Pointer(attr))
-	return err
-}
+func MapFreeze(attr *MapElemAttr) error { return do(unix.BPF_MAP_FREEZE, unsafe.Pointer(attr)) }
 
 // MapLookupBatch is BPF_MAP_LOOKUP_BATCH (5.6). On return Count holds the
 // number of elements copied; ENOENT means the walk reached the end.
 func MapLookupBatch(attr *MapBatchAttr) error {
-	_, err := call(unix.BPF_MAP_LOOKUP_BATCH, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_MAP_LOOKUP_BATCH, unsafe.Pointer(attr))
 }
 
 // ProgLoad is BPF_PROG_LOAD; it returns the program's fd. The verifier
@@ -292,21 +289,13 @@ var runtimeSignals = func() (set unix.Sigset_t) {
 }()
 
 // ObjPin is BPF_OBJ_PIN: it pins BPFFD at Pathname in a BPF file system.
-func ObjPin(attr *ObjAttr) error {
-	_, err := call(unix.BPF_OBJ_PIN, unsafe.Pointer(attr))
-	return err
-}
+func ObjPin(attr *ObjAttr) error { return do(unix.BPF_OBJ_PIN, unsafe.Pointer(attr)) }
 
 // ObjGet is BPF_OBJ_GET: it opens the object pinned at Pathname.
-func ObjGet(attr *ObjAttr) (int, error) {
-	return callFD(unix.BPF_OBJ_GET, unsafe.Pointer(attr))
-}
+func ObjGet(attr *ObjAttr) (int, error) { return callFD(unix.BPF_OBJ_GET, unsafe.Pointer(attr)) }
 
 // ProgQuery is BPF_PROG_QUERY: the programs attached to a cgroup or device.
-func ProgQuery(attr *ProgQueryAttr) error {
-	_, err := call(unix.BPF_PROG_QUERY, unsafe.Pointer(attr))
-	return err
-}
+func ProgQuery(attr *ProgQueryAttr) error { return do(unix.BPF_PROG_QUERY, unsafe.Pointer(attr)) }
 
 // ProgTestRun is BPF_PROG_TEST_RUN (4.12). A run with Repeat stops with
 // EINTR when a signal is pending, and retrying would run the program's side
@@ -319,22 +308,13 @@ func ProgTestRun(attr *TestRunAttr) error {
 
 // ProgGetNextID is BPF_PROG_GET_NEXT_ID: the smallest program id above ID,
 // in NextID; ENOENT after the last.
-func ProgGetNextID(attr *GetIDAttr) error {
-	_, err := call(unix.BPF_PROG_GET_NEXT_ID, unsafe.Pointer(attr))
-	return err
-}
+func ProgGetNextID(attr *GetIDAttr) error { return do(unix.BPF_PROG_GET_NEXT_ID, unsafe.Pointer(attr)) }
 
 // MapGetNextID is BPF_MAP_GET_NEXT_ID.
-func MapGetNextID(attr *GetIDAttr) error {
-	_, err := call(unix.BPF_MAP_GET_NEXT_ID, unsafe.Pointer(attr))
-	return err
-}
+func MapGetNextID(attr *GetIDAttr) error { return do(unix.BPF_MAP_GET_NEXT_ID, unsafe.Pointer(attr)) }
 
 // LinkGetNextID is BPF_LINK_GET_NEXT_ID (5.8).
-func LinkGetNextID(attr *GetIDAttr) error {
-	_, err := call(unix.BPF_LINK_GET_NEXT_ID, unsafe.Pointer(attr))
-	return err
-}
+func LinkGetNextID(attr *GetIDAttr) error { return do(unix.BPF_LINK_GET_NEXT_ID, unsafe.Pointer(attr)) }
 
 // ProgGetFDByID is BPF_PROG_GET_FD_BY_ID.
 func ProgGetFDByID(attr *GetIDAttr) (int, error) {
@@ -353,8 +333,7 @@ func LinkGetFDByID(attr *GetIDAttr) (int, error) {
 
 // ObjGetInfoByFD is BPF_OBJ_GET_INFO_BY_FD; InfoByFD fills the typed structs.
 func ObjGetInfoByFD(attr *InfoAttr) error {
-	_, err := call(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(attr))
 }
 
 // InfoByFD fills info for the program, map or link fd.
@@ -385,16 +364,12 @@ func LinkCreateKprobeMulti(attr *LinkCreateKprobeMultiAttr) (int, error) {
 // ENOSPC: the name did not fit Buf; ENOENT: no program; ENOTSUPP: another
 // kind of file.
 func TaskFDQuery(attr *TaskFDQueryAttr) error {
-	_, err := call(unix.BPF_TASK_FD_QUERY, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_TASK_FD_QUERY, unsafe.Pointer(attr))
 }
 
 // LinkDetach is BPF_LINK_DETACH (5.9): the link stays open but its program
 // no longer runs.
-func LinkDetach(attr *LinkDetachAttr) error {
-	_, err := call(unix.BPF_LINK_DETACH, unsafe.Pointer(attr))
-	return err
-}
+func LinkDetach(attr *LinkDetachAttr) error { return do(unix.BPF_LINK_DETACH, unsafe.Pointer(attr)) }
 
 // EnableStats is BPF_ENABLE_STATS (5.8): run time and count statistics stay
 // on while the returned fd is open.
