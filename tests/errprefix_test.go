@@ -2,9 +2,7 @@ package tests
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,62 +16,51 @@ import (
 // unless it leads with an error of P's own ("%w: ...", ErrInvalid) or is
 // handed straight to a call that wraps it; and sys.Wrap is always given P.
 func TestErrorPrefixes(t *testing.T) {
-	for _, dir := range libraryDirs {
-		files, _ := filepath.Glob(filepath.Join("..", dir, "*.go"))
-		for _, path := range files {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			fset := token.NewFileSet()
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bad := func(n ast.Node, what, s string) {
-				t.Errorf("%s: %s %q does not start with %q", fset.Position(n.Pos()), what, s, dir+": ")
-			}
-			for _, d := range f.Decls {
-				switch d := d.(type) {
-				case *ast.GenDecl:
-					for _, s := range d.Specs {
-						if v, ok := s.(*ast.ValueSpec); ok && d.Tok == token.VAR {
-							for _, e := range v.Values {
-								if s, ok := errorText(e); ok && !strings.HasPrefix(s, dir+": ") {
-									bad(e, "sentinel", s)
-								}
+	eachLibraryFile(t, func(dir string, fset *token.FileSet, f *ast.File) {
+		bad := func(n ast.Node, what, s string) {
+			t.Errorf("%s: %s %q does not start with %q", fset.Position(n.Pos()), what, s, dir+": ")
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					if v, ok := s.(*ast.ValueSpec); ok && d.Tok == token.VAR {
+						for _, e := range v.Values {
+							if s, ok := errorText(e); ok && !strings.HasPrefix(s, dir+": ") {
+								bad(e, "sentinel", s)
 							}
 						}
 					}
-				case *ast.FuncDecl:
-					if d.Body == nil {
-						continue
-					}
-					exported := d.Name.IsExported() && (d.Recv == nil || exportedRecv(d.Recv))
-					args := map[ast.Expr]bool{} // the arguments of calls: wrapped where they are made
-					ast.Inspect(d.Body, func(n ast.Node) bool {
-						call, ok := n.(*ast.CallExpr)
-						if !ok {
-							return true
-						}
-						for _, a := range call.Args {
-							args[a] = true
-						}
-						if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Wrap" && len(call.Args) > 0 {
-							if id, ok := sel.X.(*ast.Ident); ok && id.Name == "sys" {
-								if lit, ok := call.Args[0].(*ast.BasicLit); !ok || lit.Value != strconv.Quote(dir) {
-									t.Errorf("%s: sys.Wrap in %s not given %q", fset.Position(call.Pos()), dir, dir)
-								}
-							}
-						}
-						if s, ok := errorText(call); ok && exported && !args[call] && !strings.HasPrefix(s, dir+": ") && !ownLead(call, s) {
-							bad(call, "error", s)
-						}
-						return true
-					})
 				}
+			case *ast.FuncDecl:
+				if d.Body == nil {
+					continue
+				}
+				exported := d.Name.IsExported() && (d.Recv == nil || exportedRecv(d.Recv))
+				args := map[ast.Expr]bool{} // the arguments of calls: wrapped where they are made
+				ast.Inspect(d.Body, func(n ast.Node) bool {
+					call, ok := n.(*ast.CallExpr)
+					if !ok {
+						return true
+					}
+					for _, a := range call.Args {
+						args[a] = true
+					}
+					if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Wrap" && len(call.Args) > 0 {
+						if id, ok := sel.X.(*ast.Ident); ok && id.Name == "sys" {
+							if lit, ok := call.Args[0].(*ast.BasicLit); !ok || lit.Value != strconv.Quote(dir) {
+								t.Errorf("%s: sys.Wrap in %s not given %q", fset.Position(call.Pos()), dir, dir)
+							}
+						}
+					}
+					if s, ok := errorText(call); ok && exported && !args[call] && !strings.HasPrefix(s, dir+": ") && !ownLead(call, s) {
+						bad(call, "error", s)
+					}
+					return true
+				})
 			}
 		}
-	}
+	})
 }
 
 // ownLead reports whether the message of fmt.Errorf call, s, leads with an
