@@ -69,8 +69,8 @@ func ownLead(call *ast.CallExpr, s string) bool {
 	if len(call.Args) < 2 || !strings.HasPrefix(s, "%w") {
 		return false
 	}
-	_, local := call.Args[1].(*ast.Ident)
-	return local
+	id, ok := call.Args[1].(*ast.Ident)
+	return ok && (strings.HasPrefix(id.Name, "Err") || strings.HasPrefix(id.Name, "err") && len(id.Name) > 3)
 }
 
 // errorText is the literal text of errors.New("...") or fmt.Errorf("...", ...).
