@@ -254,7 +254,7 @@ func tryLoad(t Type, code ...insn.Item) (string, error) {
 	if err == nil {
 		unix.Close(fd)
 	}
-	return cString(log), err
+	return unix.ByteSliceToString(log), err
 }
 
 // HaveProgType reports whether the kernel loads programs of type t, by

@@ -1,6 +1,7 @@
 package prog
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -117,7 +118,7 @@ func Load(spec Spec) (*Program, error) {
 		attr.LogLevel, attr.LogSize, attr.LogBuf = spec.LogLevel, uint32(len(log)), sys.SlicePointer(log)
 	}
 	fd, err := sys.ProgLoad(&attr)
-	if isErrno(err, unix.EPERM) && sys.RaiseMemlock() {
+	if errors.Is(err, unix.EPERM) && sys.RaiseMemlock() {
 		fd, err = sys.ProgLoad(&attr)
 	}
 	if err != nil && spec.LogLevel == 0 {
@@ -126,15 +127,15 @@ func Load(spec Spec) (*Program, error) {
 		attr.LogLevel, attr.LogSize, attr.LogBuf = 1, uint32(len(log)), sys.SlicePointer(log)
 		fd, err = sys.ProgLoad(&attr)
 	}
-	for err != nil && isErrno(err, unix.ENOSPC) && len(log) < MaxLogSize {
+	for err != nil && errors.Is(err, unix.ENOSPC) && len(log) < MaxLogSize {
 		log = make([]byte, min(len(log)*4, MaxLogSize))
 		attr.LogSize, attr.LogBuf = uint32(len(log)), sys.SlicePointer(log)
 		fd, err = sys.ProgLoad(&attr)
 	}
 	if err != nil {
-		return nil, newVerifierError(spec.Name, err, cString(log), insns)
+		return nil, newVerifierError(spec.Name, err, unix.ByteSliceToString(log), insns)
 	}
-	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: cString(log)}
+	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: unix.ByteSliceToString(log)}
 	p.fd.Set(fd)
 	return p, nil
 }

@@ -106,7 +106,7 @@ func QueryFD(pid, fd int) (*FDAttachment, error) {
 		return nil, fmt.Errorf("prog: query fd %d of pid %d: %w", fd, pid, err)
 	}
 	kinds := []string{"raw_tracepoint", "tracepoint", "kprobe", "kretprobe", "uprobe", "uretprobe"}
-	return &FDAttachment{ProgID: attr.ProgID, Kind: nameOf(kinds, attr.FDType), Name: cString(buf),
+	return &FDAttachment{ProgID: attr.ProgID, Kind: nameOf(kinds, attr.FDType), Name: unix.ByteSliceToString(buf),
 		Offset: attr.ProbeOffset, Addr: attr.ProbeAddr}, nil
 }
 

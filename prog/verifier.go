@@ -8,7 +8,6 @@ import (
 
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/sys"
-	"golang.org/x/sys/unix"
 )
 
 // ErrClosed is returned by operations on a closed Program or attachment.
@@ -77,15 +76,3 @@ func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
 
 // wrap is sys.Wrap for prog's errors.
 func wrap(err error, format string, args ...any) error { return sys.Wrap("prog", err, format, args...) }
-
-func isErrno(err error, errno unix.Errno) bool { return errors.Is(err, errno) }
-
-// cString is b up to its first NUL.
-func cString(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
-}
