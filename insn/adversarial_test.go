@@ -10,14 +10,16 @@ import (
 	"go/types"
 	"math"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
-// assembleErr assembles items and checks the exact error and its sentinel.
+// assembleErr assembles items and checks the exact error, its sentinel and
+// that it starts with "insn: ", as every error insn returns does.
 func assembleErr(t *testing.T, name string, items []Item, sentinel error, want string) {
 	t.Helper()
 	_, err := Assemble(items)
-	if !errors.Is(err, sentinel) || err.Error() != want {
+	if !errors.Is(err, sentinel) || err.Error() != want || !strings.HasPrefix(want, "insn: ") {
 		t.Errorf("%s:\n\tgot  %v\n\twant %s", name, err, want)
 	}
 }

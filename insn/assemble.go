@@ -9,24 +9,24 @@ import (
 
 // Errors returned by Assemble, wrapped with the item index and names.
 var (
-	ErrUnknownLabel   = errors.New("unknown label")            // a jump or call to a label no Label item names
-	ErrDuplicateLabel = errors.New("duplicate label")          // two Label items of one name
-	ErrEmptyLabel     = errors.New("empty label name")         // a Label, or a jump target, named ""
-	ErrOffsetRange    = errors.New("jump offset out of range") // too far for the field, or landing outside the program
-	ErrUnknownHelper  = errors.New("unknown helper")           // CallName with a name not in the helper table
-	ErrNilMap         = errors.New("nil map")                  // LoadMapFD or LoadMapValue of a nil MapFD
-	ErrBadFD          = errors.New("invalid map fd")           // MapFD.FD answered a negative or too large fd
-	ErrRegister       = errors.New("invalid register")         // above r10, or a pseudo source the kernel does not know
-	ErrInvalid        = errors.New("invalid instruction")      // an opcode, width or field the verifier refuses
-	ErrArgument       = errors.New("invalid argument")         // refused by a sequence builder such as MapIncrement
+	ErrUnknownLabel   = errors.New("insn: unknown label")            // a jump or call to a label no Label item names
+	ErrDuplicateLabel = errors.New("insn: duplicate label")          // two Label items of one name
+	ErrEmptyLabel     = errors.New("insn: empty label name")         // a Label, or a jump target, named ""
+	ErrOffsetRange    = errors.New("insn: jump offset out of range") // too far for the field, or landing outside the program
+	ErrUnknownHelper  = errors.New("insn: unknown helper")           // CallName with a name not in the helper table
+	ErrNilMap         = errors.New("insn: nil map")                  // LoadMapFD or LoadMapValue of a nil MapFD
+	ErrBadFD          = errors.New("insn: invalid map fd")           // MapFD.FD answered a negative or too large fd
+	ErrRegister       = errors.New("insn: invalid register")         // above r10, or a pseudo source the kernel does not know
+	ErrInvalid        = errors.New("insn: invalid instruction")      // an opcode, width or field the verifier refuses
+	ErrArgument       = errors.New("insn: invalid argument")         // refused by a sequence builder such as MapIncrement
 )
 
-// Assemble lays items out into instruction slots. It resolves labels
-// (offsets count slots from the next instruction, a 64-bit immediate load
-// counting two), map references (calling FD now) and helper names, and
-// checks every instruction as the kernel's verifier checks its encoding
-// before it looks at types and bounds: registers, opcodes, widths, reserved
-// fields, jumps that land outside the program or inside a 64-bit load.
+// Assemble lays items out into instruction slots, resolving labels
+// (offsets count slots from the next one; a 64-bit load takes two), map
+// references (calling FD now) and helper names, and checks every
+// instruction's encoding as the verifier does before types and bounds:
+// registers, opcodes, widths, reserved fields, jumps outside the program
+// or into a 64-bit load.
 func Assemble(items []Item) ([]Instruction, error) {
 	labels := make(map[string]int)
 	pc := 0
@@ -35,14 +35,14 @@ func Assemble(items []Item) ([]Instruction, error) {
 		switch it.kind {
 		case kindLabel:
 			if it.name == "" {
-				return nil, fmt.Errorf("insn: item %d: %w", n, ErrEmptyLabel)
+				return nil, at(n, -1, ErrEmptyLabel)
 			}
 			if _, dup := labels[it.name]; dup {
-				return nil, fmt.Errorf("insn: item %d: %w %q", n, ErrDuplicateLabel, it.name)
+				return nil, at(n, -1, fmt.Errorf("%w %q", ErrDuplicateLabel, it.name))
 			}
 			labels[it.name] = pc
 		case kindErr:
-			return nil, fmt.Errorf("insn: item %d: %w: %s", n, ErrArgument, it.name)
+			return nil, at(n, -1, fmt.Errorf("%w: %s", ErrArgument, it.name))
 		case kindWide:
 			pc += 2
 		default:
@@ -61,42 +61,42 @@ func Assemble(items []Item) ([]Instruction, error) {
 		switch it.ref {
 		case refOff, refImm:
 			if it.name == "" {
-				return nil, fmt.Errorf("insn: item %d (insn %d): jump: %w", n, pc, ErrEmptyLabel)
+				return nil, &itemError{fmt.Sprintf("item %d (insn %d): jump", n, pc), ErrEmptyLabel}
 			}
 			target, ok := labels[it.name]
 			if !ok {
-				return nil, fmt.Errorf("insn: item %d (insn %d): %w %q", n, pc, ErrUnknownLabel, it.name)
+				return nil, at(n, pc, fmt.Errorf("%w %q", ErrUnknownLabel, it.name))
 			}
 			d := target - (pc + 1)
 			if it.ref == refImm {
 				if d < math.MinInt32 || d > math.MaxInt32 {
-					return nil, fmt.Errorf("insn: item %d (insn %d): %w: %d to %q", n, pc, ErrOffsetRange, d, it.name)
+					return nil, at(n, pc, fmt.Errorf("%w: %d to %q", ErrOffsetRange, d, it.name))
 				}
 				ins.Imm = int32(d)
 			} else {
 				if d < math.MinInt16 || d > math.MaxInt16 {
-					return nil, fmt.Errorf("insn: item %d (insn %d): %w: %d to %q does not fit 16 bits", n, pc, ErrOffsetRange, d, it.name)
+					return nil, at(n, pc, fmt.Errorf("%w: %d to %q does not fit 16 bits", ErrOffsetRange, d, it.name))
 				}
 				ins.Off = int16(d)
 			}
 		case refMap:
 			if it.m == nil {
-				return nil, fmt.Errorf("insn: item %d (insn %d): %w", n, pc, ErrNilMap)
+				return nil, at(n, pc, ErrNilMap)
 			}
 			fd := it.m.FD()
 			if fd < 0 || fd > math.MaxInt32 {
-				return nil, fmt.Errorf("insn: item %d (insn %d): %w %d", n, pc, ErrBadFD, fd)
+				return nil, at(n, pc, fmt.Errorf("%w %d", ErrBadFD, fd))
 			}
 			ins.Imm = int32(fd)
 		case refHelper:
 			h, ok := HelperByName(it.name)
 			if !ok {
-				return nil, fmt.Errorf("insn: item %d (insn %d): %w %q", n, pc, ErrUnknownHelper, it.name)
+				return nil, at(n, pc, fmt.Errorf("%w %q", ErrUnknownHelper, it.name))
 			}
 			ins.Imm = int32(h)
 		}
 		if err := check(ins, it.kind == kindWide, it.hi); err != nil {
-			return nil, fmt.Errorf("insn: item %d (insn %d): %w", n, pc, err)
+			return nil, at(n, pc, err)
 		}
 		out = append(out, ins)
 		if it.kind == kindWide {
@@ -118,14 +118,33 @@ func Assemble(items []Item) ([]Instruction, error) {
 			for slots := 0; slots <= pc; n++ {
 				slots += [4]int{1, 2, 0, 0}[items[n].kind]
 			}
-			return nil, fmt.Errorf("insn: item %d (insn %d): %w: %s", n-1, pc, ErrOffsetRange, why)
+			return nil, at(n-1, pc, fmt.Errorf("%w: %s", ErrOffsetRange, why))
 		}
 	}
 	return out, nil
 }
 
-// jumpOffset returns the offset of a jump or bpf-to-bpf call, relative to
-// the next slot.
+// itemError is an error of Assemble or Encode: where, then what, without a
+// second "insn: " from the sentinel it wraps.
+type itemError struct {
+	where string
+	err   error
+}
+
+func (e *itemError) Error() string {
+	return "insn: " + e.where + ": " + strings.TrimPrefix(e.err.Error(), "insn: ")
+}
+func (e *itemError) Unwrap() error { return e.err }
+
+// at is the error err of item n, at instruction pc (-1: before layout).
+func at(n, pc int, err error) error {
+	if pc < 0 {
+		return &itemError{fmt.Sprintf("item %d", n), err}
+	}
+	return &itemError{fmt.Sprintf("item %d (insn %d)", n, pc), err}
+}
+
+// jumpOffset returns a jump's or bpf-to-bpf call's offset from the next slot.
 func jumpOffset(in Instruction) (int, bool) {
 	switch {
 	case in.Class() != BPF_JMP && in.Class() != BPF_JMP32 || in.JumpOp() == BPF_EXIT:
@@ -138,13 +157,11 @@ func jumpOffset(in Instruction) (int, bool) {
 	return int(in.Off), true
 }
 
-// check returns why the verifier would refuse in for its encoding alone,
-// following kernel/bpf/verifier.c of 6.18 (check_reg_arg, check_alu_op,
-// check_atomic, check_ld_imm, check_ld_abs and do_check's class checks).
-// Registers above r10 are refused everywhere: r11 is the kernel's own
-// BPF_REG_AX. The src of a 64-bit load or a call holds a pseudo source.
-// wide tells that in is the first of two slots, hi the imm of the second.
-// It does not allocate unless it fails: Assemble runs it on every slot.
+// check returns why the verifier would refuse in for its encoding alone, as
+// kernel/bpf/verifier.c of 6.18 does (check_reg_arg, check_alu_op,
+// check_atomic, check_ld_imm, check_ld_abs, do_check). r11 is the kernel's
+// BPF_REG_AX; a 64-bit load's or call's src is a pseudo source. wide: in is
+// the first of two slots, hi the second's imm. It allocates only to fail.
 func check(in Instruction, wide bool, hi int32) error {
 	call := in.Code == BPF_JMP|uint8(BPF_CALL)
 	switch {

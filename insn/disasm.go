@@ -30,14 +30,12 @@ func (i Instruction) String() string {
 func Disassemble(insns []Instruction) string { return disassemble(insns, false, nil) }
 
 // DisassembleFunc is Disassemble for a program as the kernel hands it back
-// (prog.Info's Xlated), whose calls the verifier rewrote. A helper call's
-// imm is then the helper's address less __bpf_call_base: callName names it
-// as bpftool does from kallsyms, "call __htab_map_lookup_elem#161296". A
-// bpf-to-bpf call holds its offset in off and the callee's subprogram index
-// in imm (jit_subprogs and, without a JIT, fixup_call_args in
-// kernel/bpf/verifier.c): it prints "call pc+OFF", and "#" and its name if
-// callName gives one (bpftool gives the JIT's symbol, bpf_prog_TAG_F).
-// callName may be nil or answer "".
+// (prog.Info's Xlated). A helper call's imm is then the helper's address
+// less __bpf_call_base, which callName names as bpftool does from kallsyms:
+// "call __htab_map_lookup_elem#161296". A bpf-to-bpf call holds its offset
+// in off and the callee's index in imm (jit_subprogs, fixup_call_args):
+// "call pc+OFF", then "#" and callName's name if it gives one (bpftool's
+// is the JIT's symbol). callName may be nil or answer "".
 func DisassembleFunc(insns []Instruction, callName func(call Instruction) string) string {
 	return disassemble(insns, true, callName)
 }
@@ -66,12 +64,10 @@ func disassemble(insns []Instruction, xlated bool, callName func(call Instructio
 	return b.String()
 }
 
-// Format returns the text of the instruction at insns[i] as the kernel's
-// print_bpf_insn (kernel/bpf/disasm.c) prints it with bpftool's callbacks,
-// without index and opcode, and the number of slots it used: 2 for a
-// 64-bit immediate load whose second slot exists, 1 otherwise, 0 if i is
-// out of range. A slot that is not a valid instruction reads
-// "invalid insn code 0xNN".
+// Format returns the text of insns[i] as print_bpf_insn (kernel/bpf/disasm.c)
+// prints it with bpftool's callbacks, without index and opcode, and the
+// slots it used: 2 for a whole 64-bit load, 0 if i is out of range, else
+// 1. An invalid slot reads "invalid insn code 0xNN".
 func Format(insns []Instruction, i int) (text string, slots int) {
 	if i < 0 || i >= len(insns) {
 		return "", 0
@@ -237,9 +233,8 @@ func formatJump(in Instruction) (string, bool) {
 	}
 }
 
-// formatLoadImm64 prints a 64-bit immediate load as bpftool's print_imm
-// callback does: map references by id or by fd_array index, other values,
-// BPF_PSEUDO_MAP_IDX among them, in hex.
+// formatLoadImm64 prints a 64-bit load as bpftool's print_imm does: maps by
+// id or fd_array index, other values (BPF_PSEUDO_MAP_IDX too) in hex.
 func formatLoadImm64(lo, hi Instruction) string {
 	var v string
 	switch lo.Src {

@@ -10,17 +10,15 @@ package insn
 //		bpf_map_update_elem(m, fp + key, &one, BPF_NOEXIST);
 //	}
 //
-// for a map with 8-byte values and a key the program has stored at key
-// bytes from the frame pointer r10; scratch is an 8-byte aligned stack slot
-// that does not overlap it. If another CPU inserts the key between the
-// lookup and the update, the update fails (EEXIST) and the sequence looks
-// the key up again and adds to what the other CPU inserted, so no count
-// is lost. It jumps by offsets, so it holds no label and may be used any
-// number of times in a program. It clobbers r0 to r5.
+// for a map of 8-byte values and a key stored at r10+key; scratch is
+// another 8-byte aligned stack slot. If another CPU inserts the key
+// between lookup and update, the update fails (EEXIST) and the sequence
+// adds to that CPU's value: no count is lost. It jumps by offsets, without
+// labels, so a program may use it many times. It clobbers r0 to r5.
 func MapIncrement(m MapFD, key, scratch int16) []Item { return mapAdd(m, key, scratch, 0) }
 
-// MapAdd is MapIncrement adding the value in by, one of r6 to r9 (the
-// callee-saved registers, which the lookup leaves intact), instead of 1.
+// MapAdd is MapIncrement adding by, one of r6 to r9 (which calls keep),
+// instead of 1.
 func MapAdd(m MapFD, key, scratch int16, by Register) []Item {
 	if by < R6 || by > R9 {
 		return bad("MapAdd: %v is not one of r6 to r9", by)
@@ -40,8 +38,8 @@ func mapAdd(m MapFD, key, scratch int16, by Register) []Item {
 	}
 	lookup := []Item{Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), LoadMapFD(R1, m), Call(BPF_FUNC_map_lookup_elem)}
 	n := int16(len(found))
-	// lookup; if found: add, done. Else insert; if that failed because
-	// another CPU inserted first: lookup again; if found: add.
+	// lookup; if found: add, done. Else insert; if another CPU inserted
+	// first: lookup again; if found: add.
 	items := append(append([]Item{}, lookup...), JumpImmOff(BPF_JEQ, R0, 0, n+1))
 	items = append(items, found...)
 	items = append(items, JaOff(9+1+5+1+n), // over the slots below
@@ -53,16 +51,14 @@ func mapAdd(m MapFD, key, scratch int16, by Register) []Item {
 	return append(items, found...)
 }
 
-// Log2 returns the instructions of dst = log2(src) for a 64-bit src: the
-// index of its highest set bit, bits.Len64(src)-1, and 0 for 0 as bcc's
-// log2l gives. It is the usual binary search by shifts,
+// Log2 returns the instructions of dst = log2(src) for a 64-bit src, its
+// highest set bit (0 for 0, as bcc's log2l): unrolled, by offsets,
 //
 //	dst = 0;
 //	for (int s = 32; s > 0; s /= 2)
 //		if ((tmp = src >> s) != 0) { src = tmp; dst += s; }
 //
-// unrolled, jumping by offsets (no labels), and it clobbers src and tmp.
-// The three registers must differ.
+// clobbering src and tmp. The three registers must differ.
 func Log2(dst, src, tmp Register) []Item {
 	if dst == src || dst == tmp || src == tmp {
 		return bad("Log2: dst %v, src %v and tmp %v must differ", dst, src, tmp)

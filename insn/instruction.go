@@ -43,18 +43,16 @@ func (i Instruction) IsLoadImm64() bool { return i.Code == BPF_LD|BPF_IMM|uint8(
 
 // Encode returns the little-endian encoding of insns, 8 bytes each. A
 // register above 15 does not fit its 4 bits and is an ErrRegister.
-func Encode(insns []Instruction) ([]byte, error) {
-	return AppendEncode(nil, insns)
-}
+func Encode(insns []Instruction) ([]byte, error) { return AppendEncode(nil, insns) }
 
-// AppendEncode appends the encoding of insns to b. It does not allocate
-// when b has enough spare capacity. On error it returns b unchanged.
+// AppendEncode appends the encoding of insns to b, allocating only if b's
+// capacity is short; on error it returns b unchanged.
 func AppendEncode(b []byte, insns []Instruction) ([]byte, error) {
 	at := len(b)
 	b = slices.Grow(b, len(insns)*InstructionSize)[:at+len(insns)*InstructionSize]
 	for n, in := range insns {
 		if r := max(in.Dst, in.Src); r > 15 {
-			return b[:at], fmt.Errorf("insn: encode: instruction %d: %w: r%d does not fit 4 bits", n, ErrRegister, r)
+			return b[:at], &itemError{fmt.Sprintf("encode: instruction %d", n), fmt.Errorf("%w: r%d does not fit 4 bits", ErrRegister, r)}
 		}
 		s := b[at+n*InstructionSize : at+n*InstructionSize+InstructionSize]
 		s[0], s[1] = in.Code, byte(in.Dst)|byte(in.Src)<<4

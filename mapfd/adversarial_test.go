@@ -11,6 +11,7 @@ import (
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,11 +20,15 @@ import (
 // otherwise than Go, paths outside the BPF file system. Each checks the
 // exact answer, and that nothing is written or removed where it must not be.
 
-// wantErr fails t unless err is non-nil and its message holds every part.
+// wantErr fails t unless err is non-nil, starts with "mapfd: " (every error
+// mapfd returns does) and holds every part.
 func wantErr(t *testing.T, what string, err error, parts ...string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("%s: no error, want one saying %q", what, parts)
+	}
+	if !strings.HasPrefix(err.Error(), "mapfd: ") {
+		t.Fatalf("%s: error %q does not start with mapfd's prefix", what, err)
 	}
 	for _, p := range parts {
 		if !strings.Contains(err.Error(), p) {
@@ -153,7 +158,7 @@ func TestTypedNeedsNewTyped(t *testing.T) {
 // and All yielded CPU 0's value only.
 func TestTypedPerCPU(t *testing.T) {
 	testutil.RequireRoot(t)
-	ncpu, err := mapfd.PossibleCPUs()
+	ncpu, err := sys.PossibleCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,24 +322,6 @@ func TestOpenChecksKind(t *testing.T) {
 	defer mapfd.Unpin(ps)
 	_, err = mapfd.Open(ps)
 	wantErr(t, "Open of a program's pin", err, "a BPF prog is pinned there, not a map")
-}
-
-func TestParseCPUListBounded(t *testing.T) {
-	for _, s := range []string{"0-4294967295", "8192", "0-9223372036854775807", "0,8192"} {
-		cpus, err := mapfd.ParseCPUList(s)
-		wantErr(t, "ParseCPUList("+s+")", err, "not below 8192")
-		if cpus != nil {
-			t.Fatalf("ParseCPUList(%q) returned %d CPUs", s, len(cpus))
-		}
-	}
-	if cpus, err := mapfd.ParseCPUList("0-8191\n"); err != nil || len(cpus) != 8192 {
-		t.Fatalf("ParseCPUList of the largest list: %d, %v", len(cpus), err)
-	}
-	for _, s := range []string{"", "-1", "3-1", "1,1", "a", "1-", "-"} {
-		if _, err := mapfd.ParseCPUList(s); err == nil {
-			t.Fatalf("ParseCPUList(%q) accepted", s)
-		}
-	}
 }
 
 // TestErrnoHints: E2BIG said "a field this kernel does not know" for a full

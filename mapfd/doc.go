@@ -6,10 +6,9 @@
 // per possible CPU, each rounded up to 8 bytes: ValueSize reports the whole
 // buffer a lookup needs. Typed wraps a map whose keys and values are
 // fixed-size Go types and, like the byte API, does not allocate per call.
-//
 // Element operations on hash, array, per-CPU and LRU maps, which never sleep
 // in the kernel, skip the Go runtime's system call bookkeeping
-// (sys.MapElemNoSleep): they cost within a few percent of a bare bpf(2).
+// (sys.MapElemNoSleep).
 //
 // A missing key is ErrKeyNotExist, which also matches unix.ENOENT. Every
 // other error keeps the errno of the bpf(2) call beneath it.

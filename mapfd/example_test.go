@@ -239,7 +239,7 @@ func ExampleCreate_perfEventArray() {
 		return
 	}
 	defer events.Close()
-	n, _ := mapfd.PossibleCPUs()
+	n, _ := sys.PossibleCPUs()
 	fmt.Println(events.Type(), events.KeySize(), events.ValueSize(), events.MaxEntries() == uint32(n))
 
 	// As root, it prints:
@@ -346,7 +346,7 @@ func ExampleNewTyped() {
 	}
 
 	// As root, it prints:
-	// map "slots": value type of 4 bytes, the map's values are 8
+	// mapfd: map "slots": value type of 4 bytes, the map's values are 8
 	// 0 0
 	// 1 0
 	// 2 99
@@ -386,7 +386,7 @@ func ExampleTyped_LookupPerCPU() {
 		fmt.Println(err)
 		return
 	}
-	n, _ := mapfd.PossibleCPUs()
+	n, _ := sys.PossibleCPUs()
 	perCPU := make([]uint64, n)
 	if err := runs.LookupPerCPU(0, perCPU); err != nil {
 		fmt.Println(err)
@@ -400,13 +400,6 @@ func ExampleTyped_LookupPerCPU() {
 
 	// As root, it prints:
 	// runs: 100
-}
-
-func ExampleParseCPUList() {
-	cpus, err := mapfd.ParseCPUList("0-3,8,10-11")
-	fmt.Println(cpus, err)
-	// Output:
-	// [0 1 2 3 8 10 11] <nil>
 }
 
 func ExampleType_PerCPU() {

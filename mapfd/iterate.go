@@ -11,13 +11,11 @@ import (
 )
 
 // All iterates over the map's keys and values with BPF_MAP_GET_NEXT_KEY and
-// a lookup per key. The slices it yields are reused at every step: copy what
-// you keep. A key deleted between the two calls is skipped. An error ends
-// the iteration and is stored in *errp when errp is not nil.
-//
-// A hash map that loses the current key while it is walked restarts from its
-// first key, so a walk racing with deletions may see a key twice; the walk
-// stops after 2 × MaxEntries steps rather than run for ever.
+// a lookup per key, yielding slices it reuses: copy what you keep. A key
+// deleted between the two calls is skipped. An error ends the iteration,
+// stored in *errp if errp is not nil. A hash map that loses the current key
+// restarts from its first, so a walk racing with deletions may see a key
+// twice; it stops after 2 × MaxEntries steps rather than run for ever.
 func (m *Map) All(errp *error) iter.Seq2[[]byte, []byte] {
 	return func(yield func([]byte, []byte) bool) {
 		setErr := func(err error) {
@@ -54,7 +52,7 @@ func (m *Map) All(errp *error) iter.Seq2[[]byte, []byte] {
 				return
 			}
 		}
-		setErr(fmt.Errorf("map %q: iteration did not end after %d steps", m.name, 2*uint64(m.maxEntries)+1))
+		setErr(fmt.Errorf("mapfd: map %q: iteration did not end after %d steps", m.name, 2*uint64(m.maxEntries)+1))
 	}
 }
 
@@ -63,33 +61,31 @@ func (m *Map) All(errp *error) iter.Seq2[[]byte, []byte] {
 var ErrBatchEnd = errors.New("mapfd: end of batch walk")
 
 // BatchCursor is the position of a batch walk; the zero value starts at the
-// beginning. The kernel's token is opaque: a bucket index for hash maps, a
-// key for arrays; 8 bytes hold either.
+// beginning. The kernel's opaque token (a hash bucket, an array key) fits
+// 8 bytes.
 type BatchCursor struct {
 	token   uint64
 	started bool
 }
 
-// LookupBatch copies up to len(keys)/KeySize elements, and no more than
-// values holds at ValueSize bytes each, into keys and values with BPF_MAP_LOOKUP_BATCH (5.6) and returns how
-// many it copied. After the last element it returns ErrBatchEnd, with the
-// final count. Hash maps may return fewer than asked in the middle of a walk,
-// or ENOSPC if a bucket holds more elements than fit.
+// LookupBatch copies as many elements as keys and values hold (KeySize and
+// ValueSize bytes each) with BPF_MAP_LOOKUP_BATCH (5.6) and returns how many
+// it copied; after the last, with ErrBatchEnd. Hash maps may return fewer
+// mid-walk, or ENOSPC if a bucket holds more than fit.
 func (m *Map) LookupBatch(c *BatchCursor, keys, values []byte) (int, error) {
 	if m.fd.Int() < 0 {
 		return 0, ErrClosed
 	}
 	if c == nil {
-		return 0, fmt.Errorf("map %q: lookup batch: nil cursor", m.name)
+		return 0, fmt.Errorf("mapfd: map %q: lookup batch: nil cursor", m.name)
 	}
 	if m.keySize == 0 {
-		return 0, fmt.Errorf("map %q: lookup batch: a %s map has no keys to walk", m.name, m.typ)
+		return 0, fmt.Errorf("mapfd: map %q: lookup batch: a %s map has no keys to walk", m.name, m.typ)
 	}
-	// Sizes multiply in 64 bits: in 32 a large value size wraps the
-	// product, and the kernel would write past values.
+	// In 64 bits: in 32 the product wraps, and the kernel writes past values.
 	n := min(uint64(len(keys))/uint64(m.keySize), uint64(len(values))/max(uint64(m.valueSize), 1), math.MaxUint32)
 	if n == 0 {
-		return 0, fmt.Errorf("map %q: lookup batch: buffers of %d and %d bytes hold no whole element (key %d bytes, value %d)",
+		return 0, fmt.Errorf("mapfd: map %q: lookup batch: buffers of %d and %d bytes hold no whole element (key %d bytes, value %d)",
 			m.name, len(keys), len(values), m.keySize, m.valueSize)
 	}
 	var out uint64

@@ -5,10 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"strconv"
-	"strings"
-	"sync"
 	"unsafe"
 
 	"github.com/bpfkit/bpfkit/sys"
@@ -61,12 +57,17 @@ func (keyNotExist) Error() string        { return "mapfd: key does not exist" }
 func (keyNotExist) Is(target error) bool { return target == unix.ENOENT }
 func (keyNotExist) Unwrap() error        { return nil }
 func notExist(err error) bool            { return errors.Is(err, unix.ENOENT) }
-func (m *Map) wrap(op string, err error) error {
-	return fmt.Errorf("map %q %s: %w", m.name, op, err)
-}
 
 // ErrClosed is returned by every operation on a closed Map.
 var ErrClosed = errors.New("mapfd: map is closed")
+
+// wrap says which map and operation err comes from; nil stays nil.
+func (m *Map) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return sys.Wrap("mapfd", err, "map %q %s", m.name, op)
+}
 
 // Spec describes a map to create.
 type Spec struct {
@@ -98,7 +99,6 @@ type Map struct {
 	keySize    uint32
 	valueSize  uint32 // of the buffer a lookup fills: stride × CPUs for per-CPU maps
 	maxEntries uint32
-	flags      uint32
 	name       string
 	noSleep    bool // element operations never sleep: see sys.MapElemNoSleep
 }
@@ -107,15 +107,15 @@ type Map struct {
 func Create(spec Spec) (*Map, error) {
 	name, err := sys.NewObjName(spec.Name)
 	if err != nil {
-		return nil, fmt.Errorf("map create: %w", err)
+		return nil, fmt.Errorf("mapfd: map create: %w", err)
 	}
 	if spec.Type == PerfEventArray || spec.Type == ProgArray {
 		spec.KeySize, spec.ValueSize = cmp.Or(spec.KeySize, 4), cmp.Or(spec.ValueSize, 4)
 	}
 	if spec.Type == PerfEventArray && spec.MaxEntries == 0 {
-		n, err := PossibleCPUs()
+		n, err := sys.PossibleCPUs()
 		if err != nil {
-			return nil, fmt.Errorf("map create %q: %w", spec.Name, err)
+			return nil, fmt.Errorf("mapfd: map create %q: %w", spec.Name, err)
 		}
 		spec.MaxEntries = uint32(n)
 	}
@@ -129,7 +129,7 @@ func Create(spec Spec) (*Map, error) {
 	}
 	if spec.InnerMap != nil {
 		if spec.InnerMap.fd.Int() < 0 {
-			return nil, fmt.Errorf("map create %q: inner map: %w", spec.Name, ErrClosed)
+			return nil, fmt.Errorf("%w: the inner map of %q", ErrClosed, spec.Name)
 		}
 		attr.InnerMapFD = uint32(spec.InnerMap.fd.Int())
 	}
@@ -138,30 +138,30 @@ func Create(spec Spec) (*Map, error) {
 		fd, err = sys.MapCreate(&attr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("map create %q (type %d, key %d, value %d, entries %d): %w",
+		return nil, fmt.Errorf("mapfd: map create %q (type %d, key %d, value %d, entries %d): %w",
 			spec.Name, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, err)
 	}
-	return newMap(fd, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, spec.Flags, attr.MapName.String())
+	return newMap(fd, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, attr.MapName.String())
 }
 
-func newMap(fd int, typ Type, key, value, max, flags uint32, name string) (*Map, error) {
-	m := &Map{typ: typ, keySize: key, valueSize: value, maxEntries: max, flags: flags, name: name}
+func newMap(fd int, typ Type, key, value, max uint32, name string) (*Map, error) {
+	m := &Map{typ: typ, keySize: key, valueSize: value, maxEntries: max, name: name}
 	switch typ {
 	case Hash, Array, PerCPUHash, PerCPUArray, LRUHash, LRUPerCPUHash:
 		m.noSleep = true
 	}
 	m.fd.Set(fd)
 	if typ.PerCPU() {
-		n, err := PossibleCPUs()
+		n, err := sys.PossibleCPUs()
 		if err != nil {
 			unix.Close(fd)
-			return nil, err
+			return nil, fmt.Errorf("mapfd: map %q: %w", name, err)
 		}
 		// In 64 bits: value+7 and the product both wrap in 32.
 		size := uint64(n) * ((uint64(value) + 7) &^ 7)
 		if size > math.MaxUint32 {
 			unix.Close(fd)
-			return nil, fmt.Errorf("map %q: per-CPU value of %d bytes times %d CPUs is more than a lookup can take", name, value, n)
+			return nil, fmt.Errorf("mapfd: map %q: per-CPU value of %d bytes times %d CPUs is more than a lookup can take", name, value, n)
 		}
 		m.valueSize = uint32(size)
 	}
@@ -170,20 +170,9 @@ func newMap(fd int, typ Type, key, value, max, flags uint32, name string) (*Map,
 
 // Open opens the map pinned at path in a BPF file system.
 func Open(path string) (*Map, error) {
-	attr, err := sys.ObjPath(path, 0)
+	fd, err := sys.OpenPinned(path, "map")
 	if err != nil {
-		return nil, fmt.Errorf("open pinned map: %w", err)
-	}
-	fd, err := sys.ObjGet(attr)
-	if err != nil {
-		return nil, fmt.Errorf("open pinned map %s: %w", path, err)
-	}
-	if kind, err := sys.ObjKind(fd); kind != "map" {
-		unix.Close(fd)
-		if err == nil {
-			err = fmt.Errorf("a BPF %s is pinned there, not a map: %w", kind, unix.EINVAL)
-		}
-		return nil, fmt.Errorf("open pinned map %s: %w", path, err)
+		return nil, fmt.Errorf("mapfd: open pinned map %s: %w", path, err)
 	}
 	return fromFD(fd)
 }
@@ -192,7 +181,7 @@ func Open(path string) (*Map, error) {
 func OpenID(id uint32) (*Map, error) {
 	fd, err := sys.MapGetFDByID(&sys.GetIDAttr{ID: id})
 	if err != nil {
-		return nil, fmt.Errorf("open map id %d: %w", id, err)
+		return nil, fmt.Errorf("mapfd: open map id %d: %w", id, err)
 	}
 	return fromFD(fd)
 }
@@ -206,18 +195,18 @@ func NextID(after uint32) (uint32, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("next map id after %d: %w", after, err)
+		return 0, fmt.Errorf("mapfd: next map id after %d: %w", after, err)
 	}
 	return attr.NextID, nil
 }
 
 func fromFD(fd int) (*Map, error) {
 	var info sys.MapInfo
-	if err := sys.MapInfoByFD(fd, &info); err != nil {
+	if err := sys.InfoByFD(fd, &info); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("map info: %w", err)
+		return nil, fmt.Errorf("mapfd: map info: %w", err)
 	}
-	return newMap(fd, Type(info.Type), info.KeySize, info.ValueSize, info.MaxEntries, info.MapFlags, info.Name.String())
+	return newMap(fd, Type(info.Type), info.KeySize, info.ValueSize, info.MaxEntries, info.Name.String())
 }
 
 // FD is the map's file descriptor, for programs that reference it
@@ -248,18 +237,12 @@ func (m *Map) MaxEntries() uint32 { return m.maxEntries }
 func (m *Map) Name() string { return m.name }
 
 // ValueSize is the size of the buffer Lookup fills and Update reads: for a
-// per-CPU map, the value rounded up to 8 bytes times PossibleCPUs.
+// per-CPU map, the value rounded up to 8 bytes times sys.PossibleCPUs.
 func (m *Map) ValueSize() uint32 { return m.valueSize }
 
 // Close releases the map's fd; the kernel frees the map when nothing else
-// (a program, a pin, another fd) holds it. Closing twice is harmless.
-func (m *Map) Close() error {
-	return m.fd.Close()
-}
-
-func (m *Map) elem(key, value unsafe.Pointer, flags uint64) sys.MapElemAttr {
-	return sys.MapElemAttr{MapFD: uint32(m.fd.Int()), Key: sys.NewPointer(key), Value: sys.NewPointer(value), Flags: flags}
-}
+// (a program, a pin, an fd) holds it. Closing twice is harmless.
+func (m *Map) Close() error { return m.wrap("close", m.fd.Close()) }
 
 // check checks key, and value unless the call takes none, against the
 // map's sizes.
@@ -268,7 +251,7 @@ func (m *Map) check(key, value []byte, takesValue bool) error {
 		return ErrClosed
 	}
 	if len(key) != int(m.keySize) || (takesValue && len(value) != int(m.valueSize)) {
-		return fmt.Errorf("map %q: key of %d bytes and value of %d, want %d and %d", m.name, len(key), len(value), m.keySize, m.valueSize)
+		return fmt.Errorf("mapfd: map %q: key of %d bytes and value of %d, want %d and %d", m.name, len(key), len(value), m.keySize, m.valueSize)
 	}
 	return nil
 }
@@ -291,31 +274,41 @@ func (m *Map) Lookup(key, value []byte) error {
 }
 
 // elemOp runs an element command, without the runtime's system call
-// bookkeeping for the map types whose element operations never sleep.
-func (m *Map) elemOp(cmd int, attr *sys.MapElemAttr) error {
-	if m.noSleep {
-		return sys.MapElemNoSleep(cmd, attr)
+// bookkeeping for the map types whose element operations never sleep. A
+// missing key is ErrKeyNotExist, but to an update.
+func (m *Map) elemOp(cmd int, key, value unsafe.Pointer, flags uint64) error {
+	attr := sys.MapElemAttr{MapFD: uint32(m.fd.Int()), Key: sys.NewPointer(key), Value: sys.NewPointer(value), Flags: flags}
+	var err error
+	switch {
+	case m.noSleep && cmd <= unix.BPF_MAP_GET_NEXT_KEY:
+		err = sys.MapElemNoSleep(cmd, &attr)
+	case cmd == unix.BPF_MAP_LOOKUP_ELEM:
+		err = sys.MapLookupElem(&attr)
+	case cmd == unix.BPF_MAP_UPDATE_ELEM:
+		err = sys.MapUpdateElem(&attr)
+	case cmd == unix.BPF_MAP_DELETE_ELEM:
+		err = sys.MapDeleteElem(&attr)
+	case cmd == unix.BPF_MAP_GET_NEXT_KEY:
+		err = sys.MapGetNextKey(&attr)
+	case cmd == unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM:
+		err = sys.MapLookupAndDeleteElem(&attr)
+	default:
+		err = sys.MapFreeze(&attr)
 	}
-	switch cmd {
-	case unix.BPF_MAP_LOOKUP_ELEM:
-		return sys.MapLookupElem(attr)
-	case unix.BPF_MAP_UPDATE_ELEM:
-		return sys.MapUpdateElem(attr)
-	case unix.BPF_MAP_DELETE_ELEM:
-		return sys.MapDeleteElem(attr)
+	switch {
+	case err == nil:
+		return nil
+	case notExist(err) && cmd != unix.BPF_MAP_UPDATE_ELEM:
+		return ErrKeyNotExist
 	}
-	return sys.MapGetNextKey(attr)
+	return m.wrap(elemOps[cmd], err)
 }
 
+var elemOps = [...]string{unix.BPF_MAP_LOOKUP_ELEM: "lookup", unix.BPF_MAP_UPDATE_ELEM: "update", unix.BPF_MAP_DELETE_ELEM: "delete",
+	unix.BPF_MAP_GET_NEXT_KEY: "next key", unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM: "lookup and delete", unix.BPF_MAP_FREEZE: "freeze"}
+
 func (m *Map) lookup(key, value unsafe.Pointer) error {
-	attr := m.elem(key, value, 0)
-	if err := m.elemOp(unix.BPF_MAP_LOOKUP_ELEM, &attr); err != nil {
-		if notExist(err) {
-			return ErrKeyNotExist
-		}
-		return m.wrap("lookup", err)
-	}
-	return nil
+	return m.elemOp(unix.BPF_MAP_LOOKUP_ELEM, key, value, 0)
 }
 
 // Update sets key to value with flags BPF_ANY, BPF_NOEXIST or BPF_EXIST,
@@ -328,11 +321,7 @@ func (m *Map) Update(key, value []byte, flags uint64) error {
 }
 
 func (m *Map) update(key, value unsafe.Pointer, flags uint64) error {
-	attr := m.elem(key, value, flags)
-	if err := m.elemOp(unix.BPF_MAP_UPDATE_ELEM, &attr); err != nil {
-		return m.wrap("update", err)
-	}
-	return nil
+	return m.elemOp(unix.BPF_MAP_UPDATE_ELEM, key, value, flags)
 }
 
 // Delete removes key.
@@ -344,38 +333,24 @@ func (m *Map) Delete(key []byte) error {
 }
 
 func (m *Map) delete(key unsafe.Pointer) error {
-	attr := m.elem(key, nil, 0)
-	if err := m.elemOp(unix.BPF_MAP_DELETE_ELEM, &attr); err != nil {
-		if notExist(err) {
-			return ErrKeyNotExist
-		}
-		return m.wrap("delete", err)
-	}
-	return nil
+	return m.elemOp(unix.BPF_MAP_DELETE_ELEM, key, nil, 0)
 }
 
 // NextKey writes the key after key into next; a nil key asks for the first.
-// At the end it returns ErrKeyNotExist. (A hash map whose key was deleted
-// meanwhile restarts from its first key.)
+// At the end it returns ErrKeyNotExist. (A hash map restarts from its
+// first key if key was deleted meanwhile.)
 func (m *Map) NextKey(key, next []byte) error {
 	if err := m.check(next, nil, false); err != nil {
 		return err
 	}
 	if key != nil && len(key) != int(m.keySize) {
-		return fmt.Errorf("map %q: key of %d bytes, want %d", m.name, len(key), m.keySize)
+		return fmt.Errorf("mapfd: map %q: key of %d bytes, want %d", m.name, len(key), m.keySize)
 	}
 	return m.nextKey(ptr(key), ptr(next))
 }
 
 func (m *Map) nextKey(key, next unsafe.Pointer) error {
-	attr := m.elem(key, next, 0)
-	if err := m.elemOp(unix.BPF_MAP_GET_NEXT_KEY, &attr); err != nil {
-		if notExist(err) {
-			return ErrKeyNotExist
-		}
-		return m.wrap("next key", err)
-	}
-	return nil
+	return m.elemOp(unix.BPF_MAP_GET_NEXT_KEY, key, next, 0)
 }
 
 // LookupAndDelete copies the value of key into value and removes it, in one
@@ -385,14 +360,7 @@ func (m *Map) LookupAndDelete(key, value []byte) error {
 	if err := m.check(key, value, true); err != nil {
 		return err
 	}
-	attr := m.elem(ptr(key), ptr(value), 0)
-	if err := sys.MapLookupAndDeleteElem(&attr); err != nil {
-		if notExist(err) {
-			return ErrKeyNotExist
-		}
-		return m.wrap("lookup and delete", err)
-	}
-	return nil
+	return m.elemOp(unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM, ptr(key), ptr(value), 0)
 }
 
 // Freeze makes the map read-only to user space (5.2); programs may still write
@@ -401,11 +369,7 @@ func (m *Map) Freeze() error {
 	if m.fd.Int() < 0 {
 		return ErrClosed
 	}
-	attr := m.elem(nil, nil, 0)
-	if err := sys.MapFreeze(&attr); err != nil {
-		return m.wrap("freeze", err)
-	}
-	return nil
+	return m.elemOp(unix.BPF_MAP_FREEZE, nil, nil, 0)
 }
 
 // Pin makes the map outlive the process at path, in a BPF file system
@@ -414,25 +378,36 @@ func (m *Map) Pin(path string) error {
 	if m.fd.Int() < 0 {
 		return ErrClosed
 	}
-	attr, err := sys.ObjPath(path, m.fd.Int())
-	if err == nil {
-		err = sys.ObjPin(attr)
+	return m.wrap("pin at "+path, sys.Pin(m.fd.Int(), path))
+}
+
+// SetFD stores fd at index of a prog array (for bpf_tail_call), a perf
+// event array (for bpf_perf_event_output) or another map of fds. The kernel
+// swaps the entry atomically: a tail call sees the old program or the new.
+func (m *Map) SetFD(index uint32, fd int) error {
+	if m.fd.Int() < 0 {
+		return ErrClosed
 	}
-	if err != nil {
-		return m.wrap("pin at "+path, err)
+	if m.keySize != 4 || m.valueSize != 4 {
+		return fmt.Errorf("mapfd: map %q is not an fd array", m.name)
 	}
-	return nil
+	v := uint32(fd)
+	return m.update(unsafe.Pointer(&index), unsafe.Pointer(&v), BPF_ANY)
+}
+
+// ClearFD empties index of an fd array; bpf_tail_call of an empty prog array
+// slot falls through to the next instruction.
+func (m *Map) ClearFD(index uint32) error {
+	if m.fd.Int() < 0 {
+		return ErrClosed
+	}
+	return m.delete(unsafe.Pointer(&index))
 }
 
 // Unpin removes a pinned object, map or program, from a BPF file system.
 // It removes nothing else: a path outside a BPF file system and a
 // directory are errors.
-func Unpin(path string) error {
-	if err := sys.Unpin(path); err != nil {
-		return fmt.Errorf("mapfd: unpin: %w", err)
-	}
-	return nil
-}
+func Unpin(path string) error { return sys.Wrap("mapfd", sys.Unpin(path), "unpin") }
 
 // Info is what the kernel reports about an open map.
 type Info struct {
@@ -449,70 +424,9 @@ func (m *Map) Info() (Info, error) {
 	if m.fd.Int() < 0 {
 		return Info{}, ErrClosed
 	}
-	if err := sys.MapInfoByFD(m.fd.Int(), &i); err != nil {
+	if err := sys.InfoByFD(m.fd.Int(), &i); err != nil {
 		return Info{}, m.wrap("info", err)
 	}
 	return Info{ID: i.ID, Type: Type(i.Type), KeySize: i.KeySize, ValueSize: i.ValueSize, MaxEntries: i.MaxEntries,
 		Flags: i.MapFlags, Name: i.Name.String()}, nil
-}
-
-var possible struct {
-	once sync.Once
-	n    int
-	err  error
-}
-
-// PossibleCPUs is the number of CPUs the kernel could ever bring online, read
-// once from /sys/devices/system/cpu/possible ("0-3", "0,2-5"). Per-CPU maps
-// hold that many values: the highest CPU number plus one counts, not the
-// number of CPUs listed.
-func PossibleCPUs() (int, error) {
-	possible.once.Do(func() {
-		cpus, err := readCPUList("possible")
-		if err == nil {
-			possible.n = cpus[len(cpus)-1] + 1
-		}
-		possible.err = err
-	})
-	return possible.n, possible.err
-}
-
-// OnlineCPUs lists the CPUs online now, from /sys/devices/system/cpu/online.
-func OnlineCPUs() ([]int, error) { return readCPUList("online") }
-
-func readCPUList(which string) ([]int, error) {
-	b, err := os.ReadFile("/sys/devices/system/cpu/" + which)
-	if err != nil {
-		return nil, fmt.Errorf("%s CPUs: %w", which, err)
-	}
-	return ParseCPUList(string(b))
-}
-
-// MaxCPUs bounds the CPU numbers ParseCPUList accepts: the largest
-// CONFIG_NR_CPUS any architecture's Kconfig allows.
-const MaxCPUs = 8192
-
-// ParseCPUList expands a kernel CPU list such as "0-3,5" into the CPU
-// numbers, in order; numbers must be below MaxCPUs.
-func ParseCPUList(s string) ([]int, error) {
-	var cpus []int
-	for part := range strings.SplitSeq(strings.TrimSpace(s), ",") {
-		lo, top, isRange := strings.Cut(part, "-")
-		if !isRange {
-			top = lo
-		}
-		// In 64 bits: a 32-bit int cannot hold what a bad list may say.
-		a, err1 := strconv.ParseInt(lo, 10, 64)
-		b, err2 := strconv.ParseInt(top, 10, 64)
-		if err1 != nil || err2 != nil || a < 0 || b < a || len(cpus) > 0 && a <= int64(cpus[len(cpus)-1]) {
-			return nil, fmt.Errorf("bad CPU list %q", s)
-		}
-		if b >= MaxCPUs {
-			return nil, fmt.Errorf("CPU list %q: CPU %d is not below %d, the most a kernel can have", s, b, MaxCPUs)
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, int(c))
-		}
-	}
-	return cpus, nil
 }

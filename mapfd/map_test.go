@@ -11,6 +11,7 @@ import (
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,19 +29,6 @@ func create(t testing.TB, spec mapfd.Spec) *mapfd.Map {
 
 func u32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
 func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
-
-func TestParseCPUList(t *testing.T) {
-	for in, want := range map[string]string{"0": "[0]", "0-1\n": "[0 1]", "0-3,5": "[0 1 2 3 5]", "0,2-4": "[0 2 3 4]"} {
-		if cpus, err := mapfd.ParseCPUList(in); err != nil || fmt.Sprint(cpus) != want {
-			t.Errorf("ParseCPUList(%q) = %v, %v; want %s", in, cpus, err, want)
-		}
-	}
-	for _, in := range []string{"", "a", "3-1", "0-", "-1", "2,1"} {
-		if _, err := mapfd.ParseCPUList(in); err == nil {
-			t.Errorf("ParseCPUList(%q) accepted", in)
-		}
-	}
-}
 
 func TestHashAndArray(t *testing.T) {
 	testutil.RequireRoot(t)
@@ -109,7 +97,7 @@ func TestBadSizes(t *testing.T) {
 
 func TestPerCPU(t *testing.T) {
 	testutil.RequireRoot(t)
-	n, err := mapfd.PossibleCPUs()
+	n, err := sys.PossibleCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +254,7 @@ func TestFreezePinOpen(t *testing.T) {
 
 func TestSpecialTypes(t *testing.T) {
 	testutil.RequireRoot(t)
-	n, _ := mapfd.PossibleCPUs()
+	n, _ := sys.PossibleCPUs()
 	create(t, mapfd.Spec{Type: mapfd.PerfEventArray, KeySize: 4, ValueSize: 4, MaxEntries: uint32(n), Name: "events"})
 	create(t, mapfd.Spec{Type: mapfd.RingBuf, MaxEntries: 1 << 16, Name: "ring"})
 	create(t, mapfd.Spec{Type: mapfd.PerCPUHash, KeySize: 4, ValueSize: 8, MaxEntries: 16, Name: "pchash"})
@@ -304,7 +292,7 @@ func TestString(t *testing.T) {
 // per possible CPU.
 func TestDefaults(t *testing.T) {
 	testutil.RequireRoot(t)
-	n, _ := mapfd.PossibleCPUs()
+	n, _ := sys.PossibleCPUs()
 	pe := create(t, mapfd.Spec{Type: mapfd.PerfEventArray, Name: "events"})
 	pa := create(t, mapfd.Spec{Type: mapfd.ProgArray, MaxEntries: 8, Name: "jumps"})
 	for _, c := range []struct {

@@ -1,18 +1,20 @@
 package mapfd
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"iter"
 	"reflect"
 	"unsafe"
+
+	"github.com/bpfkit/bpfkit/sys"
 )
 
-// Typed gives a map with fixed-size keys and values a Go type for each. K and
-// V must hold no pointers (no strings, slices, maps or interfaces) and have
-// the map's key and value sizes, padding included. Its calls do not allocate.
-// Only NewTyped makes a usable one: a Typed built otherwise (a zero value)
-// answers every call with ErrNotTyped, since its sizes were never checked.
+// Typed gives a map's keys and values Go types K and V, which hold no
+// pointers and have the map's sizes, padding included. Its calls do not
+// allocate. A Typed that NewTyped did not make, its sizes unchecked,
+// answers every call with ErrNotTyped.
 type Typed[K, V any] struct {
 	m *Map
 }
@@ -28,36 +30,32 @@ func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
 	if m == nil {
 		return nil, errors.New("mapfd: NewTyped of a nil map")
 	}
-	if err := plainData(reflect.TypeOf(&k).Elem()); err != nil {
-		return nil, fmt.Errorf("map %q key: %w", m.name, err)
-	}
-	if err := plainData(reflect.TypeOf(&v).Elem()); err != nil {
-		return nil, fmt.Errorf("map %q value: %w", m.name, err)
+	if err := cmp.Or(sys.CheckPlain(reflect.TypeFor[K]()), sys.CheckPlain(reflect.TypeFor[V]())); err != nil {
+		return nil, fmt.Errorf("mapfd: map %q: %w", m.name, err)
 	}
 	vs := uint64(unsafe.Sizeof(v))
 	if m.typ.PerCPU() {
-		n, _ := PossibleCPUs()
+		n, _ := sys.PossibleCPUs()
 		if vs%8 != 0 || vs*uint64(n) != uint64(m.valueSize) {
-			return nil, fmt.Errorf("map %q: per-CPU value type of %d bytes, want a multiple of 8 that times %d CPUs is %d", m.name, vs, n, m.valueSize)
+			return nil, fmt.Errorf("mapfd: map %q: per-CPU value type of %d bytes, want a multiple of 8 that times %d CPUs is %d", m.name, vs, n, m.valueSize)
 		}
 	} else if vs != uint64(m.valueSize) {
-		return nil, fmt.Errorf("map %q: value type of %d bytes, the map's values are %d", m.name, vs, m.valueSize)
+		return nil, fmt.Errorf("mapfd: map %q: value type of %d bytes, the map's values are %d", m.name, vs, m.valueSize)
 	}
 	if ks := uint64(unsafe.Sizeof(k)); ks != uint64(m.keySize) {
-		return nil, fmt.Errorf("map %q: key type of %d bytes, the map's keys are %d", m.name, ks, m.keySize)
+		return nil, fmt.Errorf("mapfd: map %q: key type of %d bytes, the map's keys are %d", m.name, ks, m.keySize)
 	}
 	return &Typed[K, V]{m}, nil
 }
 
-// CreateTyped creates a map whose keys are K and values V (one CPU's value
-// for a per-CPU map): zero sizes in spec are taken from them, others must
-// match them.
+// CreateTyped creates a map of keys K and values V (one CPU's, for a
+// per-CPU map): sizes in spec must be theirs or zero.
 func CreateTyped[K, V any](spec Spec) (*Typed[K, V], error) {
 	var k K
 	var v V
 	ks, vs := uint32(unsafe.Sizeof(k)), uint32(unsafe.Sizeof(v))
 	if spec.KeySize != 0 && spec.KeySize != ks || spec.ValueSize != 0 && spec.ValueSize != vs {
-		return nil, fmt.Errorf("map %q: key and value sizes %d and %d, the types' are %d and %d", spec.Name, spec.KeySize, spec.ValueSize, ks, vs)
+		return nil, fmt.Errorf("mapfd: map %q: key and value sizes %d and %d, the types' are %d and %d", spec.Name, spec.KeySize, spec.ValueSize, ks, vs)
 	}
 	spec.KeySize, spec.ValueSize = ks, vs
 	m, err := Create(spec)
@@ -72,8 +70,8 @@ func CreateTyped[K, V any](spec Spec) (*Typed[K, V], error) {
 	return t, nil
 }
 
-// FD is the map's fd, so that a Typed can be referenced from a program
-// (insn.LoadMapFD); -1 once closed or when NewTyped did not make t.
+// FD is the map's fd, for insn.LoadMapFD; -1 once closed or when NewTyped
+// did not make t.
 func (t *Typed[K, V]) FD() int {
 	if t.m == nil {
 		return -1
@@ -103,34 +101,14 @@ func (t *Typed[K, V]) open() (*Map, error) {
 	return t.m, nil
 }
 
-// single returns t's map for the calls that move one value, which a
-// per-CPU map does not hold.
+// single returns t's map for a call that moves one value, which a per-CPU
+// map does not hold.
 func (t *Typed[K, V]) single(call string) (*Map, error) {
 	m, err := t.open()
 	if err == nil && m.typ.PerCPU() {
-		err = fmt.Errorf("map %q: %s needs one value per CPU on a per-CPU map: use %sPerCPU", m.name, call, call)
+		err = fmt.Errorf("mapfd: map %q: %s needs one value per CPU on a per-CPU map: use %sPerCPU", m.name, call, call)
 	}
 	return m, err
-}
-
-// plainData refuses types that hold Go pointers: the kernel would copy their
-// addresses, and the garbage collector would not know.
-func plainData(t reflect.Type) error {
-	switch t.Kind() {
-	case reflect.Bool, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint16,
-		reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return nil
-	case reflect.Array:
-		return plainData(t.Elem())
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if err := plainData(t.Field(i).Type); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("type %s is not fixed-size plain data", t)
 }
 
 // Lookup returns the value of k, or ErrKeyNotExist.
@@ -143,7 +121,7 @@ func (t *Typed[K, V]) Lookup(k K) (V, error) {
 	return v, m.lookup(unsafe.Pointer(&k), unsafe.Pointer(&v))
 }
 
-// LookupPerCPU fills out, which must hold PossibleCPUs values, with each
+// LookupPerCPU fills out, which must hold sys.PossibleCPUs values, with each
 // CPU's value of k.
 func (t *Typed[K, V]) LookupPerCPU(k K, out []V) error {
 	m, err := t.perCPU(out)
@@ -162,7 +140,7 @@ func (t *Typed[K, V]) perCPU(out []V) (*Map, error) {
 	var v V
 	size := uint64(unsafe.Sizeof(v))
 	if !m.typ.PerCPU() || size == 0 || uint64(len(out))*size != uint64(m.valueSize) {
-		return nil, fmt.Errorf("map %q: per-CPU access needs a per-CPU map and %d values", m.name, uint64(m.valueSize)/max(size, 1))
+		return nil, fmt.Errorf("mapfd: map %q: per-CPU access needs a per-CPU map and %d values", m.name, uint64(m.valueSize)/max(size, 1))
 	}
 	return m, nil
 }
@@ -177,7 +155,7 @@ func (t *Typed[K, V]) Update(k K, v V, flags uint64) error {
 }
 
 // UpdatePerCPU sets k to one value per CPU, vals[i] on CPU i; vals must
-// hold PossibleCPUs values.
+// hold sys.PossibleCPUs values.
 func (t *Typed[K, V]) UpdatePerCPU(k K, vals []V, flags uint64) error {
 	m, err := t.perCPU(vals)
 	if err != nil {
@@ -226,11 +204,8 @@ func at[T any](b []byte) (v T) {
 // every possible CPU (index i is CPU i). The slice is reused at every step.
 func (t *Typed[K, V]) AllPerCPU(errp *error) iter.Seq2[K, []V] {
 	return func(yield func(K, []V) bool) {
-		n, err := PossibleCPUs()
-		var m *Map
-		if err == nil {
-			m, err = t.perCPU(make([]V, n))
-		}
+		n, _ := sys.PossibleCPUs() // known since the map's creation
+		m, err := t.perCPU(make([]V, n))
 		if err != nil {
 			if errp != nil {
 				*errp = err

@@ -14,6 +14,7 @@ import (
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/perfring"
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,11 +24,15 @@ import (
 // ReadFunc callback. Each checks the exact answer, within a time limit, so
 // that a hang fails rather than stalls.
 
-// wantErr fails t unless err is non-nil and its message holds every part.
+// wantErr fails t unless err is non-nil, starts with "perfring: " (every
+// error perfring returns does) and holds every part.
 func wantErr(t *testing.T, what string, err error, parts ...string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("%s: no error, want one saying %q", what, parts)
+	}
+	if !strings.HasPrefix(err.Error(), "perfring: ") {
+		t.Fatalf("%s: error %q does not start with perfring's prefix", what, err)
 	}
 	for _, p := range parts {
 		if !strings.Contains(err.Error(), p) {
@@ -267,7 +272,7 @@ func TestHostileMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer small.Close()
-	if cpus, _ := mapfd.OnlineCPUs(); cpus[len(cpus)-1] > 0 {
+	if cpus, _ := sys.OnlineCPUs(); cpus[len(cpus)-1] > 0 {
 		_, err := perfring.NewPerfReader(small, perfring.Options{})
 		wantErr(t, "NewPerfReader of a 1-entry array", err, `map "small" has 1 entries, CPU`)
 	}

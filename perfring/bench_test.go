@@ -20,6 +20,7 @@ import (
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/perfring"
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -204,7 +205,7 @@ func runScenario(b *testing.B, c benchConfig, impl string) result {
 	// still full is lost itself and reports nothing: then give the reader
 	// (libbpf's, which reads on meanwhile) time, and flush again.
 	e.follow(os.Getpid())
-	cpus, _ := mapfd.OnlineCPUs()
+	cpus, _ := sys.OnlineCPUs()
 	var flushed, flushLost uint64
 	for range 5 {
 		before := e.failed()

@@ -21,19 +21,16 @@ type Options struct {
 	// RingBytes is each CPU's ring, rounded up to a power of two of pages,
 	// at most 1 GiB. Zero means 256 KiB.
 	RingBytes int
-	// Watermark wakes a blocked reader when this many bytes wait in a
-	// ring; it must be below the ring's size. Zero means waking by count:
-	// every WakeupEvents records (default 1; at most 2^32-1). Each
-	// wake-up costs the producer a little.
+	// Watermark wakes a blocked reader when this many bytes, fewer than the
+	// ring's size, wait in a ring; zero means every WakeupEvents records
+	// (default 1; at most 2^32-1). A wake-up costs the producer a little.
 	Watermark    int
 	WakeupEvents int
 }
 
-// maxRingBytes is the largest Options.RingBytes. The kernel keeps a pointer
+// maxRingBytes is the largest Options.RingBytes: the kernel keeps a pointer
 // per data page in one allocation of at most 2^MAX_PAGE_ORDER pages
-// (rb_alloc, kernel/events/ring_buffer.c): with 4 KiB pages and 8-byte
-// pointers, fewer than 512 Ki pages, so 1 GiB is the largest power of two.
-// It also keeps every size a 32-bit int.
+// (rb_alloc), fewer than 512 Ki pointers; and every size fits an int32.
 const maxRingBytes = 1 << 30
 
 // PerfReader reads the per-CPU rings behind a perf event array. It is meant
@@ -46,45 +43,38 @@ type PerfReader struct {
 	scratch []byte          // a wrapped record, copied
 	kept    []byte          // the sample Read returned, copied
 	lost    []atomic.Uint64 // per CPU
-
-	// Read's position: the ring being read.
-	cur int
+	cur     int             // the ring Read reads
 }
 
 type perfRing struct {
 	cpu        int
 	fd         int
-	mem        []byte  // the mapping: metadata page, then data
-	data       []byte  // the data pages
-	head, tail *uint64 // data_head and data_tail in the metadata page
-	pos, end   uint64  // read position, and the head published when we looked
-	released   uint64  // the data_tail we last stored
-	woken      bool    // epoll said the kernel woke us for it: look at the head
-	// stop mirrors the poller's closed where samples looks at less cost.
-	stop atomic.Bool
+	mem        []byte      // the mapping: metadata page, then data
+	data       []byte      // the data pages
+	head, tail *uint64     // data_head and data_tail in the metadata page
+	pos, end   uint64      // read position, and the head published when we looked
+	released   uint64      // the data_tail we last stored
+	woken      bool        // epoll said the kernel woke us for it: look at the head
+	stop       atomic.Bool // the poller's closed, where samples reads it cheaper
 }
 
-// Offsets of data_head and data_tail in struct perf_event_mmap_page: 8-byte
-// aligned in a page-aligned mapping, as 64-bit atomics need on 32-bit ports.
+// Offsets of data_head and data_tail in struct perf_event_mmap_page.
 const (
 	offDataHead = 1024
 	offDataTail = 1032
 )
 
 // NewPerfReader opens a PERF_COUNT_SW_BPF_OUTPUT event and its ring on every
-// online CPU, mapped 1+2^n pages each, and stores the events in array, a
-// PerfEventArray map with at least PossibleCPUs entries, at their CPU's
-// index. Programs write to it with bpf_perf_event_output(ctx, array,
+// online CPU and stores them at their CPU in array, a PerfEventArray of
+// sys.PossibleCPUs entries or more, for bpf_perf_event_output(ctx, array,
 // BPF_F_CURRENT_CPU, data, size).
 func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
-	if err := checkMap(array, mapfd.PerfEventArray); err != nil {
-		return nil, fmt.Errorf("perfring: perf reader: %w", err)
+	err := checkMap(array, mapfd.PerfEventArray)
+	var r *PerfReader
+	if err == nil {
+		r, err = newPerfReader(array, bpfOutput, o)
 	}
-	r, err := newPerfReader(array, bpfOutput, o)
-	if err != nil {
-		return nil, fmt.Errorf("perfring: perf reader: %w", err)
-	}
-	return r, nil
+	return r, wrap(err, "perf reader")
 }
 
 // Event is a perf event for NewEventReader to sample: its type and config
@@ -98,31 +88,28 @@ type Event struct {
 var bpfOutput = Event{unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_BPF_OUTPUT}
 
 // NewEventReader opens ev on every online CPU, disabled, to record each
-// hit with PERF_SAMPLE_RAW (for a tracepoint, its own record, laid out as
-// its format says) in that CPU's ring. A program attached to one of FDs
-// (prog.AttachPerfEvent) is the filter: the kernel keeps the record only
-// when it returns non-zero, and it runs for the event on every CPU, since
-// the kernel keeps a tracepoint's programs in one array for all its perf
-// events (tp_event->prog_array, since 4.15). Enable starts the events.
+// hit with PERF_SAMPLE_RAW (a tracepoint's own record, as its format says)
+// in that CPU's ring. A program attached to one of FDs
+// (prog.AttachPerfEvent) filters: the kernel keeps the record only when it
+// returns non-zero, on every CPU, since a tracepoint's programs are one
+// array for all its perf events (tp_event->prog_array, 4.15). Enable
+// starts the events.
 func NewEventReader(ev Event, o Options) (*PerfReader, error) {
 	r, err := newPerfReader(nil, ev, o)
-	if err != nil {
-		return nil, fmt.Errorf("perfring: event reader: %w", err)
-	}
-	return r, nil
+	return r, wrap(err, "event reader")
 }
 
 // FDs are the reader's perf events, one per online CPU in the order of
-// mapfd.OnlineCPUs, or nil once closed; they stay the reader's.
+// sys.OnlineCPUs, or nil once closed; they stay the reader's.
 func (r *PerfReader) FDs() []int {
 	var fds []int
-	r.eachRing(func(ring *perfRing) error { fds = append(fds, ring.fd); return nil })
+	r.eachRing("", func(ring *perfRing) error { fds = append(fds, ring.fd); return nil })
 	return fds
 }
 
 // Enable starts the events of a NewEventReader (PERF_EVENT_IOC_ENABLE).
 func (r *PerfReader) Enable() error {
-	return r.eachRing(func(ring *perfRing) error { return sys.PerfEventEnable(ring.fd) })
+	return r.eachRing("enable", func(ring *perfRing) error { return sys.PerfEventEnable(ring.fd) })
 }
 
 func newPerfReader(array *mapfd.Map, ev Event, o Options) (*PerfReader, error) {
@@ -131,7 +118,7 @@ func newPerfReader(array *mapfd.Map, ev Event, o Options) (*PerfReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	cpus, err := mapfd.OnlineCPUs()
+	cpus, err := sys.OnlineCPUs()
 	if err != nil {
 		return nil, err
 	}
@@ -246,12 +233,10 @@ func (r *PerfReader) stop() {
 	}
 }
 
-// Close stops the reader: a blocked read returns ErrClosed promptly, as do
-// later ones, and the rings are freed and the map's entries cleared once
-// no read uses them. The map stays open. Called while a ReadFunc callback
-// runs (from the callback, say), Close returns at once, and that ReadFunc
-// returns ErrClosed after the callback, freeing the rings. Closing twice
-// is harmless.
+// Close stops the reader: blocked and later reads return ErrClosed, and
+// the rings are freed and the map's entries cleared (the map stays open)
+// once no read uses them; during a ReadFunc callback, by that ReadFunc
+// after the callback. Closing twice is harmless.
 func (r *PerfReader) Close() error {
 	r.poll.shutdown()
 	return nil
@@ -261,8 +246,8 @@ func (r *PerfReader) Close() error {
 // at t; the zero t removes the deadline.
 func (r *PerfReader) SetDeadline(t time.Time) { r.poll.setDeadline(t) }
 
-// Lost returns the samples lost so far on each online CPU, in the order of
-// OnlineCPUs, as reported by the loss records read so far.
+// Lost returns the samples lost on each online CPU (in the order of
+// sys.OnlineCPUs) as the loss records read so far report them.
 func (r *PerfReader) Lost() []uint64 {
 	out := make([]uint64, len(r.lost))
 	for i := range r.lost {
@@ -272,20 +257,19 @@ func (r *PerfReader) Lost() []uint64 {
 }
 
 // Pause stops the kernel writing to the rings (PERF_EVENT_IOC_PAUSE_OUTPUT,
-// 4.7); samples sent meanwhile are lost and counted. After Close it
-// returns ErrClosed.
+// 4.7); samples sent meanwhile are lost and counted.
 func (r *PerfReader) Pause() error { return r.pause(true) }
 
 // Resume undoes Pause.
 func (r *PerfReader) Resume() error { return r.pause(false) }
 
 func (r *PerfReader) pause(on bool) error {
-	return r.eachRing(func(ring *perfRing) error { return sys.PerfEventPauseOutput(ring.fd, on) })
+	return r.eachRing("pause", func(ring *perfRing) error { return sys.PerfEventPauseOutput(ring.fd, on) })
 }
 
 // eachRing calls f for every ring while its fd stays open, or returns
 // ErrClosed.
-func (r *PerfReader) eachRing(f func(*perfRing) error) error {
+func (r *PerfReader) eachRing(op string, f func(*perfRing) error) error {
 	p := r.poll
 	if p == nil {
 		return ErrClosed
@@ -299,7 +283,7 @@ func (r *PerfReader) eachRing(f func(*perfRing) error) error {
 	for _, ring := range r.rings {
 		errs = append(errs, f(ring))
 	}
-	return errors.Join(errs...)
+	return wrap(errors.Join(errs...), "%s", op)
 }
 
 // next returns the next record of ring, or ok=false when it has none left
@@ -309,20 +293,20 @@ func (r *PerfReader) next(i int, ring *perfRing) (rec Record, ok bool, err error
 		typ, body, size, err := perfRecord(ring.data, ring.pos, ring.end, &r.scratch)
 		if err != nil {
 			ring.pos = ring.end // skip what cannot be parsed
-			return Record{}, false, fmt.Errorf("CPU %d: %w", ring.cpu, err)
+			return Record{}, false, wrap(err, "CPU %d", ring.cpu)
 		}
 		ring.pos += size
 		switch typ {
 		case perfRecordSample:
 			s, err := rawSample(body)
 			if err != nil {
-				return Record{}, false, fmt.Errorf("CPU %d: %w", ring.cpu, err)
+				return Record{}, false, wrap(err, "CPU %d", ring.cpu)
 			}
 			return Record{CPU: ring.cpu, Sample: s}, true, nil
 		case perfRecordLost:
 			n, err := lostCount(body)
 			if err != nil {
-				return Record{}, false, fmt.Errorf("CPU %d: %w", ring.cpu, err)
+				return Record{}, false, wrap(err, "CPU %d", ring.cpu)
 			}
 			r.lost[i].Add(n)
 			return Record{CPU: ring.cpu, Lost: n}, true, nil
@@ -332,18 +316,13 @@ func (r *PerfReader) next(i int, ring *perfRing) (rec Record, ok bool, err error
 	return Record{}, false, nil
 }
 
-// isSample says whether a record whose header says typ, size and raw (the
-// u32 size of a PERF_SAMPLE_RAW sample), with left bytes published from it
-// to the end of the ring (span), is the common one: a sample lying whole
-// in those bytes. Anything else goes through next, which checks and
-// explains everything.
-//
-// The fast paths read the header in place, in the kernel's byte order,
-// without bounds checks, and these checks keep their reads inside the
-// span: the header and the raw size word are the first 16 bytes, the
-// record is inside when size <= left, and the sample inside the record
-// when raw+12 <= size. raw+12 <= size and size%8 == 0 also mean size >= 16:
-// progress.
+// isSample says whether a record with header typ and size and raw sample
+// size raw, with left bytes published from it to the end of the ring, is
+// the common case: a sample lying whole in those bytes; anything else goes
+// through next, which checks and explains. The fast paths read headers in
+// place without bounds checks, and this keeps them inside: the record when
+// size <= left, its sample when raw+12 <= size, which with size%8 == 0
+// also means size >= 16 (progress).
 func isSample(typ uint32, size, raw, left uint64) bool {
 	return typ == perfRecordSample && size%8 == 0 && raw+12 <= size && size <= left
 }
@@ -373,10 +352,7 @@ func (ring *perfRing) refresh() bool {
 }
 
 // look refreshes the ring if the kernel woke us for it since we last
-// looked. Looking only then is what makes a watermark pay: a reader that
-// looks whenever it has caught up chases the producer's head, reading a
-// few records at a time from cache lines the producer is still writing. It
-// is also how libbpf's perf_buffer__poll reads.
+// looked, as libbpf's perf_buffer__poll does (see the package doc).
 func (ring *perfRing) look() bool {
 	if !ring.woken {
 		return false
@@ -395,16 +371,12 @@ func (ring *perfRing) releaseTo(pos uint64) {
 }
 
 // ReadFunc waits until the kernel wakes the reader for a ring, then calls f
-// with every record that ring holds, in order, and returns how many it
-// delivered; the first call reads what every ring holds. Each record's
-// bytes are read in place and handed back to the kernel after f has seen
-// the ring's batch. A record counts as read once f is called with it: an
-// error from f stops the reading and is returned, and so does a Close from
-// f, as ErrClosed; a panic in f goes on up. The next call goes on from the
-// next record.
-//
-// With a Watermark, records below it wake nobody: when the deadline passes
-// or ctx ends, ReadFunc reads what the rings hold before it gives up.
+// with every record that ring holds, in order, in place, and returns how
+// many it delivered; the first call reads every ring. A record counts as
+// read once f has it: an error from f stops the reading and is returned,
+// as is ErrClosed after a Close from f; a panic goes on up. Records below
+// a Watermark wake nobody: when the deadline passes or ctx ends, ReadFunc
+// reads what the rings hold before it gives up.
 func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, error) {
 	if f == nil {
 		return 0, errNilFunc
@@ -429,9 +401,14 @@ func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, e
 
 var errNilFunc = errors.New("perfring: ReadFunc with a nil callback")
 
-// wait waits for the kernel to wake us for a ring and marks the rings it
-// woke us for. When the wait fails (deadline, ctx, Close), it marks them
-// all, so that what lies below a watermark is read before giving up.
+// wrap is sys.Wrap for perfring's errors.
+func wrap(err error, format string, args ...any) error {
+	return sys.Wrap("perfring", err, format, args...)
+}
+
+// wait waits for the kernel to wake us and marks the rings it woke us for;
+// all of them when the wait fails, so that what lies below a watermark is
+// read before giving up.
 func (r *PerfReader) wait(ctx context.Context) error {
 	n, err := r.poll.wait(ctx)
 	for _, ev := range r.poll.events[:n] {
@@ -459,7 +436,7 @@ func (r *PerfReader) drain(f func(Record) error) (int, error) {
 			continue
 		}
 		if n := uint64(len(ring.data)); ring.end-ring.pos > n { // never from a sane kernel
-			err = fmt.Errorf("CPU %d: %w: %d bytes published in a ring of %d", ring.cpu, ErrCorrupt, ring.end-ring.pos, n)
+			err = wrap(fmt.Errorf("%w: %d bytes published in a ring of %d", ErrCorrupt, ring.end-ring.pos, n), "CPU %d", ring.cpu)
 			ring.pos = ring.end
 		} else {
 			if !delivering {
@@ -507,21 +484,16 @@ func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int
 	return count, nil
 }
 
-// samples delivers the common records in the span at off, stopping before
-// the first other one, and returns how many it delivered. off must be
-// 8-byte aligned, as the header reads need: record sizes are multiples of
-// 8. It is a function of its own, with the checks written out in the loop,
-// so that little stays live across the call to f: Go keeps no register
-// across a call, and each live value is reloaded after every record.
-// The read position moves past each record before f sees it, and the
-// loop ends after a call to f that closed the reader.
+// samples delivers the common records in the span at off (8-byte aligned,
+// for the header reads), stopping before the first other one, and returns
+// how many it delivered. It is a function of its own so that little stays
+// live across the call to f: Go reloads every live value after a call.
+// The position moves past each record before f sees it.
 //
-// It also asks the CPU for the bytes prefetchAhead past those it reads, a
-// prefetchChunk at a time. The records were written on the ring's CPU and
-// usually wait in that CPU's cache, and the hardware's prefetcher, which
-// stops at each 4 KiB page, leaves most of the transfers to the loop, one
-// at a time. Where the reader runs on the ring's CPU, the prefetches are
-// wasted, but cost less than they save elsewhere (BENCHMARKS.md).
+// It prefetches prefetchAhead bytes ahead, a prefetchChunk at a time: the
+// records usually wait in the cache of the CPU that wrote them, and the
+// hardware prefetcher stops at each 4 KiB page. On the ring's own CPU the
+// prefetches are wasted, but cost less than they save elsewhere.
 func samples(ring *perfRing, off, left uint64, f func(Record) error) (int, error) {
 	data, cpu, count := unsafe.Pointer(unsafe.SliceData(ring.data)), ring.cpu, 0
 	prefetch(unsafe.Add(data, off), uintptr(min(left, prefetchAhead)))
@@ -550,8 +522,7 @@ func samples(ring *perfRing, off, left uint64, f func(Record) error) (int, error
 	return count, nil
 }
 
-// Of the distances tried, 1-8 KiB ahead in chunks of 256 bytes to 2 KiB,
-// these were among the best.
+// Among the best of 1-8 KiB ahead in chunks of 256 bytes to 2 KiB.
 const (
 	prefetchAhead = 2048
 	prefetchChunk = 1024
@@ -565,13 +536,10 @@ func prefetchNext(data unsafe.Pointer, off, left uint64) {
 	}
 }
 
-// Read returns the next record, waiting for one. Its Sample is a copy, in a
-// buffer the reader reuses, valid until the next call (ReadFunc reads in
-// place). Records come in order per CPU; the reader moves to another CPU's
-// ring when one is empty, and waits when all are, until the kernel wakes
-// it, as ReadFunc does. Space is handed back to the kernel when a ring is
-// emptied, and in the middle of a ring after a quarter of it has been
-// read.
+// Read returns the next record, waiting for one, as ReadFunc does. Its
+// Sample is a copy in a reused buffer, valid until the next call. Records
+// come in order per CPU, a ring until it is empty; space is handed back
+// when a ring is emptied, or a quarter of it read.
 func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 	if err := r.poll.enter(ctx); err != nil {
 		return Record{}, err

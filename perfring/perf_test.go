@@ -16,6 +16,7 @@ import (
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/perfring"
 	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -135,7 +136,7 @@ func (e *emitted) failed() uint64 { n, _ := e.state.Lookup(2); return n }
 
 func perfArray(t testing.TB) *mapfd.Map {
 	t.Helper()
-	n, _ := mapfd.PossibleCPUs()
+	n, _ := sys.PossibleCPUs()
 	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.PerfEventArray, KeySize: 4, ValueSize: 4, MaxEntries: uint32(n), Name: "events"})
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func TestPerfRecordsIntact(t *testing.T) {
 	}
 	defer r.Close()
 	emitter(t, array, os.Getpid(), false)
-	cpus, _ := mapfd.OnlineCPUs()
+	cpus, _ := sys.OnlineCPUs()
 	const per = 3000
 	for _, cpu := range cpus {
 		getppidOn(t, cpu, per)
@@ -283,7 +284,7 @@ func TestPerfLostExact(t *testing.T) {
 	}
 	defer r.Close()
 	emitter(t, array, os.Getpid(), false)
-	cpus, _ := mapfd.OnlineCPUs()
+	cpus, _ := sys.OnlineCPUs()
 	const per = 1000 // 80 bytes each: a 4 KiB ring holds about 50
 	for _, cpu := range cpus {
 		getppidOn(t, cpu, per)

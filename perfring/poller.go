@@ -16,19 +16,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrClosed is returned by reads on a closed reader, including a read that
-// was blocked when Close was called, and by a ReadFunc whose callback
-// called Close.
+// ErrClosed is returned by reads on a closed reader, blocked ones
+// included, and by a ReadFunc whose callback called Close.
 var ErrClosed = errors.New("perfring: reader closed")
 
 // ErrReentrant is returned by Read and ReadFunc called while a ReadFunc
-// callback runs: from the callback itself, or from another goroutine
-// meanwhile (a reader is meant for one reading goroutine).
+// callback runs, from it or from another goroutine.
 var ErrReentrant = errors.New("perfring: Read or ReadFunc called while a ReadFunc callback runs")
 
 // poller waits on the rings' fds with one epoll, plus an eventfd that Close,
-// a cancelled context or SetDeadline write to wake a blocked reader. It also
-// owns the reader's life: who may read, and when the rings are freed.
+// a cancelled context or SetDeadline write to wake a blocked reader; and
+// says who may read, and when the rings are freed.
 type poller struct {
 	epfd, wakefd int
 	events       []unix.EpollEvent
@@ -40,12 +38,14 @@ type poller struct {
 	closed     atomic.Bool
 	delivering atomic.Bool // a ReadFunc is calling its callback, which may call Close
 	mu         sync.Mutex  // held by a read; freeing the rings takes it
-	// fdMu orders wakers and Pause against the freeing: none of them
-	// touches an fd number after it is closed, and perhaps reused.
-	fdMu    sync.Mutex
-	release func() // unmaps and closes the rings; nil once done
-	stop    func() // marks the rings closed, for a loop that checks them rather than closed
+	fdMu       sync.Mutex  // no waker or Pause touches an fd after it is closed (and reused)
+	release    func()      // unmaps and closes the rings; nil once done
+	stop       func()      // marks the rings closed, for the loop that checks them
 }
+
+// errDeadline is os.ErrDeadlineExceeded, made once: a read that times out
+// does not allocate.
+var errDeadline = fmt.Errorf("perfring: %w", os.ErrDeadlineExceeded)
 
 const wakeIndex = -1 // the epoll data of the eventfd
 
@@ -68,8 +68,8 @@ func (p *poller) add(fd int, index int32) error {
 	return sys.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, unix.EPOLLIN, index)
 }
 
-// wake ends a blocked wait. It may come from any goroutine at any time,
-// as when a context's AfterFunc fires late: after Close it does nothing.
+// wake ends a blocked wait, from any goroutine at any time (a context's
+// AfterFunc may fire late): after Close it does nothing.
 func (p *poller) wake() {
 	p.fdMu.Lock()
 	defer p.fdMu.Unlock()
@@ -82,8 +82,7 @@ func (p *poller) wakeLocked() {
 	}
 }
 
-// enter begins a read, or says why it cannot: the reader is closed (or a
-// zero value), or a ReadFunc callback runs, holding the read.
+// enter begins a read, or says why it cannot.
 func (p *poller) enter(ctx context.Context) error {
 	switch {
 	case p == nil || p.closed.Load():
@@ -101,8 +100,8 @@ func (p *poller) enter(ctx context.Context) error {
 	return nil
 }
 
-// exit ends a read, also one ended by a panicking callback. If Close came
-// while the read delivered records, it left the freeing to the read.
+// exit ends a read, one ended by a panicking callback too, freeing the
+// rings if Close came while it delivered records.
 func (p *poller) exit() {
 	if p.delivering.Load() { // a panic left it set: a store costs more than a load
 		p.delivering.Store(false)
@@ -113,10 +112,9 @@ func (p *poller) exit() {
 	p.mu.Unlock()
 }
 
-// wait blocks until a ring fd is readable and returns how many are, their
-// events first in p.events. It returns ErrClosed after Close,
-// os.ErrDeadlineExceeded after the deadline, and ctx's error when it is
-// done.
+// wait blocks until ring fds are readable and returns how many, their
+// events first in p.events; or ErrClosed, os.ErrDeadlineExceeded or ctx's
+// error.
 func (p *poller) wait(ctx context.Context) (int, error) {
 	// watched: ctx cannot end, or context.AfterFunc wakes us when it does.
 	watched := ctx.Done() == nil
@@ -125,20 +123,18 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 			return 0, ErrClosed
 		}
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return 0, fmt.Errorf("perfring: %w", err)
 		}
 		timeout := -1
 		if d := p.deadline.Load(); d != 0 {
 			left := time.Until(time.Unix(0, d))
 			if left <= 0 {
-				return 0, os.ErrDeadlineExceeded
+				return 0, errDeadline
 			}
 			timeout = int(min((left+time.Millisecond-1)/time.Millisecond, 1<<31-1))
 		}
 		if !watched {
-			// Before blocking, have ctx wake us when it ends. That
-			// allocates, so look once without blocking first.
-			timeout = 0
+			timeout = 0 // look once before AfterFunc, which allocates
 		}
 		n, err := p.epollWait(timeout)
 		if errors.Is(err, unix.EINTR) {
@@ -170,26 +166,18 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 // epollWait waits up to timeout ms (-1: no limit), yielding to the Go
 // scheduler first if it has not done so for yieldEvery.
 //
-// Why yield: sysmon, the Go runtime's monitor, takes the P of a goroutine
-// in a system call at its next tick once that goroutine has run for 10 ms
-// (forcePreemptNS) without passing through the scheduler, even when other
-// Ps are idle; and it does not preempt a goroutine in a system call (Go
-// 1.26: retake in runtime/proc.go). A reader that only drains and waits is
-// such a goroutine: every wait would lose its P to another thread, and
-// take one back from the idle list on waking. Passing through the
-// scheduler (goyield) resets the clock.
+// Why yield: sysmon takes the P of a goroutine in a system call at its next
+// tick once that goroutine has run 10 ms (forcePreemptNS) without passing
+// through the scheduler, idle Ps or not (Go 1.26, retake in
+// runtime/proc.go). A reader that only drains and waits would lose its P at
+// every wait; goyield resets the clock. With GOMAXPROCS=1 sysmon takes the
+// P of any system call that lasts a tick, so a wait likely to last (the
+// last cycle did) holds the P instead, for up to holdMs
+// (sys.EpollWaitHoldingP).
 //
-// With a single P (GOMAXPROCS=1) yielding is not enough: sysmon takes the
-// P of any system call that lasts a tick, no other P being idle. There a
-// wait that is likely to last (the previous wait and the reading after it
-// did) holds the P instead, for up to holdMs (sys.EpollWaitHoldingP), and
-// other goroutines wait that long at most.
-//
-// Parking in Go's netpoller instead, our epoll fd nested in the runtime's,
-// would let sysmon sleep, but it loses wake-ups: perf_poll consumes a
-// ring's pending wake-up (atomic_xchg(&rb->poll, 0), kernel/events/core.c),
-// so the runtime's epoll, checking ours, swallows the event ours would
-// have reported.
+// Our epoll fd nested in Go's netpoller would lose wake-ups: perf_poll
+// consumes a ring's pending wake-up (atomic_xchg(&rb->poll, 0)), so the
+// runtime's epoll, checking ours, swallows the event.
 func (p *poller) epollWait(timeout int) (int, error) {
 	now := time.Since(epoch)
 	if now-p.yielded > yieldEvery {
@@ -222,22 +210,18 @@ func (p *poller) epollWait(timeout int) (int, error) {
 	return sys.EpollWait(p.epfd, p.events, timeout)
 }
 
-// With one P, a wait holds it (for up to holdMs) when the previous wait and
-// the reading after it lasted more than holdAbove, sysmon's shortest tick:
-// shorter waits keep the P anyway, and a held wait that sleeps costs a
-// kernel timer (epoll arms it only to sleep). Timing the whole cycle takes
-// one clock read per wait, not two.
+// With one P, a wait holds it when the previous wait and reading lasted
+// more than holdAbove, sysmon's shortest tick: shorter waits keep the P
+// anyway, and a held wait that sleeps costs a kernel timer.
 const (
 	holdMs    = 1
 	holdAbove = 20 * time.Microsecond
 )
 
-// yieldEvery is below sysmon's 10 ms (forcePreemptNS), so that sysmon sees
-// the reader pass through the scheduler between two of its ticks.
+// yieldEvery is below sysmon's 10 ms (forcePreemptNS).
 const yieldEvery = 8 * time.Millisecond
 
-// epoch makes time.Since read the monotonic clock alone: one vDSO call per
-// wait, not time.Now's two.
+// epoch makes time.Since read the monotonic clock alone: one vDSO call.
 var epoch = time.Now()
 
 // setDeadline makes blocked and future waits return os.ErrDeadlineExceeded
@@ -260,15 +244,12 @@ func (p *poller) setDeadline(t time.Time) {
 	p.wake()
 }
 
-// shutdown marks the poller closed and wakes a blocked read. Then it frees
-// the rings once no read uses them, and closes the poller; but while a
-// ReadFunc delivers records, whose callback may be the caller, it leaves
-// that to the read, which frees them on its way out. Reads that come later
-// find it closed and return ErrClosed. Closing twice is harmless.
-//
-// The read stores delivering=false and then loads closed; shutdown stores
-// closed and then loads delivering. With sequentially consistent atomics,
-// at least one of them sees the other's store: the rings are freed.
+// shutdown marks the poller closed, wakes a blocked read and frees the
+// rings once no read uses them; while a ReadFunc delivers records (its
+// callback may be the caller) it leaves that to the read's exit. The read
+// stores delivering=false then loads closed, shutdown stores closed then
+// loads delivering: with sequentially consistent atomics one of them sees
+// the other's store, and the rings are freed.
 func (p *poller) shutdown() {
 	if p == nil || p.closed.Swap(true) {
 		return
@@ -302,13 +283,10 @@ func (p *poller) free() {
 	}
 }
 
-// goyield is runtime.goyield: runtime.Gosched without waking another
-// thread. Gosched puts the goroutine on the global run queue and, when a P
-// is idle, wakes a thread to look for work, which finds none and sleeps
-// again; goyield puts the goroutine on its own P's queue and wakes nobody.
-// The runtime keeps this symbol, with this signature, for packages outside
-// the standard library (the go:linkname list of go.dev/issue/67401, used
-// by gVisor); were it ever removed, the build would fail, not misbehave.
+// goyield is runtime.goyield: Gosched onto the goroutine's own P's queue,
+// waking no idle thread to find no work. The runtime keeps it for
+// go:linkname (go.dev/issue/67401, gVisor); were it removed, the build
+// would fail, not misbehave.
 //
 //go:linkname goyield runtime.goyield
 func goyield()

@@ -8,28 +8,26 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/bpfkit/bpfkit/sys"
 )
 
 // Record is one thing a CPU's ring delivered: a sample, or a report that
 // the kernel dropped samples.
 type Record struct {
 	CPU int
-	// Sample is what the program passed to bpf_perf_event_output (then,
-	// from a perf ring, the kernel's zero padding: up to 7 bytes, which
-	// align the sample and its 4-byte size to 8) or bpf_ringbuf_output.
-	// From ReadFunc it points into the ring (or, for a perf record that
-	// wrapped, into the reader's scratch buffer) and is valid until the
-	// callback returns; from Read it is a copy, valid until the next Read.
+	// Sample is what the program passed to bpf_perf_event_output (then, from
+	// a perf ring, up to 7 bytes of zero padding) or bpf_ringbuf_output.
+	// From ReadFunc it is valid until the callback returns; from Read, a
+	// copy, until the next Read.
 	Sample []byte
 	// Lost counts samples dropped on this CPU because its ring was full;
 	// non-zero only in a loss report, whose Sample is nil.
 	Lost uint64
 }
 
-// keep copies a sample Read returns into *buf, which grows to the largest
-// sample seen: the caller may use it until its next call, while Close, from
-// another goroutine, unmaps the rings. A nil sample (a loss report) stays
-// nil.
+// keep copies a sample Read returns into *buf, grown to the largest seen,
+// which Close cannot unmap; a nil sample (a loss report) stays nil.
 func keep(buf *[]byte, sample []byte) []byte {
 	if sample == nil {
 		return nil
@@ -46,18 +44,15 @@ const (
 	perfRecordSample = 9 // PERF_RECORD_SAMPLE: with PERF_SAMPLE_RAW, u32 size then the bytes
 )
 
-// ErrCorrupt is returned for a record whose header cannot be right: size 0
-// or not a multiple of 8, larger than the ring or than the data published,
-// or a raw sample longer than its record. The reader skips the rest of that
-// ring's published data and goes on.
+// ErrCorrupt is returned for a record whose header cannot be right (a size
+// of 0, not of 8s, past the data published, a raw sample past its record);
+// the reader skips the ring's published data and goes on.
 var ErrCorrupt = errors.New("perfring: corrupt record")
 
-// perfRecord parses the record at position tail of a perf ring's data area
-// (its length a power of two), the kernel having published up to head. It
-// returns the record's type, the bytes after its 8-byte header, and its
-// size. A body that wraps around the end of the ring is copied into
-// *scratch, which grows once to the largest record seen (at most 64 KiB:
-// the header's size is 16 bits).
+// perfRecord parses the record at position tail of a perf ring's data, a
+// power of two, published up to head: its type, the bytes after its 8-byte
+// header, and its size. A body that wraps is copied into *scratch, grown
+// once to 64 KiB (the header's size is 16 bits).
 func perfRecord(data []byte, tail, head uint64, scratch *[]byte) (typ uint32, body []byte, size uint64, err error) {
 	n := uint64(len(data))
 	avail := head - tail
@@ -68,8 +63,6 @@ func perfRecord(data []byte, tail, head uint64, scratch *[]byte) (typ uint32, bo
 	if avail < 8 || off%8 != 0 {
 		return 0, nil, 0, fmt.Errorf("%w: header at offset %d with %d bytes published", ErrCorrupt, off, avail)
 	}
-	// Records are 8-byte aligned and the ring a power of two of at least 8:
-	// a header never wraps.
 	typ = binary.NativeEndian.Uint32(data[off:])
 	size = uint64(binary.NativeEndian.Uint16(data[off+6:]))
 	if size < 8 || size%8 != 0 || size > avail {
@@ -115,19 +108,15 @@ const (
 	ringbufHdrSize = 8       // BPF_RINGBUF_HDR_SZ
 )
 
-// ringbufRecord parses the record at consumer position cons of a BPF ring
-// buffer whose data area of size n is mapped twice in a row in data (so
-// len(data) == 2n and no record wraps), the producer having published up
-// to prod. It returns the sample (nil for a discarded record) and the space
-// the record takes. busy is true when the producer has not committed it
-// yet.
+// ringbufRecord parses the record at position cons of a BPF ring buffer of
+// n bytes mapped twice in data, published up to prod: the sample (nil if
+// discarded) and the space it takes, or busy if not yet committed.
 func ringbufRecord(data []byte, n, cons, prod uint64) (sample []byte, size uint64, busy bool, err error) {
 	avail := prod - cons
 	if n == 0 || n&(n-1) != 0 || uint64(len(data)) != 2*n || avail > n || avail < ringbufHdrSize || cons%8 != 0 {
 		return nil, 0, false, fmt.Errorf("%w: ring buffer record at %d with %d bytes published in a ring of %d", ErrCorrupt, cons, avail, n)
 	}
-	// The header's length word, with acquire: the producer clears the busy
-	// bit with release after writing the record.
+	// acquire: the producer clears the busy bit with release
 	off := cons & (n - 1)
 	hdr := atomic.LoadUint32((*uint32)(unsafe.Pointer(&data[off])))
 	if hdr&ringbufBusy != 0 {
@@ -144,30 +133,21 @@ func ringbufRecord(data []byte, n, cons, prod uint64) (sample []byte, size uint6
 	return data[off+ringbufHdrSize : off+ringbufHdrSize+l], size, false, nil
 }
 
-// Decode copies a sample into *out, a struct, array or number laid out as
-// the program wrote it (host byte order, the compiler's padding: declare
-// the Go type with the same fields and blank padding), without
-// allocating. The sample must hold at least the size of T; bytes past it
-// are ignored. T must hold no pointers, strings, slices, maps or
-// interfaces: bytes from the kernel are not addresses.
+// Decode copies a sample, at least the size of T, into *out, a struct, array
+// or number laid out as the program wrote it (host byte order, its
+// padding as blank fields), without allocating. T must hold no pointers,
+// strings, slices, maps or interfaces.
 func Decode[T any](sample []byte, out *T) error {
 	if out == nil {
 		return errors.New("perfring: Decode into nil")
 	}
 	typ := reflect.TypeFor[T]()
-	if err, ok := plainTypes.Load(typ); ok {
-		if err != nil {
-			return err.(error)
-		}
-	} else {
-		err := plain(typ)
-		if err != nil {
-			err = fmt.Errorf("perfring: Decode into %s: %w", typ, err)
-		}
-		plainTypes.Store(typ, err)
-		if err != nil {
-			return err
-		}
+	cached, ok := plainTypes.Load(typ)
+	if !ok {
+		cached, _ = plainTypes.LoadOrStore(typ, wrap(sys.CheckPlain(typ), "Decode into %s", typ))
+	}
+	if err, _ := cached.(error); err != nil {
+		return err
 	}
 	size := int(unsafe.Sizeof(*out))
 	if len(sample) < size {
@@ -177,24 +157,5 @@ func Decode[T any](sample []byte, out *T) error {
 	return nil
 }
 
-// plainTypes caches plain's answer (error or nil) by type.
+// plainTypes caches sys.CheckPlain's answer (error or nil) by type.
 var plainTypes sync.Map
-
-// plain says why t cannot hold bytes from the kernel, if it cannot.
-func plain(t reflect.Type) error {
-	switch t.Kind() {
-	case reflect.Bool, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint16,
-		reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return nil
-	case reflect.Array:
-		return plain(t.Elem())
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if err := plain(t.Field(i).Type); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("%s is not fixed-size plain data", t)
-}

@@ -15,10 +15,8 @@ import (
 )
 
 // RingBufReader reads a BPF ring buffer (BPF_MAP_TYPE_RINGBUF, 5.8), one
-// ring shared by all CPUs. Programs write with bpf_ringbuf_output or
-// bpf_ringbuf_reserve and submit. It is meant for one reading goroutine;
-// Close and SetDeadline may come from any other, or from a ReadFunc
-// callback.
+// ring for all CPUs, for one reading goroutine; Close and SetDeadline may
+// come from any other, or from a ReadFunc callback.
 type RingBufReader struct {
 	poll      *poller
 	consMem   []byte  // the consumer page, which we write
@@ -33,16 +31,12 @@ type RingBufReader struct {
 	kept      []byte // the sample Read returned, copied
 }
 
-// NewRingBufReader maps the ring buffer: its consumer page read-write at
-// offset 0, then its producer page and its data read-only. The kernel maps
-// the data pages twice in a row, so a record that wraps around the end of
-// the ring is contiguous in memory: ReadFunc never copies a record.
+// NewRingBufReader maps the ring buffer: its consumer page read-write,
+// then its producer page and its data, mapped twice in a row so that no
+// record wraps, read-only.
 func NewRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
 	r, err := newRingBufReader(m)
-	if err != nil {
-		return nil, fmt.Errorf("perfring: ring buffer reader: %w", err)
-	}
-	return r, nil
+	return r, wrap(err, "ring buffer reader")
 }
 
 func newRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
@@ -79,8 +73,7 @@ func newRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
 }
 
 // checkRingBufSize says why a ring buffer of size bytes cannot be mapped:
-// the kernel makes them a power of two of pages (ringbuf_map_alloc), and
-// maps the data twice after a page of producer position.
+// it must be a power of two of pages (ringbuf_map_alloc), mapped twice.
 func checkRingBufSize(size, page int64) error {
 	switch {
 	case size < page || size&(size-1) != 0:
@@ -96,11 +89,7 @@ func (r *RingBufReader) release() {
 	sys.Munmap(r.prodMem)
 }
 
-// Close stops the reader: a blocked read returns ErrClosed promptly, as do
-// later ones, and the ring is unmapped once no read uses it. The map stays
-// open. Called while a ReadFunc callback runs (from the callback, say),
-// Close returns at once, and that ReadFunc returns ErrClosed after the
-// callback, unmapping the ring. Closing twice is harmless.
+// Close stops the reader as PerfReader.Close does, unmapping the ring.
 func (r *RingBufReader) Close() error {
 	r.poll.shutdown()
 	return nil
@@ -114,9 +103,8 @@ func (r *RingBufReader) SetDeadline(t time.Time) { r.poll.setDeadline(t) }
 // that the reader skipped.
 func (r *RingBufReader) Discarded() uint64 { return r.discarded.Load() }
 
-// next returns the next committed record, or ok=false when the next one is
-// still being written or none is published. The read position moves past
-// the record it returns.
+// next returns the next committed record and moves past it, or ok=false
+// when the next is still being written or none is published.
 func (r *RingBufReader) next() (rec Record, ok bool, err error) {
 	for r.pos != r.end {
 		sample, size, busy, err := ringbufRecord(r.data, r.size, r.pos, r.end)
@@ -142,9 +130,8 @@ func (r *RingBufReader) refresh() bool {
 	return r.end != r.pos
 }
 
-// handBack stores consumer_pos (release). The kernel wakes the reader when a
-// record is committed at the position the consumer has reached, so the
-// position must be current before waiting.
+// handBack stores consumer_pos (release), which must be current before a
+// wait: the kernel wakes the reader for a record committed there.
 func (r *RingBufReader) handBack() {
 	if r.pos != r.released {
 		atomic.StoreUint64(r.consPos, r.pos)
@@ -152,11 +139,8 @@ func (r *RingBufReader) handBack() {
 	}
 }
 
-// ReadFunc waits until records are available, then calls f with each of
-// them, in place, and returns how many it delivered. The space is handed
-// back once, after the batch. A record counts as read once f is called
-// with it: an error from f stops the reading and is returned, and so does
-// a Close from f, as ErrClosed; a panic in f goes on up.
+// ReadFunc waits for records and calls f with each, in place, as
+// PerfReader.ReadFunc does, handing the space back after the batch.
 func (r *RingBufReader) ReadFunc(ctx context.Context, f func(Record) error) (int, error) {
 	if f == nil {
 		return 0, errNilFunc
@@ -202,9 +186,7 @@ func (r *RingBufReader) deliver(f func(Record) error) (int, error) {
 	return count, err
 }
 
-// Read returns the next record, waiting for one. Its Sample is a copy, in a
-// buffer the reader reuses, valid until the next call (ReadFunc reads in
-// place).
+// Read returns the next record, waiting for one, as PerfReader.Read does.
 func (r *RingBufReader) Read(ctx context.Context) (Record, error) {
 	if err := r.poll.enter(ctx); err != nil {
 		return Record{}, err

@@ -19,10 +19,15 @@ import (
 // closed handles, strings the kernel would cut at a NUL, names it refuses,
 // pins of the wrong kind. Each checks the exact answer.
 
+// wantErr fails t unless err is non-nil, starts with "prog: " (every error
+// prog returns does) and holds every part.
 func wantErr(t *testing.T, what string, err error, parts ...string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("%s: no error, want one saying %q", what, parts)
+	}
+	if !strings.HasPrefix(err.Error(), "prog: ") {
+		t.Fatalf("%s: error %q does not start with prog's prefix", what, err)
 	}
 	for _, p := range parts {
 		if !strings.Contains(err.Error(), p) {
@@ -119,7 +124,7 @@ func TestOpenChecksKind(t *testing.T) {
 	}
 	defer mapfd.Unpin(path)
 	_, err = prog.Open(path)
-	wantErr(t, "prog.Open of a map's pin", err, "a BPF map is pinned there, not a program")
+	wantErr(t, "prog.Open of a map's pin", err, "a BPF map is pinned there, not a prog")
 	p, err := prog.Load(retZeroSpec(prog.SocketFilter))
 	if err != nil {
 		t.Fatal(err)

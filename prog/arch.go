@@ -1,9 +1,5 @@
 package prog
 
-// What differs from one architecture to the next, in one place: where a
-// kprobe finds arguments in struct pt_regs (by the kernel's machine), and
-// the prefix of system call handlers (by the process's GOARCH).
-
 import (
 	"fmt"
 
@@ -12,10 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// PtRegs is where a kprobe program, whose context is the kernel's struct
-// pt_regs, finds a function's arguments and return value on one
-// architecture: byte offsets in the struct, from each architecture's uapi
-// asm/ptrace.h, and the calling convention's argument registers.
+// PtRegs is where a kprobe program finds a function's arguments and return
+// value in its context, struct pt_regs, on one architecture: offsets from
+// its uapi asm/ptrace.h, for the calling convention's registers.
 type PtRegs struct {
 	Arch string    // the kernel's uname machine: "x86_64", "aarch64", ...
 	Args []int16   // offsets of the registers holding arguments 0, 1, ...
@@ -43,7 +38,7 @@ var ptRegs = []PtRegs{
 func KernelPtRegs() (PtRegs, error) {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
-		return PtRegs{}, fmt.Errorf("uname: %w", err)
+		return PtRegs{}, fmt.Errorf("prog: uname: %w", err)
 	}
 	return PtRegsOf(unix.ByteSliceToString(u.Machine[:]))
 }
@@ -62,7 +57,7 @@ func PtRegsOf(machine string) (PtRegs, error) {
 			return r, nil
 		}
 	}
-	return PtRegs{}, fmt.Errorf("kprobe arguments: no pt_regs layout for %q: %w", machine, sys.ErrNotSupported)
+	return PtRegs{}, fmt.Errorf("prog: kprobe arguments: no pt_regs layout for %q: %w", machine, sys.ErrNotSupported)
 }
 
 // Arg is dst = argument n (from 0) of the probed function, read from the
@@ -70,7 +65,7 @@ func PtRegsOf(machine string) (PtRegs, error) {
 // register.
 func (r PtRegs) Arg(dst, ctx insn.Register, n int) (insn.Item, error) {
 	if n < 0 || n >= len(r.Args) {
-		return insn.Item{}, fmt.Errorf("kprobe argument %d: %s passes %d in registers", n, r.Arch, len(r.Args))
+		return insn.Item{}, fmt.Errorf("prog: kprobe argument %d: %s passes %d in registers", n, r.Arch, len(r.Args))
 	}
 	return insn.LoadMem(r.Size, dst, ctx, r.Args[n]), nil
 }
@@ -80,12 +75,10 @@ func (r PtRegs) Return(dst, ctx insn.Register) insn.Item {
 	return insn.LoadMem(r.Size, dst, ctx, r.Ret)
 }
 
-// syscallPrefixes is, for each GOARCH, the prefix of the kernel function
-// that handles a system call of a process of that architecture, since the
-// syscall wrappers (x86-64 4.17, arm64 4.19, s390 and riscv later): a 386
-// process on an x86-64 kernel enters through the IA32 emulation, whose
-// table holds __ia32_sys_* (or __ia32_compat_sys_* for the calls with a
-// compat version). Elsewhere, and on older kernels, the handler is sys_*.
+// syscallPrefixes is, by GOARCH, the prefix of the kernel's system call
+// handlers since the syscall wrappers (x86-64 4.17, arm64 4.19, s390 and
+// riscv later): a 386 process on an x86-64 kernel enters through the IA32
+// emulation's __ia32_sys_* (or __ia32_compat_sys_*). Else: sys_*.
 var syscallPrefixes = map[string]string{
 	"amd64":   "__x64_sys_",
 	"386":     "__ia32_sys_",

@@ -6,12 +6,10 @@ import (
 	"io"
 )
 
-// elfFile is what prog reads of a little-endian ELF file (ELF64, or
-// ELF32 for 32-bit programs): its program headers, for the vDSO's notes
-// and for the file offsets uprobes take, and its function symbols. It is
-// read by hand: debug/elf, with debug/dwarf and the decompressors it
-// brings, would cost every program that imports prog a few hundred
-// kilobytes of binary, tracepoint-only tools included.
+// elfFile is what prog reads of a little-endian ELF64 or ELF32 file: the
+// program headers (for the vDSO's notes and uprobes' file offsets) and the
+// function symbols. debug/elf, with debug/dwarf and decompressors, would
+// add a few hundred kilobytes to every program that imports prog.
 type elfFile struct {
 	r     io.ReaderAt
 	wide  bool // ELF64
@@ -27,8 +25,7 @@ type elfProg struct {
 	off, vaddr, filesz, mem uint64
 }
 
-// The ELF constants prog needs (PT_LOAD, PT_NOTE, PF_X, SHT_SYMTAB,
-// SHT_DYNSYM, STT_FUNC in elf.h).
+// PT_LOAD, PT_NOTE, PF_X, SHT_SYMTAB, SHT_DYNSYM and STT_FUNC of elf.h.
 const (
 	ptLoad    = 1
 	ptNote    = 4
@@ -38,13 +35,11 @@ const (
 	sttFunc   = 2
 )
 
-var errNotELF = errors.New("not a little-endian ELF file")
-
 // readELF reads the header and program headers of r.
 func readELF(r io.ReaderAt) (*elfFile, error) {
 	var h [64]byte
 	if n, _ := r.ReadAt(h[:], 0); n < 52 || string(h[:4]) != "\x7fELF" || h[5] != 1 || h[4] != 1 && h[4] != 2 {
-		return nil, errNotELF
+		return nil, errors.New("not a little-endian ELF file")
 	}
 	le := binary.LittleEndian
 	f := &elfFile{r: r, wide: h[4] == 2}

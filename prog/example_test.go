@@ -90,7 +90,7 @@ func ExampleVerifierError() {
 	fmt.Println("the log says why:", strings.Contains(ve.Log, "R2 invalid mem access"))
 
 	// As root, it prints:
-	// program "bad": BPF_PROG_LOAD: permission denied: the verifier rejected it at instruction 1: r0 = *(u64 *)(r2 +0)
+	// prog: load "bad": BPF_PROG_LOAD: permission denied: the verifier rejected it at instruction 1: r0 = *(u64 *)(r2 +0)
 	// instruction 1 EACCES: true
 	// the log says why: true
 }
@@ -422,7 +422,7 @@ func ExamplePtRegsOf() {
 	fmt.Println(err)
 	// Output:
 	//    0: (79) r6 = *(u64 *)(r1 +16)
-	// kprobe argument 8: aarch64 passes 8 in registers
+	// prog: kprobe argument 8: aarch64 passes 8 in registers
 }
 
 // rootExamples are the examples that need root: TestExamples runs them.

@@ -15,9 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Feature probes try the feature once, with a tiny program, a tiny map or a
-// bad fd, and cache the answer with the errno it rests on. None reads the
-// kernel version. libbpf's libbpf_probes.c is their model.
+// Feature probes try once, with a tiny program, map or a bad fd, and cache
+// the answer with its errno; none reads the kernel version. libbpf's
+// libbpf_probes.c is their model.
 
 // Feature is one probe's answer.
 type Feature struct {
@@ -33,8 +33,7 @@ var features struct {
 	m map[string]Feature
 }
 
-// probe runs try once for name and caches its answer. Probes run one at a
-// time: each is quick and runs once.
+// probe runs try once for name, one probe at a time, and caches the answer.
 func probe(name string, try func(f *Feature)) Feature {
 	features.Lock()
 	defer features.Unlock()
@@ -50,24 +49,23 @@ func probe(name string, try func(f *Feature)) Feature {
 	return f
 }
 
-// answer sets f from err, the kernel's answer: yes on success or on errno
-// yes, no on an errno of no, else f.Err.
+// answer sets f from the kernel's answer err: yes on success or errno yes,
+// no on an errno of no, else f.Err.
 func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
 	errors.As(err, &f.Errno)
 	switch {
 	case err == nil || yes != 0 && f.Errno == yes:
 		f.OK = true
 	case f.Errno == 0 || !slices.Contains(no, f.Errno):
-		f.Err = fmt.Errorf("probe for %s: %w", f.Name, err)
+		f.Err = wrap(err, "probe for %s", f.Name)
 	}
 }
 
 func (f Feature) result() (bool, error) { return f.OK, f.Err }
 
-// Features runs the probes without arguments below, HaveProgType and
-// HaveMapType for every type the journal names, HaveHelper for every helper
-// insn names and each type of helpersOf, and returns every answer cached,
-// by name.
+// Features runs the probes without arguments, HaveProgType and HaveMapType
+// for every type the journal names, and HaveHelper for every helper insn
+// names and type of helpersOf; it returns every answer cached, by name.
 func Features(helpersOf ...Type) []Feature {
 	HavePerfLink()
 	HaveKprobeMulti()
@@ -100,14 +98,13 @@ func Features(helpersOf ...Type) []Feature {
 }
 
 // HavePerfLink reports whether the kernel has BPF perf links (5.15):
-// BPF_LINK_CREATE with attach type BPF_PERF_EVENT and a bad target fd
-// answers EBADF where perf links exist (the kernel got as far as looking
-// the perf event up) and EINVAL where the attach type is unknown.
+// BPF_LINK_CREATE of BPF_PERF_EVENT with a bad fd answers EBADF (it looked
+// the perf event up) where they exist, EINVAL where the type is unknown.
 func HavePerfLink() (bool, error) {
 	return probe("perf_link", func(f *Feature) {
 		p, err := Load(Spec{Type: Tracepoint, Name: "probe_link", License: "GPL", Insns: retZero})
 		if err != nil {
-			f.Err = fmt.Errorf("probe for perf links: %w", err)
+			f.Err = wrap(err, "probe for %s", f.Name)
 			return
 		}
 		defer p.Close()
@@ -116,10 +113,9 @@ func HavePerfLink() (bool, error) {
 	}).result()
 }
 
-// HaveKprobeMulti reports whether the kernel attaches a program to many
-// kernel functions with one kprobe_multi link (5.18, and CONFIG_FPROBE:
-// EOPNOTSUPP without), by linking one to vprintk. ESRCH (6.0+: no such
-// function) is a yes too: the kernel knew the link type.
+// HaveKprobeMulti reports whether the kernel has kprobe_multi links (5.18,
+// and CONFIG_FPROBE: EOPNOTSUPP without), by linking one to vprintk; ESRCH
+// (6.0+: no such function) is a yes: the kernel knew the link type.
 func HaveKprobeMulti() (bool, error) {
 	return probe("kprobe_multi", func(f *Feature) {
 		p, err := Load(Spec{Type: Kprobe, Name: "probe_kmulti", License: "GPL", Insns: retZero, ExpectedAttachType: unix.BPF_TRACE_KPROBE_MULTI})
@@ -139,14 +135,14 @@ func HaveKprobeMulti() (bool, error) {
 	}).result()
 }
 
-// HaveISA reports whether the verifier accepts the instructions of ISA
-// version v, by loading one: 2 (4.14) adds the jumps <, <=, s< and s<=; 3
+// HaveISA reports whether the verifier accepts ISA version v, by loading
+// one of its instructions: 2 (4.14) adds the jumps <, <=, s< and s<=; 3
 // (5.1) 32-bit jumps; 4 (6.6) sign extension, signed division, bswap, gotol.
 func HaveISA(v int) (bool, error) {
 	probes := map[int]insn.Item{2: insn.JumpImmOff(unix.BPF_JLT, insn.R0, 1, 0),
 		3: insn.Jump32ImmOff(unix.BPF_JLT, insn.R0, 1, 0), 4: insn.Movsx64Reg(insn.R0, insn.R0, 8)}
 	if _, ok := probes[v]; !ok {
-		return false, fmt.Errorf("probe for ISA v%d: there are versions 2 to 4", v)
+		return false, fmt.Errorf("prog: probe for ISA v%d: there are versions 2 to 4", v)
 	}
 	return probe("isa_v"+strconv.Itoa(v), func(f *Feature) {
 		_, err := tryLoad(SocketFilter, insn.Mov64Imm(insn.R0, 0), probes[v], insn.Exit())
@@ -170,11 +166,11 @@ func HaveBTF() (bool, error) {
 // perf events of their own PMU (4.17), without tracefs.
 func HavePMU(k tracefs.ProbeKind) (bool, error) {
 	if k.PMU() == "" {
-		return false, fmt.Errorf("probe for a PMU: %w: kind %d", tracefs.ErrInvalid, int(k))
+		return false, fmt.Errorf("prog: probe for a PMU: kind %d: %w", int(k), tracefs.ErrInvalid)
 	}
 	return probe(k.PMU()+"_pmu", func(f *Feature) {
 		p, err := probePMU(k)
-		f.OK, f.Err = p.typ != 0, err
+		f.OK, f.Err = p.typ != 0, wrap(err, "probe for %s", f.Name)
 		if !f.OK {
 			f.Errno = unix.ENOENT // no /sys/bus/event_source/devices/<pmu>
 		}
@@ -183,18 +179,16 @@ func HavePMU(k tracefs.ProbeKind) (bool, error) {
 
 // TailCallLimit measures how many tail calls in a row the kernel allows
 // (33 since 5.17, commit ebf7f6f0a6cb, and on x86 before): a socket filter
-// tail-calls itself, counting its runs in the packet's cb[0].
+// tail-calls itself, counting in the packet's cb[0].
 func TailCallLimit() (int, error) {
 	f := probe("tail_call_limit", func(f *Feature) {
 		fd, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_PROG_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
 		if err != nil {
-			f.Err = fmt.Errorf("probe for the tail-call limit: %w", err)
+			f.Err = wrap(err, "probe for %s", f.Name)
 			return
 		}
-		// Closing the array's last fd empties it (prog_array_map_clear):
-		// the program it holds and that holds it goes too.
-		defer unix.Close(fd)
-		const cb0 = 48 // offsetof(struct __sk_buff, cb[0])
+		defer unix.Close(fd) // empties it (prog_array_map_clear), freeing the program
+		const cb0 = 48       // offsetof(struct __sk_buff, cb[0])
 		p, err := Load(Spec{Type: SocketFilter, Name: "probe_tail", License: "GPL", Insns: []insn.Item{
 			insn.Mov64Reg(insn.R6, insn.R1), insn.LoadMem(insn.BPF_W, insn.R2, insn.R6, cb0),
 			insn.ALU64Imm(insn.BPF_ADD, insn.R2, 1), insn.StoreMem(insn.BPF_W, insn.R6, cb0, insn.R2),
@@ -211,14 +205,14 @@ func TailCallLimit() (int, error) {
 		}
 		f.Value, f.OK = int(r.Retval)-1, r.Retval > 1
 		if err != nil {
-			f.Err = fmt.Errorf("probe for the tail-call limit: %w", err)
+			f.Err = wrap(err, "probe for %s", f.Name)
 		}
 	})
 	return f.Value, f.Err
 }
 
-// loadAttrs are the expected attach type and flags a load of a program
-// type needs; tracing, lsm and ext also get attach_btf_id 1, which names no
+// loadAttrs are the expected attach type and flags a program type's load
+// needs; tracing, lsm and ext also get attach_btf_id 1, which names no
 // function in the kernel's BTF: the verifier saying so is the yes.
 var loadAttrs = map[Type][2]uint32{
 	unix.BPF_PROG_TYPE_CGROUP_SOCK_ADDR: {unix.BPF_CGROUP_INET4_CONNECT}, unix.BPF_PROG_TYPE_CGROUP_SOCKOPT: {unix.BPF_CGROUP_GETSOCKOPT},
@@ -227,9 +221,8 @@ var loadAttrs = map[Type][2]uint32{
 	unix.BPF_PROG_TYPE_TRACING: {unix.BPF_TRACE_FENTRY}, unix.BPF_PROG_TYPE_LSM: {unix.BPF_LSM_MAC}, unix.BPF_PROG_TYPE_EXT: {},
 }
 
-// tryLoad loads code as a program of type t, with what such a load needs,
-// and returns the verifier's log. code is not assembled: a helper insn
-// does not know is no error here.
+// tryLoad loads code, not assembled (a helper insn does not know is no
+// error), as a program of type t and returns the verifier's log.
 func tryLoad(t Type, code ...insn.Item) (string, error) {
 	var enc []byte
 	for _, it := range code {
@@ -261,7 +254,7 @@ func tryLoad(t Type, code ...insn.Item) (string, error) {
 	if err == nil {
 		unix.Close(fd)
 	}
-	return cString(log), err
+	return unix.ByteSliceToString(log), err
 }
 
 // HaveProgType reports whether the kernel loads programs of type t, by
@@ -281,16 +274,15 @@ func HaveProgType(t Type) (bool, error) {
 }
 
 // HaveHelper reports whether programs of type t may call helper h, by
-// loading "call h; exit": the verifier names a helper it does not know
-// ("invalid func"), or that this type may not call ("unknown func",
-// "program of this type cannot use helper"); any other answer, such as a
-// complaint about the arguments, is a yes. Types that load only with a
-// target (tracing, lsm, ext, struct_ops) cannot be probed so.
+// loading "call h; exit": the verifier says "invalid func", "unknown func"
+// or "program of this type cannot use helper" if not; any other answer
+// (about the arguments, say) is a yes. Types that load only with a target
+// (tracing, lsm, ext, struct_ops) cannot be probed so.
 func HaveHelper(t Type, h insn.Helper) (bool, error) {
 	return probe("helper "+t.String()+" "+h.String(), func(f *Feature) {
 		switch t {
 		case unix.BPF_PROG_TYPE_TRACING, unix.BPF_PROG_TYPE_LSM, unix.BPF_PROG_TYPE_EXT, unix.BPF_PROG_TYPE_STRUCT_OPS:
-			f.Err = fmt.Errorf("probe for %s: %s programs load only with a target", f.Name, t)
+			f.Err = fmt.Errorf("prog: probe for %s: %s programs load only with a target", f.Name, t)
 			return
 		}
 		log, err := tryLoad(t, insn.Call(h), insn.Exit())
@@ -299,7 +291,7 @@ func HaveHelper(t Type, h insn.Helper) (bool, error) {
 		case err == nil:
 			f.OK = true
 		case f.Errno == 0 || f.Errno == unix.EPERM:
-			f.Err = fmt.Errorf("probe for %s: %w", f.Name, err)
+			f.Err = wrap(err, "probe for %s", f.Name)
 		case log != "": // else the kernel refused the program type itself
 			f.OK = !strings.Contains(log, "invalid func ") && !strings.Contains(log, "unknown func ") &&
 				!strings.Contains(log, "program of this type cannot use helper ")
@@ -307,10 +299,10 @@ func HaveHelper(t Type, h insn.Helper) (bool, error) {
 	}).result()
 }
 
-// HaveMapType reports whether the kernel creates maps of type t, an enum
-// bpf_map_type value such as mapfd.RingBuf, by creating a tiny one. Local
-// storage maps get a bad BTF fd, which the kernel looks at only once it
-// made the map (EBADF is the yes); struct_ops a bad BTF type (ENOTSUPP).
+// HaveMapType reports whether the kernel creates maps of type t (a
+// bpf_map_type such as mapfd.RingBuf), by creating a tiny one. Local
+// storage maps get a bad BTF fd, looked at once the map is made (EBADF is
+// the yes); struct_ops a bad BTF type (ENOTSUPP).
 func HaveMapType[T ~uint32](t T) (bool, error) {
 	return probe("map_type "+sys.MapTypeName(uint32(t)), func(f *Feature) {
 		attr := sys.MapCreateAttr{MapType: uint32(t), KeySize: 4, ValueSize: 4, MaxEntries: 1}
@@ -336,7 +328,7 @@ func HaveMapType[T ~uint32](t T) (bool, error) {
 		case unix.BPF_MAP_TYPE_ARRAY_OF_MAPS, unix.BPF_MAP_TYPE_HASH_OF_MAPS:
 			inner, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
 			if err != nil {
-				f.Err = fmt.Errorf("probe for %s: inner map: %w", f.Name, err)
+				f.Err = wrap(err, "probe for %s: inner map", f.Name)
 				return
 			}
 			defer unix.Close(inner)

@@ -17,9 +17,8 @@ type Info struct {
 	Tag    string // the hex SHA1 prefix bpftool shows
 	MapIDs []uint32
 	UID    uint32 // of the process that loaded it
-	// Xlated is the program as the verifier rewrote it: map references are
-	// map ids, some helper calls are inlined. Empty without CAP_SYS_ADMIN
-	// or when kernel.bpf_jit_harden hides it.
+	// Xlated is the program as the verifier rewrote it (map ids, inlined
+	// helpers); empty without CAP_SYS_ADMIN or under bpf_jit_harden.
 	Xlated        []insn.Instruction
 	LoadTime      time.Duration // since boot
 	RunCount      uint64        // with statistics on (BPF_ENABLE_STATS, 5.8)
@@ -27,15 +26,15 @@ type Info struct {
 	VerifiedInsns uint32 // 5.16
 }
 
-// Info asks the kernel about the program: once for the sizes, once for the
+// Info asks the kernel about the program, once for the sizes, once for the
 // instructions and map ids.
 func (p *Program) Info() (*Info, error) {
 	if p.fd.Int() < 0 {
 		return nil, ErrClosed
 	}
 	var si sys.ProgInfo
-	if err := sys.ProgInfoByFD(p.fd.Int(), &si); err != nil {
-		return nil, fmt.Errorf("program %q info: %w", p.name, err)
+	if err := sys.InfoByFD(p.fd.Int(), &si); err != nil {
+		return nil, fmt.Errorf("prog: info of %q: %w", p.name, err)
 	}
 	xlated := make([]byte, si.XlatedProgLen)
 	mapIDs := make([]uint32, si.NrMapIDs)
@@ -43,12 +42,12 @@ func (p *Program) Info() (*Info, error) {
 	if len(mapIDs) > 0 {
 		si.MapIDs = sys.NewPointer(unsafePointer(&mapIDs[0]))
 	}
-	if err := sys.ProgInfoByFD(p.fd.Int(), &si); err != nil {
-		return nil, fmt.Errorf("program %q info: %w", p.name, err)
+	if err := sys.InfoByFD(p.fd.Int(), &si); err != nil {
+		return nil, fmt.Errorf("prog: info of %q: %w", p.name, err)
 	}
 	insns, err := insn.Decode(xlated[:min(int(si.XlatedProgLen), len(xlated))])
 	if err != nil {
-		return nil, fmt.Errorf("program %q xlated instructions: %w", p.name, err)
+		return nil, fmt.Errorf("prog: xlated instructions of %q: %w", p.name, err)
 	}
 	return &Info{
 		ID: si.ID, Type: Type(si.Type), Name: si.Name.String(), Tag: hex.EncodeToString(si.Tag[:]),
@@ -59,8 +58,8 @@ func (p *Program) Info() (*Info, error) {
 }
 
 // Listing disassembles Xlated as bpftool prog dump xlated does, naming the
-// kernel functions that helper calls were rewritten to from /proc/kallsyms
-// (which needs CAP_SYSLOG; without it the calls print as "call unknown#N").
+// functions helper calls became from /proc/kallsyms (with CAP_SYSLOG;
+// without, "call unknown#N").
 func (i *Info) Listing() string {
 	var syms *Symbols
 	var base uint64
@@ -85,9 +84,8 @@ func (i *Info) Listing() string {
 	})
 }
 
-// Stats is BPF_ENABLE_STATS (5.8): while it is open the kernel counts the
-// runs and the run time of every program (Info's RunCount and RunTime),
-// as kernel.bpf_stats_enabled does, at a small cost per run.
+// Stats is BPF_ENABLE_STATS (5.8): while open, the kernel counts every
+// program's runs and run time (Info's RunCount and RunTime).
 type Stats struct{ fd sys.FD }
 
 // EnableStats turns the statistics on until Close.
@@ -102,4 +100,4 @@ func EnableStats() (*Stats, error) {
 }
 
 // Close turns the statistics off, unless something else keeps them on.
-func (s *Stats) Close() error { return s.fd.Close() }
+func (s *Stats) Close() error { return wrap(s.fd.Close(), "disable statistics") }

@@ -28,12 +28,11 @@ var kallsyms struct {
 }
 
 // ErrKallsymsHidden is returned by Kallsyms when /proc/kallsyms shows every
-// address as zero: the process lacks CAP_SYSLOG, or kernel.kptr_restrict is 2.
+// address as zero (no CAP_SYSLOG, or kernel.kptr_restrict is 2).
 var ErrKallsymsHidden = errors.New("prog: /proc/kallsyms hides the addresses (needs CAP_SYSLOG and kernel.kptr_restrict below 2)")
 
 // Kallsyms returns the kernel's text symbols, read from /proc/kallsyms once
-// and kept: symbols of modules loaded later are not in it. When the
-// addresses are hidden it fails with ErrKallsymsHidden.
+// (modules loaded later are missing), or ErrKallsymsHidden.
 func Kallsyms() (*Symbols, error) {
 	s, err := loadKallsyms()
 	if err == nil && s.hidden {
@@ -45,13 +44,13 @@ func Kallsyms() (*Symbols, error) {
 	return s, nil
 }
 
-// loadKallsyms reads /proc/kallsyms once, even when the addresses are
-// hidden: the names are still there (SyscallSymbol needs only those).
+// loadKallsyms reads /proc/kallsyms once, even with the addresses hidden:
+// SyscallSymbol needs only the names.
 func loadKallsyms() (*Symbols, error) {
 	kallsyms.once.Do(func() {
 		f, err := os.Open("/proc/kallsyms")
 		if err != nil {
-			kallsyms.err = fmt.Errorf("kernel symbols: %w", err)
+			kallsyms.err = fmt.Errorf("prog: kernel symbols: %w", err)
 			return
 		}
 		defer f.Close()
@@ -69,7 +68,7 @@ func loadKallsyms() (*Symbols, error) {
 			}
 		}
 		if err := sc.Err(); err != nil {
-			kallsyms.err = fmt.Errorf("kernel symbols: %w", err)
+			kallsyms.err = fmt.Errorf("prog: kernel symbols: %w", err)
 			return
 		}
 		slices.SortStableFunc(syms, func(a, b sym) int { return cmp.Compare(a.addr, b.addr) })
@@ -82,9 +81,8 @@ func loadKallsyms() (*Symbols, error) {
 	return kallsyms.s, kallsyms.err
 }
 
-// parseKallsymsLine reads a text symbol's line of /proc/kallsyms:
-// "ffffffff81234560 T do_sys_openat2", maybe with "\t[module]" after. ok
-// is false for data symbols and lines that are not one.
+// parseKallsymsLine reads a text symbol's line of /proc/kallsyms,
+// "ffffffff81234560 T do_sys_openat2" maybe with "\t[module]" after.
 func parseKallsymsLine(line string) (addr uint64, name string, ok bool) {
 	fields := strings.Fields(line)
 	if len(fields) < 3 || len(fields[1]) != 1 || !strings.Contains("tTwW", fields[1]) {
@@ -97,8 +95,7 @@ func parseKallsymsLine(line string) (addr uint64, name string, ok bool) {
 	return addr, fields[2], true
 }
 
-// lookup finds the symbol at or before addr: the first listed of those at
-// the same address.
+// lookup finds the symbol at or before addr, the first of one address.
 func (s *Symbols) lookup(addr uint64) (name string, off uint64, ok bool) {
 	i := sort.Search(len(s.addrs), func(i int) bool { return s.addrs[i] > addr }) - 1
 	if i < 0 {
@@ -120,8 +117,7 @@ func (s *Symbols) Name(addr uint64) string {
 	return fmt.Sprintf("%s+%#x", name, off)
 }
 
-// Address returns the address of the text symbol name, and false when
-// there is none.
+// Address returns the address of the text symbol name, if there is one.
 func (s *Symbols) Address(name string) (uint64, bool) {
 	i := slices.Index(s.names, name)
 	if i < 0 {

@@ -1,15 +1,14 @@
 package prog
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 var kernVersion struct {
@@ -19,36 +18,41 @@ var kernVersion struct {
 }
 
 // KernelVersion is the running kernel's LINUX_VERSION_CODE, read once from
-// the "Linux" ELF note of the vDSO the kernel maps into every process. That
-// is the number the kernel compares kern_version with; uname's release
-// string is what distributions rewrite (Debian's "6.1.0-18" is 6.1.76, and
-// Ubuntu's ABI numbers are not sublevels).
+// the "Linux" note of the vDSO: the number kern_version is compared with,
+// where uname's release is what distributions rewrite (Debian's "6.1.0-18"
+// is 6.1.76).
 func KernelVersion() (uint32, error) {
 	kernVersion.once.Do(func() {
-		kernVersion.v, kernVersion.err = vdsoVersion()
+		v, err := vdsoVersion()
+		kernVersion.v, kernVersion.err = v, wrap(err, "kernel version")
 	})
 	return kernVersion.v, kernVersion.err
 }
 
+// atSysinfoEHDR is AT_SYSINFO_EHDR (linux/auxvec.h): the vDSO's address.
+const atSysinfoEHDR = 33
+
 func vdsoVersion() (uint32, error) {
-	start, end, err := vdsoRange()
-	if err != nil {
-		return 0, err
+	auxv, err := unix.Auxv()
+	var base uintptr
+	for _, kv := range auxv {
+		if kv[0] == atSysinfoEHDR {
+			base = kv[1]
+		}
+	}
+	if base == 0 {
+		return 0, fmt.Errorf("no vDSO in the auxiliary vector (%v)", err)
 	}
 	mem, err := os.Open("/proc/self/mem")
 	if err != nil {
 		return 0, err
 	}
 	defer mem.Close()
-	image := make([]byte, end-start)
-	if _, err := mem.ReadAt(image, int64(start)); err != nil {
-		return 0, fmt.Errorf("read vDSO: %w", err)
+	f, err := readELF(io.NewSectionReader(mem, int64(base), 1<<20))
+	var notes [][]byte
+	if err == nil {
+		notes, err = f.notes()
 	}
-	f, err := readELF(bytes.NewReader(image))
-	if err != nil {
-		return 0, fmt.Errorf("vDSO: %w", err)
-	}
-	notes, err := f.notes()
 	if err != nil {
 		return 0, fmt.Errorf("vDSO: %w", err)
 	}
@@ -60,9 +64,9 @@ func vdsoVersion() (uint32, error) {
 	return 0, errors.New("vDSO has no Linux version note")
 }
 
-// linuxNote finds the note named "Linux" of type 0 whose 4-byte descriptor
-// is LINUX_VERSION_CODE. Notes are namesz, descsz, type, then name and desc,
-// each padded to 4 bytes.
+// linuxNote finds the note "Linux" of type 0, whose 4-byte descriptor is
+// LINUX_VERSION_CODE. Notes are namesz, descsz, type, name and desc, the
+// last two padded to 4 bytes.
 func linuxNote(b []byte) (uint32, bool) {
 	le := binary.LittleEndian
 	for len(b) >= 12 {
@@ -78,28 +82,4 @@ func linuxNote(b []byte) (uint32, bool) {
 		b = b[descEnd:]
 	}
 	return 0, false
-}
-
-// vdsoRange finds the [vdso] mapping in /proc/self/maps.
-func vdsoRange() (uintptr, uintptr, error) {
-	f, err := os.Open("/proc/self/maps")
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		line := s.Text()
-		if !strings.HasSuffix(line, "[vdso]") {
-			continue
-		}
-		lo, hi, _ := strings.Cut(strings.Fields(line)[0], "-")
-		a, err1 := strconv.ParseUint(lo, 16, 64)
-		b, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || b <= a {
-			return 0, 0, fmt.Errorf("bad [vdso] line %q", line)
-		}
-		return uintptr(a), uintptr(b), nil
-	}
-	return 0, 0, errors.New("no [vdso] in /proc/self/maps")
 }

@@ -14,19 +14,14 @@ import (
 // KprobeOptions says where in the function and how to attach.
 type KprobeOptions struct {
 	AttachOptions
-	Offset uint64 // bytes into the function
-	Return bool   // a kretprobe: run when the function returns
-	// MaxActive bounds the kretprobe instances in flight; it needs a
-	// tracefs event (the perf PMU cannot take it).
-	MaxActive int
-	// Tracefs creates the event in kprobe_events even where the perf
-	// kprobe PMU (4.17) exists.
-	Tracefs bool
+	Offset    uint64 // bytes into the function
+	Return    bool   // a kretprobe: run when the function returns
+	MaxActive int    // bounds the kretprobe instances in flight; needs a tracefs event
+	Tracefs   bool   // create the event in kprobe_events even where the kprobe PMU (4.17) is
 }
 
 // AttachKprobe runs p, a Kprobe program, when the kernel enters symbol (or
-// returns from it, with Return). It uses the perf kprobe PMU when the kernel
-// has one and kprobe_events otherwise; the event it creates goes with Close.
+// returns from it, with Return), through the kprobe PMU or kprobe_events.
 // On a kernel without kprobes the error wraps sys.ErrNotSupported.
 func AttachKprobe(p *Program, symbol string, o KprobeOptions) (*Link, error) {
 	if err := usable(p, "a kprobe", Kprobe); err != nil {
@@ -40,8 +35,7 @@ func AttachKprobe(p *Program, symbol string, o KprobeOptions) (*Link, error) {
 	return attachProbe(p, spec, -1, o.Tracefs || o.MaxActive > 0, o.AttachOptions)
 }
 
-// explainProbe turns the kernel's terse answers about a missing kernel
-// function into words, keeping the errno.
+// explainProbe words the kernel's terse answer about a missing function.
 func explainProbe(spec tracefs.ProbeSpec, err error) error {
 	if spec.Kind.IsUprobe() || !(errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL)) ||
 		errors.Is(err, tracefs.ErrInvalid) || errors.Is(err, sys.ErrNotSupported) {
@@ -51,17 +45,17 @@ func explainProbe(spec tracefs.ProbeSpec, err error) error {
 }
 
 // SyscallSymbol returns the kernel function that handles the system call
-// name ("getpid") made by this process: __x64_sys_getpid on x86-64 since
-// 4.17, sys_getpid on kernels without syscall wrappers. The prefix is found
-// once in /proc/kallsyms: this architecture's (syscallPrefixes), else any
-// __<arch>_sys_ that getpid has, else sys_.
+// name ("getpid") of this process: __x64_sys_getpid on x86-64 since 4.17,
+// sys_getpid without syscall wrappers. The prefix is this architecture's
+// (syscallPrefixes) if /proc/kallsyms has it, else any __<arch>_sys_ that
+// getpid has, else sys_.
 func SyscallSymbol(name string) (string, error) {
 	if name == "" || strings.IndexFunc(name, func(c rune) bool { return !(c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') }) >= 0 {
-		return "", fmt.Errorf("%w: syscall name %q: lower-case letters, digits and '_' only", tracefs.ErrInvalid, name)
+		return "", fmt.Errorf("prog: syscall name %q: lower-case letters, digits and '_' only: %w", name, tracefs.ErrInvalid)
 	}
 	syms, err := loadKallsyms()
 	if err != nil {
-		return "", fmt.Errorf("syscall symbol for %s: %w", name, err)
+		return "", err
 	}
 	return syscallPrefix(syms, runtime.GOARCH) + name, nil
 }
@@ -71,8 +65,7 @@ func syscallPrefix(syms *Symbols, goarch string) string {
 		return p
 	}
 	for _, n := range syms.names {
-		// __x64_sys_getpid, not the wrappers' insides __do_sys_getpid and
-		// __se_sys_getpid, nor a compat entry.
+		// not the wrappers' __do_sys_getpid and __se_sys_getpid, nor compat
 		if p, ok := strings.CutSuffix(n, "_sys_getpid"); ok && strings.HasPrefix(p, "__") &&
 			p != "__do" && p != "__se" && !strings.Contains(p, "compat") {
 			return p + "_sys_"

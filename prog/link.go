@@ -13,8 +13,7 @@ import (
 )
 
 // Link is one attachment of a program to an event. Close detaches the
-// program and releases everything the attachment created: the BPF link,
-// the perf event, the tracefs event. Closing twice is harmless.
+// program and releases the BPF link, perf event and tracefs event it made.
 type Link struct {
 	mu     sync.Mutex // one Close at a time: the event goes after the fds
 	desc   string
@@ -35,12 +34,11 @@ func (l *Link) FD() int {
 	return l.perfFD.Int()
 }
 
-// Close detaches: the link first, then the perf event (which detaches an
-// ioctl-attached program), then the tracefs event, which the kernel refuses
-// to remove (EBUSY) while a perf event uses it: while a copy of the fd
-// (dup, fork, a pin) holds the link or perf event open. The event then
-// stays, the error says so, and a later Close tries again. Concurrent
-// Closes are safe: each resource is released once.
+// Close detaches: the link, then the perf event (detaching an ioctl-attached
+// program), then the tracefs event, which the kernel refuses to remove
+// (EBUSY) while a copy of the fd (dup, fork, pin) holds a perf event: the
+// error says so, and a later Close tries again. Each resource is released
+// once, also by concurrent Closes.
 func (l *Link) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -48,36 +46,28 @@ func (l *Link) Close() error {
 	if l.event != nil {
 		errs = append(errs, l.event.Remove())
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("detach %s: %w", l.desc, err)
-	}
-	return nil
+	return wrap(errors.Join(errs...), "detach %s", l.desc)
 }
 
 // AttachOptions apply to every attachment made through a perf event.
 type AttachOptions struct {
-	// Cookie is passed to the program through the perf link and read with
-	// bpf_get_attach_cookie. It needs BPF perf links (5.15): on older kernels
-	// a non-zero Cookie is an ErrNotSupported error, never dropped.
+	// Cookie is what bpf_get_attach_cookie reads. It needs BPF perf links
+	// (5.15): without, a non-zero Cookie is an ErrNotSupported error.
 	Cookie uint64
-	// Legacy attaches with PERF_EVENT_IOC_SET_BPF even where perf links
-	// exist. It cannot carry a cookie.
+	// Legacy attaches with PERF_EVENT_IOC_SET_BPF, without a cookie, even
+	// where perf links exist.
 	Legacy bool
 }
 
-// attachPerf attaches p to the perf event perfFD, with a perf link when the
-// kernel has them and the caller did not ask for Legacy, else with
-// PERF_EVENT_IOC_SET_BPF; then it enables the event. On success the Link
-// owns perfFD and event; on failure both are released.
+// attachPerf attaches p to the perf event perfFD, with a perf link unless
+// the kernel has none or o asks for Legacy, and enables it. The Link owns
+// perfFD and event; on failure both are released.
 func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, o AttachOptions) (*Link, error) {
 	l := &Link{desc: desc, event: event}
 	l.perfFD.Set(perfFD)
 	fail := func(err error) (*Link, error) {
 		l.Close()
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
-	}
-	if p.fd.Int() < 0 {
-		return fail(ErrClosed)
+		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
 	useLink := false
 	if !o.Legacy {
@@ -105,22 +95,20 @@ func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, 
 	return l, nil
 }
 
-// ErrWrongType is wrapped by the error of an attach function given a
-// program of a type that cannot run there; the kernel would refuse it
-// with a bare EINVAL.
+// ErrWrongType is the error of an attach function given a program of a
+// type that cannot run there (the kernel would say a bare EINVAL).
 var ErrWrongType = errors.New("prog: wrong program type")
 
-// usable says why p cannot be attached to what, if it cannot: nil, closed,
-// or not one of the types what takes (the first named in the message).
+// usable says why p cannot be attached to what, if it cannot.
 func usable(p *Program, what string, types ...Type) error {
 	switch {
 	case p == nil:
-		return fmt.Errorf("attach a nil program to %s", what)
+		return fmt.Errorf("prog: attach a nil program to %s", what)
 	case p.fd.Int() < 0:
-		return fmt.Errorf("attach %q to %s: %w", p.name, what, ErrClosed)
+		return wrap(ErrClosed, "attach %q to %s", p.name, what)
 	case !slices.Contains(types, p.typ):
-		return fmt.Errorf("attach %q to %s: program %q is a %s; %s needs type %s: %w", p.name, what, p.name,
-			strings.ReplaceAll(p.typ.String(), "_", " "), what, typeNames[types[0]], ErrWrongType)
+		return fmt.Errorf("%w: program %q is a %s; %s needs type %s", ErrWrongType, p.name,
+			strings.ReplaceAll(p.typ.String(), "_", " "), what, typeNames[types[0]])
 	}
 	return nil
 }
@@ -128,12 +116,11 @@ func usable(p *Program, what string, types ...Type) error {
 // typeNames are the Go names of the types attach functions need.
 var typeNames = map[Type]string{Tracepoint: "Tracepoint", Kprobe: "Kprobe", RawTracepoint: "RawTracepoint", PerfEvent: "PerfEvent"}
 
-// AttachPerfEvent runs p on the perf event perfFD, which the caller opened
-// and keeps (perfring.NewEventReader's, say): p must be of the type the
-// event takes (Tracepoint for a tracepoint, PerfEvent for a sampling
-// event). For a tracepoint, p's return value is a filter: the event's own
-// record is kept only when p returns non-zero. The Link holds a duplicate
-// of perfFD. With a perf link (5.15) Close detaches p; with
+// AttachPerfEvent runs p on the perf event perfFD, which the caller keeps
+// (perfring.NewEventReader's, say): a Tracepoint program on a tracepoint,
+// where its return value filters the event's own record (non-zero keeps
+// it), a PerfEvent program on a sampling event. The Link holds a copy of
+// perfFD. With a perf link (5.15) Close detaches p; with
 // PERF_EVENT_IOC_SET_BPF p stays until every fd of the event is closed.
 func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 	desc := fmt.Sprintf("perf event fd %d", perfFD)
@@ -142,15 +129,14 @@ func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 	}
 	fd, err := sys.Dup(perfFD)
 	if err != nil {
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
 	return attachPerf(p, fd, nil, desc, o)
 }
 
 // openTracepointEvent opens a disabled perf event on the tracepoint (or
-// tracefs kprobe or uprobe event) with the given id. For all processes (pid
-// -1) a program attached to it runs on every CPU, so the event needs only
-// one (cpu 0); for one process, cpu is -1.
+// tracefs probe event) id: for all processes (pid -1) on cpu 0, since the
+// program runs on every CPU anyway; for one process on cpu -1.
 func openTracepointEvent(id uint64, pid, cpu int) (int, error) {
 	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Sample: 1, Wakeup: 1, Bits: unix.PerfBitDisabled}
 	return sys.PerfEventOpen(&attr, pid, cpu, -1, 0)
@@ -164,19 +150,19 @@ func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, e
 		return nil, err
 	}
 	id, err := tracefs.TracepointID(group, name)
-	if err != nil {
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+	fd := -1
+	if err == nil {
+		fd, err = openTracepointEvent(id, -1, 0)
 	}
-	fd, err := openTracepointEvent(id, -1, 0)
 	if err != nil {
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
 	return attachPerf(p, fd, nil, desc, o)
 }
 
 // AttachRawTracepoint runs p, a RawTracepoint program, on the raw
-// tracepoint name ("sys_enter", "sched_switch"), with BPF_RAW_TRACEPOINT_OPEN.
-// A cookie needs Linux 6.10.
+// tracepoint name ("sys_enter") with BPF_RAW_TRACEPOINT_OPEN; a cookie
+// needs Linux 6.10.
 func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error) {
 	desc := "raw tracepoint " + name
 	if err := usable(p, "a raw tracepoint", RawTracepoint, unix.BPF_PROG_TYPE_RAW_TRACEPOINT_WRITABLE); err != nil {
@@ -184,14 +170,14 @@ func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error
 	}
 	tp, err := sys.StringPointer(name)
 	if err != nil {
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
 	fd, err := sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie})
+	if o.Cookie != 0 && errors.Is(err, unix.EINVAL) {
+		return nil, fmt.Errorf("prog: attach %q to %s: %w (a raw tracepoint cookie needs Linux 6.10: %w)", p.name, desc, err, sys.ErrNotSupported)
+	}
 	if err != nil {
-		if o.Cookie != 0 && errors.Is(err, unix.EINVAL) {
-			err = fmt.Errorf("%w (a raw tracepoint cookie needs Linux 6.10: %w)", err, sys.ErrNotSupported)
-		}
-		return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
 	l := &Link{desc: desc}
 	l.linkFD.Set(fd)

@@ -14,22 +14,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// attachProbe opens spec as a perf event, through the kind's PMU when the
-// kernel has it and useTracefs is false, else through a tracefs event, and
+// attachProbe opens spec as a perf event, through the kind's PMU unless the
+// kernel has none or useTracefs, else through a tracefs event, and
 // attaches p to it.
 func attachProbe(p *Program, spec tracefs.ProbeSpec, pid int, useTracefs bool, o AttachOptions) (*Link, error) {
 	desc := fmt.Sprintf("%s %s+%#x", spec.Kind, spec.Symbol, spec.Offset)
 	if spec.Kind.IsUprobe() {
 		desc = fmt.Sprintf("%s %s:%#x", spec.Kind, spec.Path, spec.Offset)
 	}
-	fail := func(err error) (*Link, error) { return nil, fmt.Errorf("attach %q to %s: %w", p.name, desc, err) }
-	if p.fd.Int() < 0 {
-		return fail(ErrClosed)
-	}
+	fail := func(err error) (*Link, error) { return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err) }
 	if err := spec.Check(); err != nil {
 		return fail(err)
 	}
-	cpu := 0 // all processes: the program runs on every CPU whatever the event's
+	cpu := 0 // see openTracepointEvent
 	if pid > 0 {
 		cpu = -1
 	}
@@ -59,9 +56,8 @@ func attachProbe(p *Program, spec tracefs.ProbeSpec, pid int, useTracefs bool, o
 	return attachPerf(p, fd, ev, desc, o)
 }
 
-// pmu is a perf event source from /sys/bus/event_source/devices/<name>:
-// its type number and the config bits that make a return probe and hold a
-// uprobe's ref_ctr_offset.
+// pmu is a perf event source of /sys/bus/event_source/devices: its type
+// and the config bits of a return probe and of a uprobe's ref_ctr_offset.
 type pmu struct {
 	typ       uint32
 	retBit    uint
@@ -73,8 +69,7 @@ var pmus struct {
 	m map[string]pmu
 }
 
-// probePMU reads the kprobe or uprobe PMU (4.17) once. A zero type means
-// the kernel has none.
+// probePMU reads the kprobe or uprobe PMU (4.17) once; type 0: none.
 func probePMU(kind tracefs.ProbeKind) (pmu, error) {
 	name := kind.PMU()
 	pmus.Lock()
@@ -125,9 +120,8 @@ func formatBit(path string) (uint, error) {
 }
 
 // openPMUEvent opens a kprobe or uprobe through the PMU: config1 names the
-// symbol or path, config2 is the offset. The kernel creates the probe for
-// this fd alone and deletes it when the fd closes: nothing is left behind
-// even if the process dies.
+// symbol or path, config2 is the offset. The probe is this fd's alone, gone
+// when it closes, even if the process dies.
 func openPMUEvent(p pmu, spec tracefs.ProbeSpec, pid, cpu int) (int, error) {
 	target := spec.Symbol
 	if spec.Kind.IsUprobe() {
@@ -150,18 +144,17 @@ func openPMUEvent(p pmu, spec tracefs.ProbeSpec, pid, cpu int) (int, error) {
 	return sys.PerfEventOpenProbe(&attr, target, pid, cpu, -1, 0)
 }
 
-// ProbesSupported says, before anything is loaded, whether this kernel can
-// make probes of kind k, through its perf PMU (4.17) or its tracefs file
-// (kprobe_events, uprobe_events): nil if so, else an error wrapping
-// sys.ErrNotSupported that names what is missing.
+// ProbesSupported says whether this kernel makes probes of kind k, through
+// a perf PMU (4.17) or kprobe_events or uprobe_events: nil if so, else an
+// error wrapping sys.ErrNotSupported that names what is missing.
 func ProbesSupported(k tracefs.ProbeKind) error {
 	pmu, err := probePMU(k)
 	if err != nil || pmu.typ != 0 {
-		return err
+		return wrap(err, "%s PMU", k.PMU())
 	}
 	dir, err := tracefs.Path()
 	if err != nil {
-		return err
+		return fmt.Errorf("prog: %ss: %w", k.PMU(), err)
 	}
 	file := "uprobe_events"
 	if !k.IsUprobe() {
@@ -171,6 +164,6 @@ func ProbesSupported(k tracefs.ProbeKind) error {
 		return nil
 	}
 	name := strings.ToUpper(k.PMU())
-	return fmt.Errorf("this kernel has no %ss: no %s PMU and no %s/%s (CONFIG_%sS is off): %w",
+	return fmt.Errorf("prog: this kernel has no %ss: no %s PMU and no %s/%s (CONFIG_%sS is off): %w",
 		k.PMU(), k.PMU(), dir, file, name, sys.ErrNotSupported)
 }

@@ -1,6 +1,7 @@
 package prog
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -40,16 +41,16 @@ type Spec struct {
 	Instructions []insn.Instruction
 
 	// KernVersion is LINUX_VERSION_CODE for kprobe programs, which kernels
-	// before 5.0 check. Zero means: the running kernel's, from the vDSO.
+	// before 5.0 check; zero means the running kernel's.
 	KernVersion        uint32
 	ExpectedAttachType uint32 // bpf_attach_type, for types that need it at load
 	Flags              uint32 // prog_flags: BPF_F_STRICT_ALIGNMENT, BPF_F_SLEEPABLE, ...
 
-	// LogLevel above zero asks for the verifier's log even when the load
-	// succeeds (Program.Log). A failed load always gets one at level 1.
+	// LogLevel above zero asks for the verifier's log (Program.Log); a
+	// failed load gets one at level 1 anyway.
 	LogLevel uint32
-	// LogSize is the first size of the log buffer; it grows on ENOSPC up to
-	// MaxLogSize. Zero means 64 KiB.
+	// LogSize is the first size of the log buffer, which grows on ENOSPC
+	// up to MaxLogSize. Zero means 64 KiB.
 	LogSize int
 }
 
@@ -67,36 +68,35 @@ type Program struct {
 	log  string
 }
 
-// Load assembles spec.Insns, resolving labels and map references (or takes
-// spec.Instructions as they are), and loads the program. A program the
-// verifier rejects returns a *VerifierError.
+// Load assembles spec.Insns (or takes spec.Instructions) and loads the
+// program; one the verifier rejects is a *VerifierError.
 func Load(spec Spec) (*Program, error) {
 	insns := spec.Instructions
 	switch {
 	case len(spec.Insns) > 0 && len(insns) > 0:
-		return nil, fmt.Errorf("program %q: both Insns and Instructions are set", spec.Name)
+		return nil, fmt.Errorf("prog: load %q: both Insns and Instructions are set", spec.Name)
 	case len(spec.Insns) > 0:
 		var err error
 		if insns, err = insn.Assemble(spec.Insns); err != nil {
-			return nil, fmt.Errorf("program %q: %w", spec.Name, err)
+			return nil, fmt.Errorf("prog: load %q: %w", spec.Name, err)
 		}
 	}
 	if len(insns) == 0 {
-		return nil, fmt.Errorf("program %q: no instructions", spec.Name)
+		return nil, fmt.Errorf("prog: load %q: no instructions", spec.Name)
 	}
 	buf := codePool.Get().(*[]byte)
 	defer codePool.Put(buf)
 	name, err := sys.NewObjName(spec.Name)
 	if err != nil {
-		return nil, fmt.Errorf("program load: %w", err)
+		return nil, fmt.Errorf("prog: load: %w", err)
 	}
 	license, err := sys.StringPointer(spec.License)
 	if err != nil {
-		return nil, fmt.Errorf("program %q: license: %w", spec.Name, err)
+		return nil, fmt.Errorf("prog: load %q: license: %w", spec.Name, err)
 	}
 	code, err := insn.AppendEncode((*buf)[:0], insns)
 	if err != nil {
-		return nil, fmt.Errorf("program %q: %w", spec.Name, err)
+		return nil, fmt.Errorf("prog: load %q: %w", spec.Name, err)
 	}
 	*buf = code
 	attr := sys.ProgLoadAttr{
@@ -118,7 +118,7 @@ func Load(spec Spec) (*Program, error) {
 		attr.LogLevel, attr.LogSize, attr.LogBuf = spec.LogLevel, uint32(len(log)), sys.SlicePointer(log)
 	}
 	fd, err := sys.ProgLoad(&attr)
-	if isErrno(err, unix.EPERM) && sys.RaiseMemlock() {
+	if errors.Is(err, unix.EPERM) && sys.RaiseMemlock() {
 		fd, err = sys.ProgLoad(&attr)
 	}
 	if err != nil && spec.LogLevel == 0 {
@@ -127,22 +127,20 @@ func Load(spec Spec) (*Program, error) {
 		attr.LogLevel, attr.LogSize, attr.LogBuf = 1, uint32(len(log)), sys.SlicePointer(log)
 		fd, err = sys.ProgLoad(&attr)
 	}
-	for err != nil && isErrno(err, unix.ENOSPC) && len(log) < MaxLogSize {
+	for err != nil && errors.Is(err, unix.ENOSPC) && len(log) < MaxLogSize {
 		log = make([]byte, min(len(log)*4, MaxLogSize))
 		attr.LogSize, attr.LogBuf = uint32(len(log)), sys.SlicePointer(log)
 		fd, err = sys.ProgLoad(&attr)
 	}
 	if err != nil {
-		return nil, newVerifierError(spec.Name, err, cString(log), insns)
+		return nil, newVerifierError(spec.Name, err, unix.ByteSliceToString(log), insns)
 	}
-	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: cString(log)}
+	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: unix.ByteSliceToString(log)}
 	p.fd.Set(fd)
 	return p, nil
 }
 
-// codePool recycles the encoded instructions: the kernel copies them during
-// BPF_PROG_LOAD, and a 1000-instruction program is 8 KiB to allocate and
-// collect on every load otherwise.
+// codePool recycles encoded instructions, which the kernel copies.
 var codePool = sync.Pool{New: func() any { return new([]byte) }}
 
 func logSize(n int) int {
@@ -172,44 +170,24 @@ func (p *Program) Type() Type { return p.typ }
 // Log is the verifier's log of a load asked for with Spec.LogLevel.
 func (p *Program) Log() string { return p.log }
 
-// Close releases the program's fd; attachments and pins keep it alive in
-// the kernel. Closing twice is harmless.
-func (p *Program) Close() error {
-	return p.fd.Close()
-}
+// Close releases the program's fd (attachments and pins keep the program);
+// closing twice is harmless.
+func (p *Program) Close() error { return wrap(p.fd.Close(), "close %q", p.name) }
 
-// Pin makes the program outlive the process at path, in a BPF file system.
+// Pin makes the program outlive the process at path in a BPF file system;
 // mapfd.Unpin removes it.
 func (p *Program) Pin(path string) error {
 	if p.fd.Int() < 0 {
 		return ErrClosed
 	}
-	attr, err := sys.ObjPath(path, p.fd.Int())
-	if err == nil {
-		err = sys.ObjPin(attr)
-	}
-	if err != nil {
-		return fmt.Errorf("program %q: pin at %s: %w", p.name, path, err)
-	}
-	return nil
+	return wrap(sys.Pin(p.fd.Int(), path), "pin %q at %s", p.name, path)
 }
 
 // Open opens the program pinned at path.
 func Open(path string) (*Program, error) {
-	attr, err := sys.ObjPath(path, 0)
+	fd, err := sys.OpenPinned(path, "prog")
 	if err != nil {
-		return nil, fmt.Errorf("open pinned program: %w", err)
-	}
-	fd, err := sys.ObjGet(attr)
-	if err != nil {
-		return nil, fmt.Errorf("open pinned program %s: %w", path, err)
-	}
-	if kind, err := sys.ObjKind(fd); kind != "prog" {
-		unix.Close(fd)
-		if err == nil {
-			err = fmt.Errorf("a BPF %s is pinned there, not a program: %w", kind, unix.EINVAL)
-		}
-		return nil, fmt.Errorf("open pinned program %s: %w", path, err)
+		return nil, fmt.Errorf("prog: open pinned program %s: %w", path, err)
 	}
 	return fromFD(fd)
 }
@@ -218,16 +196,16 @@ func Open(path string) (*Program, error) {
 func OpenID(id uint32) (*Program, error) {
 	fd, err := sys.ProgGetFDByID(&sys.GetIDAttr{ID: id})
 	if err != nil {
-		return nil, fmt.Errorf("open program id %d: %w", id, err)
+		return nil, fmt.Errorf("prog: open program id %d: %w", id, err)
 	}
 	return fromFD(fd)
 }
 
 func fromFD(fd int) (*Program, error) {
 	var info sys.ProgInfo
-	if err := sys.ProgInfoByFD(fd, &info); err != nil {
+	if err := sys.InfoByFD(fd, &info); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("program info: %w", err)
+		return nil, fmt.Errorf("prog: program info: %w", err)
 	}
 	p := &Program{name: info.Name.String(), typ: Type(info.Type)}
 	p.fd.Set(fd)

@@ -24,7 +24,7 @@ func nextID(get func(*sys.GetIDAttr) error, after uint32, what string) (uint32, 
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("next %s id after %d: %w", what, after, err)
+		return 0, fmt.Errorf("prog: next %s id after %d: %w", what, after, err)
 	}
 	return attr.NextID, nil
 }
@@ -41,18 +41,17 @@ type LinkInfo struct {
 var linkTypeNames = []string{"unspec", "raw_tracepoint", "tracing", "cgroup", "iter", "netns", "xdp", "perf_event",
 	"kprobe_multi", "struct_ops", "netfilter", "tcx", "uprobe_multi", "netkit", "sockmap"}
 
-// LinkByID asks the kernel about the link with the given id (needs
-// CAP_SYS_ADMIN). Names behind pointers in struct bpf_link_info are not
-// fetched, but a raw tracepoint's comes from QueryFD on the link's fd.
+// LinkByID asks the kernel about the link id (needs CAP_SYS_ADMIN), not
+// fetching names behind pointers, but a raw tracepoint's (by QueryFD).
 func LinkByID(id uint32) (*LinkInfo, error) {
 	fd, err := sys.LinkGetFDByID(&sys.GetIDAttr{ID: id})
 	if err != nil {
-		return nil, fmt.Errorf("open link id %d: %w", id, err)
+		return nil, fmt.Errorf("prog: open link id %d: %w", id, err)
 	}
 	defer unix.Close(fd)
 	var li sys.LinkInfo
-	if err := sys.LinkInfoByFD(fd, &li); err != nil {
-		return nil, fmt.Errorf("link id %d info: %w", id, err)
+	if err := sys.InfoByFD(fd, &li); err != nil {
+		return nil, fmt.Errorf("prog: link id %d info: %w", id, err)
 	}
 	u := (*[12]uint32)(unsafePointer(&li.Union)) // the union by link type, as the kernel's u32s
 	l := &LinkInfo{ID: li.ID, ProgID: li.ProgID, Type: nameOf(linkTypeNames, li.Type)}
@@ -98,16 +97,16 @@ type FDAttachment struct {
 }
 
 // QueryFD asks which program runs through file fd of process pid
-// (BPF_TASK_FD_QUERY, 4.18; needs CAP_SYS_ADMIN). Other files answer
-// ENOTSUPP (sys.ENOTSUPP), a perf event without a program ENOENT.
+// (BPF_TASK_FD_QUERY, 4.18; needs CAP_SYS_ADMIN): other files answer
+// sys.ENOTSUPP, a perf event without a program ENOENT.
 func QueryFD(pid, fd int) (*FDAttachment, error) {
 	buf := make([]byte, 4096) // PATH_MAX
 	attr := sys.TaskFDQueryAttr{PID: uint32(pid), FD: uint32(fd), Buf: sys.SlicePointer(buf), BufLen: uint32(len(buf))}
 	if err := sys.TaskFDQuery(&attr); err != nil {
-		return nil, fmt.Errorf("query fd %d of pid %d: %w", fd, pid, err)
+		return nil, fmt.Errorf("prog: query fd %d of pid %d: %w", fd, pid, err)
 	}
 	kinds := []string{"raw_tracepoint", "tracepoint", "kprobe", "kretprobe", "uprobe", "uretprobe"}
-	return &FDAttachment{ProgID: attr.ProgID, Kind: nameOf(kinds, attr.FDType), Name: cString(buf),
+	return &FDAttachment{ProgID: attr.ProgID, Kind: nameOf(kinds, attr.FDType), Name: unix.ByteSliceToString(buf),
 		Offset: attr.ProbeOffset, Addr: attr.ProbeAddr}, nil
 }
 

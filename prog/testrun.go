@@ -10,10 +10,9 @@ import (
 
 func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
 
-// RunOptions are the inputs of a test run. Which of them a program type
-// accepts is the kernel's choice: socket filters, XDP and sched_cls take
-// Data (a packet of at least 14 bytes), raw tracepoints take Ctx, tracepoint
-// and kprobe programs cannot be test-run.
+// RunOptions are the inputs of a test run: socket filters, XDP and
+// sched_cls take Data (a packet of 14 bytes or more), raw tracepoints Ctx;
+// tracepoint and kprobe programs cannot be test-run.
 type RunOptions struct {
 	Data    []byte // packet in
 	DataOut []byte // room for the packet out; the result's DataOut is a prefix of it
@@ -32,8 +31,7 @@ type RunResult struct {
 	CtxOut   []byte
 }
 
-// TestRun runs the program once (or Repeat times) in the kernel on the given
-// input with BPF_PROG_TEST_RUN.
+// TestRun runs the program once, or Repeat times, with BPF_PROG_TEST_RUN.
 func (p *Program) TestRun(o RunOptions) (RunResult, error) {
 	if p.fd.Int() < 0 {
 		return RunResult{}, ErrClosed
@@ -53,7 +51,7 @@ func (p *Program) TestRun(o RunOptions) (RunResult, error) {
 		CPU:         o.CPU,
 	}
 	if err := sys.ProgTestRun(&attr); err != nil {
-		return RunResult{}, fmt.Errorf("program %q test run: %w", p.name, err)
+		return RunResult{}, fmt.Errorf("prog: test run of %q: %w", p.name, err)
 	}
 	r := RunResult{Retval: attr.Retval, Duration: time.Duration(attr.Duration)}
 	if o.DataOut != nil {

@@ -12,22 +12,19 @@ import (
 // UprobeOptions says which function of the binary and how to attach.
 type UprobeOptions struct {
 	AttachOptions
-	Symbol string // an ELF symbol of the binary, resolved with debug/elf
-	// Offset is the file offset to probe, or with Symbol the bytes into
-	// the function (less than its size).
-	Offset uint64
-	Return bool // a uretprobe
-	PID    int  // only this process; 0 means every process
+	Symbol string // an ELF function symbol of the binary
+	Offset uint64 // the file offset, or with Symbol the bytes into the function
+	Return bool   // a uretprobe
+	PID    int    // only this process; 0 means every process
 	// RefCtrOffset is the file offset of a USDT semaphore (4.20). The
 	// uprobe PMU holds 32 bits of it; uprobe_events (Tracefs) takes more.
 	RefCtrOffset uint64
 	Tracefs      bool // create the event in uprobe_events even where the PMU exists
 }
 
-// AttachUprobe runs p, a Kprobe program, when a process runs the function at
-// Symbol (plus Offset) or at file offset Offset of the ELF binary at path.
-// The offset must fall in an executable segment of the file, where the
-// kernel can place a breakpoint that fires.
+// AttachUprobe runs p, a Kprobe program, when a process runs Symbol (plus
+// Offset), or file offset Offset, of the ELF binary at path, which must lie
+// in an executable segment, where a breakpoint fires.
 func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 	if err := usable(p, "a uprobe", Kprobe); err != nil {
 		return nil, err
@@ -37,7 +34,7 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 		kind = tracefs.Uretprobe
 	}
 	fail := func(err error) (*Link, error) {
-		return nil, fmt.Errorf("attach %q to %s %s: %w", p.name, kind, path, err)
+		return nil, fmt.Errorf("prog: attach %q to %s %s: %w", p.name, kind, path, err)
 	}
 	if strings.IndexByte(path+o.Symbol, 0) >= 0 || path == "" {
 		return fail(fmt.Errorf("%w: empty path, or a NUL in path %q or symbol %q", tracefs.ErrInvalid, path, o.Symbol))
@@ -46,8 +43,6 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 	if err != nil {
 		return fail(err)
 	}
-	// The kernel probes any file; a program meant for an executable that
-	// is not one is a mistake to report, not to attach.
 	off, err := fileOffset(abs, o.Symbol, o.Offset)
 	if err != nil {
 		return fail(err)
@@ -60,23 +55,21 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 	return attachProbe(p, spec, pid, o.Tracefs, o.AttachOptions)
 }
 
-// SymbolOffset finds symbol in the ELF file at path (its symbol table, else
-// its dynamic symbols) and returns its file offset, which is what uprobes
-// take: the symbol's address less its segment's address plus the segment's
-// offset in the file.
+// SymbolOffset returns the file offset, which uprobes take, of the function
+// symbol of the ELF file at path (in its symbol table, else its dynamic
+// symbols): its address less its segment's, plus the segment's offset.
 func SymbolOffset(path, symbol string) (uint64, error) {
 	off, err := fileOffset(path, symbol, 0)
 	if err != nil {
-		return 0, fmt.Errorf("uprobe target %s: %w", path, err)
+		return 0, fmt.Errorf("prog: uprobe target %s: %w", path, err)
 	}
 	return off, nil
 }
 
-// fileOffset returns the file offset off bytes into the function symbol,
-// or off itself without a symbol, after checking that it lies inside the
-// function (when its size is known) and in the file part of an executable
-// PT_LOAD segment: a uprobe anywhere else is accepted by the kernel and
-// never fires.
+// fileOffset returns the file offset off bytes into the function symbol, or
+// off without one, checking it lies in the function (of known size) and in
+// the file part of an executable PT_LOAD segment: a uprobe elsewhere is
+// accepted by the kernel and never fires.
 func fileOffset(path, symbol string, off uint64) (uint64, error) {
 	file, err := os.Open(path)
 	if err != nil {

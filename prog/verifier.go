@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/bpfkit/bpfkit/insn"
-	"golang.org/x/sys/unix"
+	"github.com/bpfkit/bpfkit/sys"
 )
 
 // ErrClosed is returned by operations on a closed Program or attachment.
@@ -20,9 +20,7 @@ type VerifierError struct {
 	Err   error              // the bpf(2) error, with its errno
 	Log   string             // the verifier's whole log (its end, if it outgrew MaxLogSize)
 	Insns []insn.Instruction // the program as loaded
-	// Insn is the index of the instruction the verifier was at when it
-	// stopped, or -1 if the log does not say.
-	Insn int
+	Insn  int                // where the verifier stopped, or -1 if the log does not say
 }
 
 // logTail is how many of the log's last lines Error shows.
@@ -31,7 +29,7 @@ const logTail = 8
 // Error shows the errno, the failing instruction and the log's last lines.
 func (e *VerifierError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "program %q: %v: the verifier rejected it", e.Name, e.Err)
+	fmt.Fprintf(&b, "prog: load %q: %v: the verifier rejected it", e.Name, e.Err)
 	if e.Insn >= 0 && e.Insn < len(e.Insns) {
 		text, _ := insn.Format(e.Insns, e.Insn)
 		fmt.Fprintf(&b, " at instruction %d: %s", e.Insn, text)
@@ -52,7 +50,7 @@ func (e *VerifierError) Unwrap() error { return e.Err }
 
 func newVerifierError(name string, err error, log string, insns []insn.Instruction) error {
 	if log == "" {
-		return fmt.Errorf("program %q: %w", name, err)
+		return fmt.Errorf("prog: load %q: %w", name, err)
 	}
 	e := &VerifierError{Name: name, Err: err, Log: log, Insns: insns, Insn: -1}
 	for line := range strings.SplitSeq(log, "\n") {
@@ -76,14 +74,5 @@ func echoedInsn(line string) (int, bool) {
 
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
 
-func isErrno(err error, errno unix.Errno) bool { return errors.Is(err, errno) }
-
-// cString is b up to its first NUL.
-func cString(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
-}
+// wrap is sys.Wrap for prog's errors.
+func wrap(err error, format string, args ...any) error { return sys.Wrap("prog", err, format, args...) }

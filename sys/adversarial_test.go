@@ -21,10 +21,17 @@ import (
 // of range, nil attrs with the journal on, strings the kernel reads
 // otherwise than Go, zero and doubly closed fds. None may panic.
 
+// wantErr fails t unless err is non-nil, wraps errno (if not 0), holds
+// every part and starts with sys's prefix: "sys: ", or for an *Error its
+// call's name ("BPF_MAP_CREATE: ").
 func wantErr(t *testing.T, what string, err error, errno unix.Errno, parts ...string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("%s: no error", what)
+	}
+	var e *sys.Error
+	if !strings.HasPrefix(err.Error(), "sys: ") && !(errors.As(err, &e) && strings.HasPrefix(err.Error(), e.Op+": ")) {
+		t.Fatalf("%s: error %q starts with neither \"sys: \" nor its call's name", what, err)
 	}
 	if errno != 0 && !errors.Is(err, errno) {
 		t.Fatalf("%s: %v, want %s", what, err, unix.ErrnoName(errno))

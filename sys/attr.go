@@ -2,20 +2,18 @@ package sys
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// AttrSize is the size of every attr struct passed to bpf(2). It covers union
-// bpf_attr of every kernel we know (144 bytes in 6.1, 168 in 6.18) with room to
-// grow. The kernel copies min(AttrSize, its own size) and returns E2BIG if a
-// byte past its own size is not zero, so a zeroed tail is always accepted.
-//
-// Passing less is unsafe as well as fragile: the kernel writes some answers
-// back whatever size it was told, BPF_PROG_QUERY's prog_cnt (offset 24)
-// among them (TestProgQueryFullAttr).
+// AttrSize is the size of every attr struct passed to bpf(2): union bpf_attr
+// of every kernel we know (144 bytes in 6.1, 168 in 6.18) with room to grow.
+// A zeroed tail past the kernel's size is accepted (else E2BIG). Less would
+// be unsafe: the kernel writes some answers back whatever size it was told,
+// BPF_PROG_QUERY's prog_cnt at offset 24 among them (TestProgQueryFullAttr).
 const AttrSize = 256
 
 // NewPointer wraps p.
@@ -29,30 +27,49 @@ func SlicePointer(b []byte) Pointer {
 	return Pointer{ptr: unsafe.Pointer(&b[0])}
 }
 
-// StringPointer points at a NUL-terminated copy of s. The kernel reads a C
-// string up to its first NUL, so a NUL inside s is an error (EINVAL):
-// "a\x00b" would silently mean "a" to it.
+// StringPointer points at a NUL-terminated copy of s. A NUL inside s is an
+// EINVAL error: the kernel would read "a\x00b" as "a".
 func StringPointer(s string) (Pointer, error) {
 	if i := strings.IndexByte(s, 0); i >= 0 {
-		return Pointer{}, fmt.Errorf("string %q holds a NUL byte at %d, where the kernel would end it: %w", s, i, unix.EINVAL)
+		return Pointer{}, fmt.Errorf("sys: string %q holds a NUL byte at %d, where the kernel would end it: %w", s, i, unix.EINVAL)
 	}
 	b := make([]byte, len(s)+1)
 	copy(b, s)
 	return Pointer{ptr: unsafe.Pointer(&b[0])}, nil
 }
 
+// CheckPlain says why t cannot carry bytes to or from the kernel, if it
+// cannot: only fixed-size data without Go pointers can, since the kernel
+// would copy addresses the garbage collector does not know of.
+func CheckPlain(t reflect.Type) error {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint8, reflect.Uint16,
+		reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return nil
+	case reflect.Array:
+		return CheckPlain(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if err := CheckPlain(t.Field(i).Type); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("sys: %s is not fixed-size plain data", t)
+}
+
 // ObjName is char[BPF_OBJ_NAME_LEN], the name of a map or program.
 type ObjName [16]byte
 
-// NewObjName checks name against the characters the kernel accepts in an
-// object name (bpf_obj_name_cpy: letters, digits, '_' and '.'; '.' since
-// 5.1), an EINVAL error naming the first other one, and keeps its first 15
-// bytes, NUL-terminated.
+// NewObjName keeps the first 15 bytes of name, NUL-terminated, after
+// checking it has only what bpf_obj_name_cpy accepts (letters, digits, '_'
+// and, since 5.1, '.'): else an EINVAL error names the first other byte.
 func NewObjName(name string) (ObjName, error) {
 	var n ObjName
 	for i := range len(name) {
 		if c := name[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.') {
-			return n, fmt.Errorf("name %q: byte %q at %d is not allowed (only A-Z, a-z, 0-9, '_' and '.'): %w", name, []byte{c}, i, unix.EINVAL)
+			return n, fmt.Errorf("sys: name %q: byte %q at %d is not allowed (only A-Z, a-z, 0-9, '_' and '.'): %w", name, []byte{c}, i, unix.EINVAL)
 		}
 	}
 	copy(n[:len(n)-1], name)
@@ -219,9 +236,8 @@ type RawTracepointAttr struct {
 	_      [AttrSize - 24]byte
 }
 
-// LinkCreateAttr is the link_create member, for BPF_LINK_CREATE (5.7). A
-// union starts at offset 16; of it, only perf_event.bpf_cookie (5.15), used
-// with attach type BPF_PERF_EVENT, is spelled out here.
+// LinkCreateAttr is the link_create member, for BPF_LINK_CREATE (5.7), with
+// only perf_event.bpf_cookie (5.15) of the union at offset 16.
 type LinkCreateAttr struct {
 	ProgFD     uint32
 	TargetFD   uint32
@@ -231,11 +247,10 @@ type LinkCreateAttr struct {
 	_          [AttrSize - 24]byte
 }
 
-// LinkCreateKprobeMultiAttr is the link_create member with its
-// kprobe_multi union member, for BPF_LINK_CREATE with attach type
-// BPF_TRACE_KPROBE_MULTI (5.18): one link that runs a program on many kernel
-// functions through fprobe. Syms points at Cnt pointers to C strings, or
-// Addrs at Cnt addresses.
+// LinkCreateKprobeMultiAttr is the link_create member with kprobe_multi,
+// for BPF_LINK_CREATE with BPF_TRACE_KPROBE_MULTI (5.18): one link, through
+// fprobe, on Cnt kernel functions, Syms pointing at pointers to C strings
+// or Addrs at addresses.
 type LinkCreateKprobeMultiAttr struct {
 	ProgFD      uint32
 	TargetFD    uint32
@@ -255,11 +270,10 @@ type LinkDetachAttr struct {
 	_      [AttrSize - 4]byte
 }
 
-// TaskFDQueryAttr is the task_fd_query member, for BPF_TASK_FD_QUERY (4.18).
-// PID and FD name a file of a process; the kernel answers with the program
-// attached through it, the kind of attachment in FDType (BPF_FD_TYPE_*),
-// the tracepoint, kernel function or binary path copied into Buf (BufLen
-// is set to its length), and a probe's offset or address.
+// TaskFDQueryAttr is the task_fd_query member, for BPF_TASK_FD_QUERY (4.18):
+// for file FD of process PID, the kernel answers the program, FDType
+// (BPF_FD_TYPE_*), the tracepoint, function or path in Buf (its length in
+// BufLen), and a probe's offset or address.
 type TaskFDQueryAttr struct {
 	PID         uint32
 	FD          uint32

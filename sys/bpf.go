@@ -11,12 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// call makes the bpf(2) system call with the full attr. It is the only place
-// that does; perf.go holds the only perf_event_open and ioctl calls.
+// call makes the bpf(2) system call, the only place that does.
 func call(cmd int, attr unsafe.Pointer) (int, error) { return doCall(cmd, attr, false) }
 
-// doCall is call; noSleep makes it with unix.RawSyscall, for commands that
-// cannot sleep (see MapElemNoSleep).
+// doCall is call; noSleep uses unix.RawSyscall (see MapElemNoSleep).
 func doCall(cmd int, attr unsafe.Pointer, noSleep bool) (int, error) {
 	if attr == nil {
 		return -1, &Error{Op: cmdName(cmd), Errno: unix.EFAULT, Hint: "nil attr"}
@@ -51,18 +49,12 @@ func doCall(cmd int, attr unsafe.Pointer, noSleep bool) (int, error) {
 }
 
 // kernelAttrSize is the size passed with every attr: the running kernel's
-// sizeof(union bpf_attr), all of which the kernel may read and write. Our
-// structs are AttrSize bytes, never less, but passing more than the kernel
-// knows only makes it check the excess for zeroes, a cost paid on every map
-// lookup (BENCHMARKS.md).
-//
-// The size is learned once by trying: __sys_bpf checks that the bytes past
-// its union are zero (bpf_check_uarg_tail_zero, since 4.18 with BTF and
-// earlier for bpf_attr) before it looks at the command, so a command that
-// does not exist answers E2BIG when a non-zero byte lies past the union and
-// EINVAL otherwise. The union's size is a multiple of 8 (aligned(8)).
-// Without privilege the kernel may refuse first (EPERM); then AttrSize is
-// passed, which is always correct, only slower.
+// sizeof(union bpf_attr). More would only make the kernel check the excess
+// for zeroes on every map lookup. It is learned once by trying: __sys_bpf
+// checks the bytes past its union are zero (bpf_check_uarg_tail_zero)
+// before the command, so a command that does not exist answers E2BIG for a
+// non-zero byte past the union, EINVAL inside it; the union is aligned(8).
+// Without privilege (EPERM first) AttrSize is passed: correct, slower.
 func kernelAttrSize() uintptr {
 	if n := attrSize.Load(); n != 0 {
 		return uintptr(n)
@@ -102,6 +94,12 @@ const invalidCmd = 0xbfbf
 
 var attrSize atomic.Uint32
 
+// do is call for the commands that answer only an error.
+func do(cmd int, attr unsafe.Pointer) error {
+	_, err := call(cmd, attr)
+	return err
+}
+
 // callFD is call for the commands that return a new file descriptor.
 func callFD(cmd int, attr unsafe.Pointer) (int, error) {
 	fd, err := call(cmd, attr)
@@ -114,10 +112,8 @@ func callFD(cmd int, attr unsafe.Pointer) (int, error) {
 	return safeFD(fd, cmdName(cmd))
 }
 
-// safeFD moves fd above 2: a BPF object on fd 0, 1 or 2 is one careless
-// write(2) or close from being corrupted or lost, as when a daemon started
-// with its standard streams closed. The kernel creates every BPF fd with
-// O_CLOEXEC; F_DUPFD_CLOEXEC keeps it that way.
+// safeFD moves fd above 2, where no careless write or close to a standard
+// stream (closed when a daemon started) reaches it, keeping O_CLOEXEC.
 func safeFD(fd int, op string) (int, error) {
 	if fd > 2 {
 		return fd, nil
@@ -130,8 +126,8 @@ func safeFD(fd int, op string) (int, error) {
 	return nfd, nil
 }
 
-// enoent holds one immutable ENOENT error per command: a map lookup miss or
-// the end of a key walk is an everyday answer and must not allocate.
+// enoent holds one ENOENT error per command: a lookup miss or the end of a
+// key walk is everyday and must not allocate.
 var enoent = func() (errs [len(cmdNames)]*Error) {
 	for i := range errs {
 		errs[i] = &Error{Op: cmdNames[i], Errno: unix.ENOENT}
@@ -157,9 +153,7 @@ func bpfError(cmd int, attr unsafe.Pointer, errno unix.Errno) error {
 			e.Hint = permHint(CAP_SYS_ADMIN)
 		case unix.BPF_OBJ_PIN, unix.BPF_OBJ_GET:
 			e.Hint = "the path's permissions in the BPF file system refuse it"
-		case unix.BPF_MAP_UPDATE_ELEM, unix.BPF_MAP_DELETE_ELEM:
-			// map_get_sys_perms: a frozen map, or one made with
-			// BPF_F_RDONLY, is not writable from user space.
+		case unix.BPF_MAP_UPDATE_ELEM, unix.BPF_MAP_DELETE_ELEM: // map_get_sys_perms
 			e.Hint = "the map is read-only to user space: frozen (BPF_MAP_FREEZE) or created with BPF_F_RDONLY"
 		default:
 			e.Hint = permHint(CAP_BPF)
@@ -170,10 +164,8 @@ func bpfError(cmd int, attr unsafe.Pointer, errno unix.Errno) error {
 	return e
 }
 
-// e2bigHint lists, most likely first, what makes the kernel answer cmd with
-// E2BIG. Every command does when the attr sets a byte past the kernel's
-// union (bpf_check_uarg_tail_zero), which kernelAttrSize prevents for our
-// structs; that cause comes last.
+// e2bigHint lists, most likely first, what makes cmd answer E2BIG; last a
+// byte set past the kernel's union, which kernelAttrSize prevents.
 func e2bigHint(cmd int) string {
 	const unknownField = "or the attr sets a field this kernel does not know"
 	switch cmd {
@@ -197,38 +189,32 @@ func MapCreate(attr *MapCreateAttr) (int, error) {
 
 // MapLookupElem is BPF_MAP_LOOKUP_ELEM: it copies the value of Key into Value.
 func MapLookupElem(attr *MapElemAttr) error {
-	_, err := call(unix.BPF_MAP_LOOKUP_ELEM, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_MAP_LOOKUP_ELEM, unsafe.Pointer(attr))
 }
 
 // MapUpdateElem is BPF_MAP_UPDATE_ELEM; Flags is BPF_ANY, BPF_NOEXIST or BPF_EXIST.
 func MapUpdateElem(attr *MapElemAttr) error {
-	_, err := call(unix.BPF_MAP_UPDATE_ELEM, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_MAP_UPDATE_ELEM, unsafe.Pointer(attr))
 }
 
 // MapDeleteElem is BPF_MAP_DELETE_ELEM.
 func MapDeleteElem(attr *MapElemAttr) error {
-	_, err := call(unix.BPF_MAP_DELETE_ELEM, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_MAP_DELETE_ELEM, unsafe.Pointer(attr))
 }
 
 // MapGetNextKey is BPF_MAP_GET_NEXT_KEY: it writes the key after Key (the
 // first key if Key is nil) to Value, the next_key member.
 func MapGetNextKey(attr *MapElemAttr) error {
-	_, err := call(unix.BPF_MAP_GET_NEXT_KEY, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_MAP_GET_NEXT_KEY, unsafe.Pointer(attr))
 }
 
-// MapElemNoSleep runs cmd, one of BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM,
-// BPF_MAP_DELETE_ELEM and BPF_MAP_GET_NEXT_KEY, for a map whose element
-// operations never sleep: hash and array maps, their per-CPU and LRU kinds.
-// It skips the Go runtime's system call bookkeeping (entersyscall and
-// exitsyscall, a measurable share of a map lookup: BENCHMARKS.md), which
-// exists so that a thread blocked in the kernel gives its P to another. The
-// cost of being wrong is that a call which does sleep (a prog array's update
-// takes a mutex; sockmaps lock the socket; a user buffer may page-fault) holds
-// its P meanwhile: the caller, who knows the map type, decides.
+// MapElemNoSleep runs cmd (BPF_MAP_LOOKUP_ELEM, _UPDATE_ELEM, _DELETE_ELEM
+// or BPF_MAP_GET_NEXT_KEY) without the Go runtime's system call bookkeeping
+// (entersyscall/exitsyscall, a measurable share of a lookup), which lets a
+// thread blocked in the kernel give its P to another. For maps whose
+// element operations never sleep (hash and array, per-CPU and LRU): one
+// that does (a prog array's mutex, a sockmap's socket lock, a page fault)
+// holds its P meanwhile. The caller, who knows the map type, decides.
 func MapElemNoSleep(cmd int, attr *MapElemAttr) error {
 	switch cmd {
 	case unix.BPF_MAP_LOOKUP_ELEM, unix.BPF_MAP_UPDATE_ELEM, unix.BPF_MAP_DELETE_ELEM, unix.BPF_MAP_GET_NEXT_KEY:
@@ -242,35 +228,25 @@ func MapElemNoSleep(cmd int, attr *MapElemAttr) error {
 // MapLookupAndDeleteElem is BPF_MAP_LOOKUP_AND_DELETE_ELEM (queues and
 // stacks since 4.20, hash maps since 5.14).
 func MapLookupAndDeleteElem(attr *MapElemAttr) error {
-	_, err := call(unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM, unsafe.Pointer(attr))
 }
 
 // MapFreeze is BPF_MAP_FREEZE (5.2): the map becomes read-only to user space.
-func MapFreeze(attr *MapElemAttr) error {
-	_, err := call(unix.BPF_MAP_FREEZE, unsafe.Pointer(attr))
-	return err
-}
+func MapFreeze(attr *MapElemAttr) error { return do(unix.BPF_MAP_FREEZE, unsafe.Pointer(attr)) }
 
 // MapLookupBatch is BPF_MAP_LOOKUP_BATCH (5.6). On return Count holds the
 // number of elements copied; ENOENT means the walk reached the end.
 func MapLookupBatch(attr *MapBatchAttr) error {
-	_, err := call(unix.BPF_MAP_LOOKUP_BATCH, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_MAP_LOOKUP_BATCH, unsafe.Pointer(attr))
 }
 
-// ProgLoad is BPF_PROG_LOAD; it returns the program's fd.
-//
-// The verifier abandons a program with EAGAIN when a signal is pending, and
-// the Go runtime signals its threads: SIGURG to preempt goroutines, SIGPROF
-// when profiling. Such a signal can be meant for the goroutine that ran on
-// this thread a moment ago, and under load EAGAIN can come many times in a
-// row.
-// So after a first EAGAIN the load is retried on a locked thread with those
-// two signals blocked (they are delivered when unblocked, and the runtime
-// copes with a late one); an EAGAIN that still comes, from another signal,
-// is retried too. The first attempt goes without: blocking costs two system
-// calls, a visible share of loading a small program.
+// ProgLoad is BPF_PROG_LOAD; it returns the program's fd. The verifier
+// abandons a program with EAGAIN when a signal is pending, and the Go
+// runtime signals its threads (SIGURG to preempt, SIGPROF to profile), many
+// times in a row under load. So after a first EAGAIN the load is retried on
+// a locked thread with those two blocked (delivered late, which the runtime
+// copes with), and again on an EAGAIN from another signal. The first try
+// goes without: blocking costs two system calls.
 func ProgLoad(attr *ProgLoadAttr) (int, error) {
 	fd, err := callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
 	if !errors.Is(err, unix.EAGAIN) {
@@ -286,10 +262,8 @@ func ProgLoad(attr *ProgLoadAttr) (int, error) {
 	return callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
 }
 
-// blockRuntimeSignals locks the goroutine to its thread and blocks SIGURG
-// and SIGPROF there, until the returned function is called. The kernel
-// abandons some commands when a signal is pending, and those two are the
-// Go runtime's own, sent at any time.
+// blockRuntimeSignals locks the goroutine to its thread and blocks the
+// runtime's SIGURG and SIGPROF there until the returned function is called.
 func blockRuntimeSignals() (restore func()) {
 	runtime.LockOSThread()
 	var old unix.Sigset_t
@@ -315,21 +289,13 @@ var runtimeSignals = func() (set unix.Sigset_t) {
 }()
 
 // ObjPin is BPF_OBJ_PIN: it pins BPFFD at Pathname in a BPF file system.
-func ObjPin(attr *ObjAttr) error {
-	_, err := call(unix.BPF_OBJ_PIN, unsafe.Pointer(attr))
-	return err
-}
+func ObjPin(attr *ObjAttr) error { return do(unix.BPF_OBJ_PIN, unsafe.Pointer(attr)) }
 
 // ObjGet is BPF_OBJ_GET: it opens the object pinned at Pathname.
-func ObjGet(attr *ObjAttr) (int, error) {
-	return callFD(unix.BPF_OBJ_GET, unsafe.Pointer(attr))
-}
+func ObjGet(attr *ObjAttr) (int, error) { return callFD(unix.BPF_OBJ_GET, unsafe.Pointer(attr)) }
 
 // ProgQuery is BPF_PROG_QUERY: the programs attached to a cgroup or device.
-func ProgQuery(attr *ProgQueryAttr) error {
-	_, err := call(unix.BPF_PROG_QUERY, unsafe.Pointer(attr))
-	return err
-}
+func ProgQuery(attr *ProgQueryAttr) error { return do(unix.BPF_PROG_QUERY, unsafe.Pointer(attr)) }
 
 // ProgTestRun is BPF_PROG_TEST_RUN (4.12). A run with Repeat stops with
 // EINTR when a signal is pending, and retrying would run the program's side
@@ -342,22 +308,13 @@ func ProgTestRun(attr *TestRunAttr) error {
 
 // ProgGetNextID is BPF_PROG_GET_NEXT_ID: the smallest program id above ID,
 // in NextID; ENOENT after the last.
-func ProgGetNextID(attr *GetIDAttr) error {
-	_, err := call(unix.BPF_PROG_GET_NEXT_ID, unsafe.Pointer(attr))
-	return err
-}
+func ProgGetNextID(attr *GetIDAttr) error { return do(unix.BPF_PROG_GET_NEXT_ID, unsafe.Pointer(attr)) }
 
 // MapGetNextID is BPF_MAP_GET_NEXT_ID.
-func MapGetNextID(attr *GetIDAttr) error {
-	_, err := call(unix.BPF_MAP_GET_NEXT_ID, unsafe.Pointer(attr))
-	return err
-}
+func MapGetNextID(attr *GetIDAttr) error { return do(unix.BPF_MAP_GET_NEXT_ID, unsafe.Pointer(attr)) }
 
 // LinkGetNextID is BPF_LINK_GET_NEXT_ID (5.8).
-func LinkGetNextID(attr *GetIDAttr) error {
-	_, err := call(unix.BPF_LINK_GET_NEXT_ID, unsafe.Pointer(attr))
-	return err
-}
+func LinkGetNextID(attr *GetIDAttr) error { return do(unix.BPF_LINK_GET_NEXT_ID, unsafe.Pointer(attr)) }
 
 // ProgGetFDByID is BPF_PROG_GET_FD_BY_ID.
 func ProgGetFDByID(attr *GetIDAttr) (int, error) {
@@ -374,27 +331,13 @@ func LinkGetFDByID(attr *GetIDAttr) (int, error) {
 	return callFD(unix.BPF_LINK_GET_FD_BY_ID, unsafe.Pointer(attr))
 }
 
-// ObjGetInfoByFD is BPF_OBJ_GET_INFO_BY_FD. ProgInfoByFD, MapInfoByFD and
-// LinkInfoByFD fill the typed structs.
+// ObjGetInfoByFD is BPF_OBJ_GET_INFO_BY_FD; InfoByFD fills the typed structs.
 func ObjGetInfoByFD(attr *InfoAttr) error {
-	_, err := call(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(attr))
 }
 
-// ProgInfoByFD fills info for the program fd.
-func ProgInfoByFD(fd int, info *ProgInfo) error {
-	attr := InfoAttr{BPFFD: uint32(fd), InfoLen: uint32(unsafe.Sizeof(*info)), Info: NewPointer(unsafe.Pointer(info))}
-	return ObjGetInfoByFD(&attr)
-}
-
-// MapInfoByFD fills info for the map fd.
-func MapInfoByFD(fd int, info *MapInfo) error {
-	attr := InfoAttr{BPFFD: uint32(fd), InfoLen: uint32(unsafe.Sizeof(*info)), Info: NewPointer(unsafe.Pointer(info))}
-	return ObjGetInfoByFD(&attr)
-}
-
-// LinkInfoByFD fills info for the link fd.
-func LinkInfoByFD(fd int, info *LinkInfo) error {
+// InfoByFD fills info for the program, map or link fd.
+func InfoByFD[T ProgInfo | MapInfo | LinkInfo](fd int, info *T) error {
 	attr := InfoAttr{BPFFD: uint32(fd), InfoLen: uint32(unsafe.Sizeof(*info)), Info: NewPointer(unsafe.Pointer(info))}
 	return ObjGetInfoByFD(&attr)
 }
@@ -417,20 +360,16 @@ func LinkCreateKprobeMulti(attr *LinkCreateKprobeMultiAttr) (int, error) {
 }
 
 // TaskFDQuery is BPF_TASK_FD_QUERY (4.18): which program runs through file
-// FD of process PID, a perf event (tracepoint, kprobe, uprobe) or a raw
-// tracepoint link, and where. ENOSPC means the name did not fit in Buf;
-// ENOENT, a perf event without a program; ENOTSUPP, another kind of file.
+// FD of process PID (a perf event or raw tracepoint link), and where.
+// ENOSPC: the name did not fit Buf; ENOENT: no program; ENOTSUPP: another
+// kind of file.
 func TaskFDQuery(attr *TaskFDQueryAttr) error {
-	_, err := call(unix.BPF_TASK_FD_QUERY, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_TASK_FD_QUERY, unsafe.Pointer(attr))
 }
 
 // LinkDetach is BPF_LINK_DETACH (5.9): the link stays open but its program
 // no longer runs.
-func LinkDetach(attr *LinkDetachAttr) error {
-	_, err := call(unix.BPF_LINK_DETACH, unsafe.Pointer(attr))
-	return err
-}
+func LinkDetach(attr *LinkDetachAttr) error { return do(unix.BPF_LINK_DETACH, unsafe.Pointer(attr)) }
 
 // EnableStats is BPF_ENABLE_STATS (5.8): run time and count statistics stay
 // on while the returned fd is open.

@@ -140,7 +140,7 @@ func TestMapCommands(t *testing.T) {
 		t.Fatalf("update of a frozen map: %v, want EPERM", err)
 	}
 	var info sys.MapInfo
-	if err := sys.MapInfoByFD(fd, &info); err != nil {
+	if err := sys.InfoByFD(fd, &info); err != nil {
 		t.Fatal(err)
 	}
 	if info.Type != unix.BPF_MAP_TYPE_HASH || info.KeySize != 4 || info.ValueSize != 8 || info.MaxEntries != 16 || info.Name.String() != "systest" || info.ID == 0 {
@@ -192,7 +192,7 @@ func TestProgLoadTestRunInfo(t *testing.T) {
 	var info sys.ProgInfo
 	xlated := make([]byte, 64)
 	info.XlatedProgLen, info.XlatedProgInsns = uint32(len(xlated)), sys.SlicePointer(xlated)
-	if err := sys.ProgInfoByFD(fd, &info); err != nil {
+	if err := sys.InfoByFD(fd, &info); err != nil {
 		t.Fatal(err)
 	}
 	if info.Type != unix.BPF_PROG_TYPE_SOCKET_FILTER || info.Name.String() != "systest" || info.ID == 0 || info.XlatedProgLen != 16 {
@@ -222,12 +222,12 @@ func TestProgLoadTestRunInfo(t *testing.T) {
 	}
 	defer unix.Close(fd2)
 	var info2 sys.ProgInfo
-	if err := sys.ProgInfoByFD(fd2, &info2); err != nil || info2.ID != info.ID || info2.Tag != info.Tag {
+	if err := sys.InfoByFD(fd2, &info2); err != nil || info2.ID != info.ID || info2.Tag != info.Tag {
 		t.Fatalf("prog by id: %+v %v", info2, err)
 	}
 	mfd := createMap(t, unix.BPF_MAP_TYPE_ARRAY, 4, 4, 1)
 	var minfo sys.MapInfo
-	if err := sys.MapInfoByFD(mfd, &minfo); err != nil {
+	if err := sys.InfoByFD(mfd, &minfo); err != nil {
 		t.Fatal(err)
 	}
 	a := sys.GetIDAttr{ID: minfo.ID - 1}
@@ -257,8 +257,8 @@ func TestPinGet(t *testing.T) {
 	}
 	defer unix.Close(fd2)
 	var a, b sys.MapInfo
-	sys.MapInfoByFD(fd, &a)
-	sys.MapInfoByFD(fd2, &b)
+	sys.InfoByFD(fd, &a)
+	sys.InfoByFD(fd2, &b)
 	if a.ID == 0 || a.ID != b.ID {
 		t.Fatalf("pinned map id %d, opened %d", a.ID, b.ID)
 	}
@@ -282,7 +282,7 @@ func TestPerfEventLinkStats(t *testing.T) {
 	prog := loadProg(t, unix.BPF_PROG_TYPE_PERF_EVENT, retZero)
 	runCount := func() uint64 {
 		var info sys.ProgInfo
-		if err := sys.ProgInfoByFD(prog, &info); err != nil {
+		if err := sys.InfoByFD(prog, &info); err != nil {
 			t.Fatal(err)
 		}
 		return info.RunCnt
@@ -337,7 +337,7 @@ func TestPerfEventLinkStats(t *testing.T) {
 		t.Fatal("perf link: the program did not run")
 	}
 	var li sys.LinkInfo
-	if err := sys.LinkInfoByFD(lfd, &li); err != nil || li.ProgID == 0 {
+	if err := sys.InfoByFD(lfd, &li); err != nil || li.ProgID == 0 {
 		t.Fatalf("link info %+v, %v", li, err)
 	}
 	a := sys.GetIDAttr{ID: li.ID}

@@ -1,55 +1,46 @@
 // Package sys is bpfkit's only door to the kernel: one Go function per bpf(2)
 // command (MapCreate, ProgLoad, LinkCreate, ...), perf_event_open(2) and the
-// perf ioctls that attach and enable programs.
+// perf ioctls that attach and enable programs. It also reads the CPU lists
+// that per-CPU maps and perf rings are sized by (PossibleCPUs, OnlineCPUs).
 //
-// Each command takes a struct laid out exactly as its member of the kernel's
-// union bpf_attr, padded to AttrSize: at least the union of every kernel we
-// know, so nothing the kernel may read or write lies outside it. The size
-// passed is the running kernel's own sizeof(union bpf_attr), learned once by
-// trying: the kernel gets all of its union, never a short one (it writes
-// some answers past a short attr: see AttrSize), and is not made to check a
-// tail it does not know for zeroes.
+// Each command takes a struct laid out as its member of union bpf_attr,
+// padded to AttrSize, at least the union of every kernel we know. The size
+// passed is the running kernel's own sizeof(union bpf_attr), learned once
+// by trying: the kernel gets all of its union, never a short one (it writes
+// some answers past a short attr: see AttrSize), and checks no unknown tail
+// for zeroes.
 //
 // The package owns hygiene and nothing else: file descriptors are
 // close-on-exec and never 0, 1 or 2; errors are *Error values that name the
 // command, keep the errno for errors.Is, and say which capability is missing
-// on EPERM. The Go runtime's own signals (SIGURG, SIGPROF) make the kernel
-// abandon a verification (EAGAIN) or a repeated test run (EINTR): ProgLoad
-// retries with them blocked, ProgTestRun blocks them. MapElemNoSleep and
-// EpollWaitHoldingP skip the runtime's system call bookkeeping where the
-// caller knows it is not needed. There is no other policy here: no
-// fallbacks, no feature probes.
+// on EPERM. Every other error of a bpfkit package starts with the package's
+// name ("sys: ", "mapfd: "), once: Wrap adds it. The Go runtime's own
+// signals (SIGURG, SIGPROF) make the kernel abandon a verification (EAGAIN)
+// or a repeated test run (EINTR): ProgLoad retries with them blocked,
+// ProgTestRun blocks them. MapElemNoSleep and EpollWaitHoldingP skip the
+// runtime's system call bookkeeping where the caller knows it is not
+// needed. There is no other policy: no fallbacks, no feature probes.
 //
 // The journal records every call for security review, one line each in
-// strace's shape, call(arguments) = result <duration>, where the result is
-// what the call returned (an mmap's address in hex) or -1 with the errno's
-// name and text. The calls are bpf(2) with the attr fields a reviewer
-// needs, perf_event_open with the event (for a kprobe or uprobe PMU, the
+// strace's shape, call(arguments) = result <duration>: bpf(2) with the attr
+// fields a reviewer needs, perf_event_open with the event (and a probe's
 // function or file and offset), the perf ioctls, mmap and munmap of rings,
-// epoll and eventfd calls, mount, unlink of pins, setrlimit, fcntl, and
-// every write to a tracefs control file. From a run of dropmon -events:
+// epoll and eventfd, mount, unlink of pins, setrlimit, fcntl, and every
+// write to a tracefs control file. From dropmon -events and a uprobe:
 //
 //	bpf(0xbfbf (no command: sizing union bpf_attr), byte 168 set, 256) = -1 E2BIG (argument list too long) <700ns>
 //	bpf(BPF_MAP_CREATE, map_type=perf_event_array key_size=4 value_size=4 max_entries=2 map_flags=0x0 name="drop_events") = 5 <35.8µs>
 //	bpf(BPF_PROG_LOAD, prog_type=tracepoint insn_cnt=34 license="GPL" name="dropmon_events" kern_version=0x0 prog_flags=0x0 log_level=0) = 8 <160.3µs>
 //	perf_event_open(type=software config=0xa sample_type=0x400 wakeup=1 bits=0x0, pid=-1, cpu=0, group_fd=-1, flags=0x8) = 12 <71.4µs>
 //	mmap(NULL, 266240, PROT_READ|PROT_WRITE, MAP_SHARED, 12, 0x0) = 0x7f25d42fa000 <60.9µs>
-//	bpf(BPF_MAP_UPDATE_ELEM, map_fd=5 flags=0x0) = 0 <3.3µs>
-//	perf_event_open(type=tracepoint config=0x906 sample_type=0x0 wakeup=1 bits=0x1, pid=-1, cpu=0, group_fd=-1, flags=0x8) = 14 <225.3µs>
 //	bpf(BPF_LINK_CREATE, prog_fd=8 target_fd=14 attach_type=perf_event flags=0x0 cookie=0x0) = 15 <4.1µs>
 //	ioctl(14, PERF_EVENT_IOC_ENABLE, 0) = 0 <18.8µs>
 //	epoll_pwait(9, [{events=0x1, data=-1}], 3, -1, NULL) = 1 <1.3220677s>
-//	munmap(0x7f25d42fa000, 266240) = 0 <34.6µs>
-//
-// and of a uprobe event created and removed through tracefs:
-//
 //	write("/sys/kernel/tracing/uprobe_events", "p:bpfkit_4026531836_24592_486337/e1_true /usr/bin/true:0x1000\n") = 62 <203.5µs>
-//	write("/sys/kernel/tracing/uprobe_events", "-:bpfkit_4026531836_24592_486337/e1_true\n") = 41 <10.3µs>
 //
 // Enable it with SetJournal, or with BPFKIT_JOURNAL=1 (or stderr) for stderr
 // or BPFKIT_JOURNAL=/absolute/path to append to a file. It fails closed: any
-// other value of BPFKIT_JOURNAL, or a file that cannot be opened, makes every
-// call fail, and so does a line that cannot be written (ErrJournal), unless
-// the program chose SetJournalBestEffort. When it is off, a call costs one
-// atomic load more than the bare syscall.
+// other value of BPFKIT_JOURNAL, a file that cannot be opened, or a line that
+// cannot be written makes every call fail (ErrJournal), unless the program
+// chose SetJournalBestEffort. Off, it costs a call one atomic load.
 package sys

@@ -20,6 +20,7 @@ var doorAllowed = map[string]bool{
 	"ByteSliceToString": true,
 	"ErrnoName":         true,
 	"Getpagesize":       true,
+	"Auxv":              true, // the auxiliary vector the runtime kept
 	"Getpid":            true,
 	"Gettid":            true,
 	"Uname":             true,

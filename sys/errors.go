@@ -9,8 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Error is a failed system call: which command, the errno, and for EPERM a
-// hint naming the missing capability. errors.Is(err, unix.EPERM) works.
+// Error is a failed system call: which, the errno (errors.Is(err,
+// unix.EPERM) works) and, for EPERM, a hint naming the missing capability.
 type Error struct {
 	Op    string // "BPF_MAP_CREATE", "perf_event_open", "PERF_EVENT_IOC_SET_BPF"
 	Errno unix.Errno
@@ -29,8 +29,8 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s (%s)", e.Op, msg, e.Hint)
 }
 
-// ENOTSUPP (524) is the kernel's internal "not supported", which the BPF
-// subsystem lets reach user space (libc has no name for it).
+// ENOTSUPP (524) is the kernel's internal "not supported", which BPF lets
+// reach user space (libc has no name for it).
 const ENOTSUPP = unix.Errno(524)
 
 // Unwrap is the errno, for errors.Is(err, unix.EPERM).
@@ -46,23 +46,15 @@ const (
 
 var capNames = map[int]string{CAP_NET_ADMIN: "CAP_NET_ADMIN", CAP_SYS_ADMIN: "CAP_SYS_ADMIN", CAP_PERFMON: "CAP_PERFMON", CAP_BPF: "CAP_BPF"}
 
-// effectiveCaps returns the calling thread's effective capability set.
-func effectiveCaps() (uint64, error) {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return 0, err
-	}
-	return uint64(data[0].Effective) | uint64(data[1].Effective)<<32, nil
-}
-
 // missingCaps lists the capabilities of need the calling thread lacks;
 // CAP_SYS_ADMIN stands in for all of them (and alone is enough before 5.8).
 func missingCaps(need ...int) ([]string, error) {
-	caps, err := effectiveCaps()
-	if err != nil {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
 		return nil, err
 	}
+	caps := uint64(data[0].Effective) | uint64(data[1].Effective)<<32
 	var missing []string
 	for _, c := range need {
 		if caps&(1<<c) == 0 && caps&(1<<CAP_SYS_ADMIN) == 0 {
@@ -87,9 +79,8 @@ func NeedCaps(need ...int) error {
 		Hint: "missing " + strings.Join(missing, " and ") + "; run as root, or grant them (CAP_SYS_ADMIN grants all)"}
 }
 
-// permHint explains an EPERM: the capabilities in need that the process lacks
-// (CAP_SYS_ADMIN stands in for all of them, and alone before 5.8), or, if it
-// has them all, what else refuses root.
+// permHint explains an EPERM: the capabilities of need missing, or what
+// else refuses root.
 func permHint(need ...int) string {
 	missing, err := missingCaps(need...)
 	if err != nil {
@@ -124,19 +115,36 @@ func progCaps(progType uint32) []int {
 	return []int{CAP_BPF, CAP_SYS_ADMIN}
 }
 
-// ErrNotSupported is the one sentinel every bpfkit package uses for "this
-// kernel does not have that": errors.Is(err, sys.ErrNotSupported).
-var ErrNotSupported = errors.New("not supported by this kernel")
+// Wrap returns err, or nil for nil, behind pkg's prefix and the context
+// that format and args make: "mapfd: map \"x\" update: " and err's text. An
+// error that already starts with "pkg: " loses it, so that a package
+// wrapping one of its own errors names itself once. errors.Is and As see
+// err.
+func Wrap(pkg string, err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return &wrapped{pkg + ": " + fmt.Sprintf(format, args...) + ": " + strings.TrimPrefix(err.Error(), pkg+": "), err}
+}
+
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }
+
+// ErrNotSupported is every bpfkit package's "this kernel does not have that".
+var ErrNotSupported = errors.New("sys: not supported by this kernel")
 
 var memlockOnce sync.Once
 
-// RaiseMemlock lifts RLIMIT_MEMLOCK to infinity, the first time it is
-// called and only if the limit is finite, and reports whether this call
-// did.
-// Kernels before 5.11 charge BPF maps and programs to RLIMIT_MEMLOCK and
-// answer EPERM past it; from 5.11 memory cgroups account for them instead
-// (commit 3ac1f01b43b6). mapfd.Create and prog.Load call it on a first
-// EPERM and try again once. It is journaled as setrlimit.
+// RaiseMemlock lifts a finite RLIMIT_MEMLOCK to infinity, the first time it
+// is called, and reports whether this call did. Kernels before 5.11 charge
+// BPF maps and programs to it and answer EPERM past it (memory cgroups
+// since, commit 3ac1f01b43b6): mapfd.Create and prog.Load call it on a
+// first EPERM and try again once.
 func RaiseMemlock() (raised bool) {
 	memlockOnce.Do(func() {
 		var old unix.Rlimit

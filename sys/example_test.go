@@ -31,7 +31,7 @@ func ExampleStringPointer() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// string "/sys/fs/bpf/a\x00b" holds a NUL byte at 13, where the kernel would end it: invalid argument
+	// sys: string "/sys/fs/bpf/a\x00b" holds a NUL byte at 13, where the kernel would end it: invalid argument
 }
 
 // Object names are checked against what the kernel accepts, and kept to
@@ -43,7 +43,7 @@ func ExampleNewObjName() {
 	fmt.Println(err)
 	// Output:
 	// tcp_retransmits <nil>
-	// name "drops/s": byte "/" at 5 is not allowed (only A-Z, a-z, 0-9, '_' and '.'): invalid argument
+	// sys: name "drops/s": byte "/" at 5 is not allowed (only A-Z, a-z, 0-9, '_' and '.'): invalid argument
 }
 
 // SetJournal records every call bpfkit makes to the kernel, one line each
@@ -115,6 +115,13 @@ func ExampleError() {
 // rootExamples are the examples that need root: TestExamples runs them.
 func rootExamples() []rootExample {
 	return []rootExample{{f: ExampleSetJournal}, {f: ExampleNeedCaps}, {f: ExampleError}}
+}
+
+func ExampleParseCPUList() {
+	cpus, err := sys.ParseCPUList("0-3,8,10-11")
+	fmt.Println(cpus, err)
+	// Output:
+	// [0 1 2 3 8 10 11] <nil>
 }
 
 // The rest of this file is the same in every package's example_test.go.

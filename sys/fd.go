@@ -1,18 +1,15 @@
 package sys
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
-// FD is a file descriptor owned by a handle (a map, a program, a link).
-// Its zero value holds none: Int reports -1 and Close does nothing, so a
-// handle built as a zero value never hands fd 0 (stdin) to the kernel nor
-// closes it. Close may be called from several goroutines at once: exactly
-// one of them closes the fd.
+// FD is a file descriptor owned by a handle (a map, a program, a link). Its
+// zero value holds none (Int is -1, Close does nothing), so a zero handle
+// never uses or closes fd 0. Of concurrent Closes, one closes the fd.
 type FD struct {
 	n atomic.Int64 // the fd plus one; 0 holds none
 }
@@ -23,26 +20,22 @@ func (f *FD) Set(fd int) { f.n.Store(int64(max(fd, -1)) + 1) }
 // Int is the fd, or -1 when f holds none (a zero FD, or after Close).
 func (f *FD) Int() int { return int(f.n.Load()) - 1 }
 
-// Close closes the fd once and makes f hold none; closing again, or a zero
-// FD, returns nil.
+// Close closes the fd once and makes f hold none; again, it returns nil.
 func (f *FD) Close() error {
 	n := f.n.Swap(0)
 	if n == 0 {
 		return nil
 	}
-	return unix.Close(int(n - 1))
+	if err := unix.Close(int(n - 1)); err != nil {
+		return &Error{Op: "close", Errno: errnoOf(err)}
+	}
+	return nil
 }
 
 // Dup returns a new close-on-exec fd, above 2, for the same open file as
-// fd (fcntl F_DUPFD_CLOEXEC), journaled.
+// fd (fcntl F_DUPFD_CLOEXEC).
 func Dup(fd int) (int, error) {
 	nfd, err := traced("fcntl", func() string { return fmt.Sprintf("%d, F_DUPFD_CLOEXEC, 3", fd) },
 		func() (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3) })
-	if err != nil {
-		if nfd >= 0 && errors.Is(err, ErrJournal) {
-			unix.Close(nfd)
-		}
-		return -1, &Error{Op: "fcntl F_DUPFD_CLOEXEC", Errno: errnoOf(err)}
-	}
-	return nfd, nil
+	return newFD(nfd, err, "fcntl F_DUPFD_CLOEXEC")
 }

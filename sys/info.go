@@ -1,10 +1,8 @@
 package sys
 
-// ProgInfo is struct bpf_prog_info, filled by BPF_OBJ_GET_INFO_BY_FD. The
-// kernel copies back at most the size we pass and tells the size it knows in
-// info_len. To receive an array (map ids, xlated instructions), point the
-// field at a buffer and set its count or length; the kernel fills up to that
-// and always writes the full count.
+// ProgInfo is struct bpf_prog_info. For an array (map ids, xlated
+// instructions) point the field at a buffer and set its count or length:
+// the kernel fills up to that and writes the full count.
 type ProgInfo struct {
 	Type                 uint32
 	ID                   uint32
@@ -71,8 +69,6 @@ type MapInfo struct {
 }
 
 // LinkInfo is struct bpf_link_info: a common head and a union by link type.
-// For BPF_LINK_TYPE_PERF_EVENT (6.6+ fills it) Union[0] (the low 32 bits)
-// is the perf event type and, for a tracepoint, Union[1] points at the name.
 type LinkInfo struct {
 	Type   uint32
 	ID     uint32

@@ -14,9 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The journal writes one line per kernel-facing call made by this package,
-// in strace's shape: the call, its meaningful arguments, the result, the
-// duration (see the package doc for the format).
+// journalT writes a line per call this package makes (see the package doc).
 type journalT struct {
 	mu         sync.Mutex
 	w          io.Writer
@@ -28,17 +26,15 @@ var journal atomic.Pointer[journalT]
 
 // ErrJournal is wrapped by the error of a call that was not made, or whose
 // result was discarded, because the journal could not record it.
-var ErrJournal = errors.New("bpfkit journal")
+var ErrJournal = errors.New("sys: journal")
 
-// SetJournal starts recording every call to w, or stops recording if w is
-// nil. Writes to w are serialized. A call whose line cannot be written
-// fails with an error wrapping ErrJournal and the write's error; a new fd
-// it made is closed.
+// SetJournal records every call to w, serialized, or stops recording if w
+// is nil. A call whose line cannot be written fails with ErrJournal and
+// the write's error, closing a new fd it made.
 func SetJournal(w io.Writer) { setJournal(w, false) }
 
-// SetJournalBestEffort is SetJournal for a program that would rather run
-// unrecorded than fail: a line that cannot be written is lost, and the
-// call's result stands.
+// SetJournalBestEffort is SetJournal where a line that cannot be written is
+// lost and the call's result stands.
 func SetJournalBestEffort(w io.Writer) { setJournal(w, true) }
 
 func setJournal(w io.Writer, bestEffort bool) {
@@ -49,10 +45,8 @@ func setJournal(w io.Writer, bestEffort bool) {
 	journal.Store(&journalT{w: w, bestEffort: bestEffort})
 }
 
-// init reads BPFKIT_JOURNAL: "1" or "stderr" record to stderr; "0", empty
-// or unset, nothing; any other value must be an absolute path to append to.
-// A value that is neither, or a file that cannot be opened, fails every
-// call with the reason, rather than letting the program run unrecorded.
+// init reads BPFKIT_JOURNAL (see the package doc); a bad value fails every
+// call with the reason rather than let the program run unrecorded.
 func init() {
 	v := os.Getenv("BPFKIT_JOURNAL")
 	switch {
@@ -60,19 +54,18 @@ func init() {
 	case v == "1" || v == "stderr":
 		SetJournal(os.Stderr)
 	case !filepath.IsAbs(v):
-		journal.Store(&journalT{broken: fmt.Errorf("BPFKIT_JOURNAL=%q: want 1 or stderr, 0, or an absolute path: %w", v, ErrJournal)})
+		journal.Store(&journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL=%q: want 1 or stderr, 0, or an absolute path", ErrJournal, v)})
 	default:
 		f, err := os.OpenFile(v, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 		if err != nil {
-			journal.Store(&journalT{broken: fmt.Errorf("BPFKIT_JOURNAL: %w: %w", ErrJournal, err)})
+			journal.Store(&journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL: %w", ErrJournal, err)})
 			return
 		}
 		SetJournal(f)
 	}
 }
 
-// record writes one line; an error means the line is lost and the call must
-// fail.
+// record writes one line; an error means the call must fail.
 func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Duration) error {
 	res := fmt.Sprint(r)
 	if op == "mmap" {
@@ -85,14 +78,14 @@ func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Durat
 	_, err := fmt.Fprintf(j.w, "%s(%s) = %s <%v>\n", op, args, res, d.Round(time.Microsecond/10))
 	j.mu.Unlock()
 	if err != nil && !j.bestEffort {
-		return fmt.Errorf("%s: the journal could not record it, so its result is discarded: %w: %w", op, ErrJournal, err)
+		return fmt.Errorf("%w: %s could not be recorded, so its result is discarded: %w", ErrJournal, op, err)
 	}
 	return nil
 }
 
 // traced makes a journaled call other than bpf(2): do makes it, args
-// describes it (asked only when the journal is on). When the journal fails,
-// r is do's result and err wraps ErrJournal: the caller closes a new fd.
+// describes it. When the journal fails, r is do's result and err wraps
+// ErrJournal: the caller closes a new fd.
 func traced(op string, args func() string, do func() (int, error)) (r int, err error) {
 	j := journal.Load()
 	if j == nil {

@@ -40,10 +40,7 @@ func Mmap(fd int, offset int64, length int, prot int) ([]byte, error) {
 func Munmap(mem []byte) error {
 	_, err := traced("munmap", func() string { return fmt.Sprintf("%p, %d", unsafe.SliceData(mem), len(mem)) },
 		func() (int, error) { return 0, unix.Munmap(mem) })
-	if err != nil && !errors.Is(err, ErrJournal) {
-		return &Error{Op: "munmap", Errno: errnoOf(err)}
-	}
-	return err
+	return sysErr("munmap", err)
 }
 
 func protNames(prot int) string {
@@ -64,19 +61,12 @@ func protNames(prot int) string {
 func Mount(source, target, fstype string) error {
 	_, err := traced("mount", func() string { return fmt.Sprintf("%q, %q, %q, 0, NULL", source, target, fstype) },
 		func() (int, error) { return 0, unix.Mount(source, target, fstype, 0, "") })
-	if err != nil && !errors.Is(err, ErrJournal) {
-		e := &Error{Op: "mount " + fstype + " at " + target, Errno: errnoOf(err)}
-		if e.Errno == unix.EPERM {
-			e.Hint = permHint(CAP_SYS_ADMIN)
-		}
-		return e
-	}
-	return err
+	return withHint(sysErr("mount "+fstype+" at "+target, err), CAP_SYS_ADMIN)
 }
 
-// WriteControl appends text to a kernel control file, such as tracefs's
-// kprobe_events, in one write(2): the kernel parses each write as a whole
-// command, and opening without O_APPEND would clear the file.
+// WriteControl appends text to a kernel control file such as kprobe_events
+// in one write(2), which the kernel parses as a whole command (without
+// O_APPEND, opening would clear the file).
 func WriteControl(path, text string) error {
 	_, err := traced("write", func() string { return fmt.Sprintf("%q, %q", path, text) }, func() (int, error) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
@@ -89,5 +79,5 @@ func WriteControl(path, text string) error {
 		}
 		return n, err
 	})
-	return err
+	return sysErr("write "+path, err)
 }

@@ -20,10 +20,8 @@ func PerfEventOpen(attr *unix.PerfEventAttr, pid, cpu, groupFD, flags int) (int,
 }
 
 // PerfEventOpenProbe is PerfEventOpen for the kprobe and uprobe PMUs
-// (4.17): target, the kernel function (kprobe_func) or the binary's path
-// (uprobe_path), goes to the kernel in attr's config1 as a C string that
-// lives until the call returns; attr.Ext2 is the offset (probe_offset). A
-// NUL in target is an EINVAL error: the kernel would read less.
+// (4.17): target, the kernel function or binary path, goes in config1 as a
+// C string (a NUL in it is EINVAL); attr.Ext2 is the offset.
 func PerfEventOpenProbe(attr *unix.PerfEventAttr, target string, pid, cpu, groupFD, flags int) (int, error) {
 	if attr == nil {
 		return perfEventOpen(nil, "", pid, cpu, groupFD, flags)
@@ -147,17 +145,7 @@ func pmuType(name string) uint32 {
 func perfIoctl(fd int, req uint, arg int, op string) error {
 	_, err := traced("ioctl", func() string { return fmt.Sprintf("%d, %s, %d", fd, op, arg) },
 		func() (int, error) { return 0, unix.IoctlSetInt(fd, req, arg) })
-	if errors.Is(err, ErrJournal) {
-		return err
-	}
-	if err != nil {
-		e := &Error{Op: op, Errno: errnoOf(err)}
-		if e.Errno == unix.EPERM {
-			e.Hint = permHint(CAP_PERFMON)
-		}
-		return e
-	}
-	return nil
+	return withHint(sysErr(op, err), CAP_PERFMON)
 }
 
 func errnoOf(err error) unix.Errno {
@@ -172,8 +160,7 @@ func errnoOf(err error) unix.Errno {
 }
 
 // PerfEventPauseOutput is the PERF_EVENT_IOC_PAUSE_OUTPUT ioctl (4.7): while
-// paused, the kernel drops what would be written to the event's ring (and
-// counts it as lost).
+// paused, the kernel drops what would go to the ring, counted as lost.
 func PerfEventPauseOutput(perfFD int, pause bool) error {
 	arg := 0
 	if pause {

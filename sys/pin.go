@@ -1,7 +1,6 @@
 package sys
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,50 +9,78 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BPF_FS_MAGIC is the file system type statfs(2) reports for a BPF file
-// system (include/uapi/linux/magic.h).
+// BPF_FS_MAGIC is a BPF file system's statfs(2) type (linux/magic.h).
 const BPF_FS_MAGIC = 0xcafe4a11
 
 // BPFFSPath checks that path names an entry in a directory of a BPF file
-// system and returns it as the kernel should get it: the directory with its
-// symbolic links and ".." resolved, then the entry's own name. Pinning,
-// unpinning and opening pins go through it, so that a path from
-// configuration such as "/sys/fs/bpf/../../tmp/x" is refused rather than
-// reaching, or deleting, a file elsewhere.
+// system and returns it as the kernel should get it: the directory with
+// links and ".." resolved, then the entry's name. Pins go through it, so
+// that "/sys/fs/bpf/../../tmp/x" reaches, or deletes, no file elsewhere.
 func BPFFSPath(path string) (string, error) {
 	if _, err := StringPointer(path); err != nil {
 		return "", err
 	}
 	dir, name := filepath.Split(path)
 	if name == "" || name == "." || name == ".." {
-		return "", fmt.Errorf("pin path %q: names no entry of a directory: %w", path, unix.EINVAL)
+		return "", fmt.Errorf("sys: pin path %q: names no entry of a directory: %w", path, unix.EINVAL)
 	}
 	if dir == "" {
 		dir = "."
 	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", fmt.Errorf("pin path %q: %w", path, err)
+		return "", fmt.Errorf("sys: pin path %q: %w", path, err)
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(real, &st); err != nil {
-		return "", fmt.Errorf("pin path %q: statfs %s: %w", path, real, err)
+		return "", fmt.Errorf("sys: pin path %q: statfs %s: %w", path, real, err)
 	}
 	if uint32(st.Type) != BPF_FS_MAGIC {
-		return "", fmt.Errorf("pin path %q: %s is not on a BPF file system (mount one: mount -t bpf bpf /sys/fs/bpf): %w", path, real, unix.EINVAL)
+		return "", fmt.Errorf("sys: pin path %q: %s is not on a BPF file system (mount one: mount -t bpf bpf /sys/fs/bpf): %w", path, real, unix.EINVAL)
 	}
 	return filepath.Join(real, name), nil
 }
 
-// ObjPath is the attr for BPF_OBJ_PIN (of fd) or BPF_OBJ_GET at path,
+// objPath is the attr for BPF_OBJ_PIN (of fd) or BPF_OBJ_GET at path,
 // checked and resolved by BPFFSPath.
-func ObjPath(path string, fd int) (*ObjAttr, error) {
+func objPath(path string, fd int) (*ObjAttr, error) {
 	real, err := BPFFSPath(path)
 	if err != nil {
 		return nil, err
 	}
 	p, _ := StringPointer(real)
 	return &ObjAttr{Pathname: p, BPFFD: uint32(fd)}, nil
+}
+
+// Pin is BPF_OBJ_PIN of fd at path, checked by BPFFSPath.
+func Pin(fd int, path string) error {
+	attr, err := objPath(path, fd)
+	if err != nil {
+		return err
+	}
+	return ObjPin(attr)
+}
+
+// OpenPinned is BPF_OBJ_GET of the pin at path, checked by BPFFSPath, for
+// an object of kind "map", "prog" or "link": another kind, whose info read
+// as kind's would be garbage, is refused (EINVAL).
+func OpenPinned(path, kind string) (int, error) {
+	attr, err := objPath(path, 0)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := ObjGet(attr)
+	if err != nil {
+		return -1, err
+	}
+	if k, err := ObjKind(fd); k != kind {
+		unix.Close(fd)
+		if err == nil {
+			err = fmt.Errorf("sys: a BPF %s is pinned there, not a %s: %w", k, kind, unix.EINVAL)
+		}
+		return -1, err
+	}
+	return fd, nil
 }
 
 // Unpin removes the pin at path, checked by BPFFSPath, with unlink(2): a
@@ -64,26 +91,19 @@ func Unpin(path string) error {
 		return err
 	}
 	_, err = traced("unlink", func() string { return fmt.Sprintf("%q", real) }, func() (int, error) { return 0, unix.Unlink(real) })
-	if errors.Is(err, ErrJournal) {
-		return err
-	}
-	if err != nil {
-		return &Error{Op: "unlink " + real, Errno: errnoOf(err)}
-	}
-	return nil
+	return sysErr("unlink "+real, err)
 }
 
 // ObjKind is what the BPF fd is: "map", "prog" or "link", from the name of
-// its anonymous inode ("anon_inode:bpf-map") in /proc/self/fd; BPF_OBJ_GET
-// opens any of them, and the info of one read as another is garbage.
+// its anonymous inode ("anon_inode:bpf-map") in /proc/self/fd.
 func ObjKind(fd int) (string, error) {
 	target, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
 	if err != nil {
-		return "", fmt.Errorf("kind of fd %d: %w", fd, err)
+		return "", fmt.Errorf("sys: kind of fd %d: %w", fd, err)
 	}
 	kind, ok := strings.CutPrefix(target, "anon_inode:bpf")
 	if !ok || len(kind) < 2 {
-		return "", fmt.Errorf("fd %d is %s, not a BPF object: %w", fd, target, unix.EINVAL)
+		return "", fmt.Errorf("sys: fd %d is %s, not a BPF object: %w", fd, target, unix.EINVAL)
 	}
 	return kind[1:], nil
 }

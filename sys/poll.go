@@ -28,21 +28,17 @@ func EpollCtl(epfd, op, fd int, events uint32, data int32) error {
 
 var epollOps = []string{"", "EPOLL_CTL_ADD", "EPOLL_CTL_DEL", "EPOLL_CTL_MOD"}
 
-// EpollWait is epoll_wait(2), as epoll_pwait with no signal mask (arm64 and
-// other newer ports have no epoll_wait): it waits up to msec milliseconds
-// (-1: no limit) and fills events. It does not allocate, even for EINTR,
-// which the Go runtime's signals cause often.
+// EpollWait is epoll_wait(2), as epoll_pwait with no mask (newer ports such
+// as arm64 have no epoll_wait): it waits up to msec milliseconds (-1: no
+// limit) and fills events, without allocating, even for the frequent EINTR.
 func EpollWait(epfd int, events []unix.EpollEvent, msec int) (int, error) {
 	return epollWait(epfd, events, msec, false)
 }
 
-// EpollWaitHoldingP is EpollWait made with unix.RawSyscall6, so that the Go
-// runtime does not see the thread sleep: the goroutine keeps its P (the
-// scheduler's processor) for up to msec milliseconds, and no other goroutine
-// runs on that P meanwhile. A signal, such as the runtime's preemption or
-// the garbage collector stopping the world, ends the wait at once with
-// EINTR; the caller must then pass through the scheduler (runtime.Gosched),
-// since the runtime could not preempt it in the call.
+// EpollWaitHoldingP is EpollWait made with unix.RawSyscall6: the goroutine
+// keeps its P, which runs nothing else, for up to msec milliseconds. A
+// signal (preemption, a stop of the world) ends the wait with EINTR; the
+// caller must then pass through the scheduler, which could not preempt it.
 func EpollWaitHoldingP(epfd int, events []unix.EpollEvent, msec int) (int, error) {
 	return epollWait(epfd, events, msec, true)
 }
@@ -131,4 +127,12 @@ func sysErr(op string, err error) error {
 		return err
 	}
 	return &Error{Op: op, Errno: errnoOf(err)}
+}
+
+// withHint adds to an EPERM *Error the capabilities of need missing.
+func withHint(err error, need ...int) error {
+	if e, ok := err.(*Error); ok && e.Errno == unix.EPERM {
+		e.Hint = permHint(need...)
+	}
+	return err
 }

@@ -18,40 +18,49 @@ var libraryDirs = []string{"sys", "insn", "mapfd", "prog", "tracefs", "perfring"
 // each constant and variable (a comment on a group of them is dropped by
 // go doc for the identifier: `go doc mapfd Map.KeySize` printed nothing).
 func TestDocComments(t *testing.T) {
+	eachLibraryFile(t, func(_ string, fset *token.FileSet, f *ast.File) {
+		missing := func(name string) { t.Errorf("%s: %s has no doc comment", fset.Position(f.Pos()).Filename[3:], name) }
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Name.IsExported() && d.Doc == nil && (d.Recv == nil || exportedRecv(d.Recv)) {
+					missing(d.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() && s.Doc == nil && s.Comment == nil && (d.Doc == nil || len(d.Specs) > 1) {
+							missing(s.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() && s.Doc == nil && s.Comment == nil && (d.Doc == nil || len(d.Specs) > 1) {
+								missing(n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// eachLibraryFile calls fn with every non-test file of the library, parsed
+// with its comments, and the package directory it is in.
+func eachLibraryFile(t *testing.T, fn func(dir string, fset *token.FileSet, f *ast.File)) {
 	for _, dir := range libraryDirs {
 		files, _ := filepath.Glob(filepath.Join("..", dir, "*.go"))
 		for _, path := range files {
 			if strings.HasSuffix(path, "_test.go") {
 				continue
 			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
 			if err != nil {
 				t.Fatal(err)
 			}
-			missing := func(name string) { t.Errorf("%s: %s has no doc comment", strings.TrimPrefix(path, "../"), name) }
-			for _, d := range f.Decls {
-				switch d := d.(type) {
-				case *ast.FuncDecl:
-					if d.Name.IsExported() && d.Doc == nil && (d.Recv == nil || exportedRecv(d.Recv)) {
-						missing(d.Name.Name)
-					}
-				case *ast.GenDecl:
-					for _, s := range d.Specs {
-						switch s := s.(type) {
-						case *ast.TypeSpec:
-							if s.Name.IsExported() && s.Doc == nil && s.Comment == nil && (d.Doc == nil || len(d.Specs) > 1) {
-								missing(s.Name.Name)
-							}
-						case *ast.ValueSpec:
-							for _, n := range s.Names {
-								if n.IsExported() && s.Doc == nil && s.Comment == nil && (d.Doc == nil || len(d.Specs) > 1) {
-									missing(n.Name)
-								}
-							}
-						}
-					}
-				}
-			}
+			fn(dir, fset, f)
 		}
 	}
 }

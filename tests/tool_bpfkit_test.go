@@ -203,7 +203,7 @@ func TestBpfkitProgs(t *testing.T) {
 func TestBpfkitMaps(t *testing.T) {
 	testutil.RequireRoot(t)
 	h, pc, _, _ := bkObjects(t)
-	ncpu, _ := mapfd.PossibleCPUs()
+	ncpu, _ := sys.PossibleCPUs()
 	recs := bpfkitJSON(t, "map", "list")
 	var bt []map[string]any
 	haveBpftool := bpftoolJSON(t, &bt, "map", "list")

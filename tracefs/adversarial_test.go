@@ -21,9 +21,11 @@ import (
 
 var hostile = []string{"", "do\x00sys", "do\nsys", "do\xa0sys", strings.Repeat("a", 300), "..", "a/b"}
 
+// wantInvalid fails t unless err is ErrInvalid, starts with "tracefs: " (every
+// error tracefs returns does) and says says.
 func wantInvalid(t *testing.T, what string, err error, says string) {
 	t.Helper()
-	if !errors.Is(err, tracefs.ErrInvalid) || !strings.Contains(err.Error(), says) {
+	if !errors.Is(err, tracefs.ErrInvalid) || !strings.HasPrefix(err.Error(), "tracefs: ") || !strings.Contains(err.Error(), says) {
 		t.Errorf("%s: %v; want ErrInvalid saying %q", what, err, says)
 	}
 }

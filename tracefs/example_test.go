@@ -93,7 +93,7 @@ func ExampleFormat_Field() {
 
 	// As root, it prints:
 	// int 8 4 true <nil>
-	// tracepoint syscalls:sys_enter_getppid has no field "pid" (it has common_type, common_flags, common_preempt_count, common_pid, __syscall_nr)
+	// tracefs: tracepoint syscalls:sys_enter_getppid has no field "pid" (it has common_type, common_flags, common_preempt_count, common_pid, __syscall_nr)
 }
 
 // uprobed is the function the examples probe.

@@ -16,9 +16,8 @@ type Field struct {
 	Offset int    // from the start of the record the program's context points at
 	Size   int
 	Signed bool
-	// DataLoc is true for a __data_loc field: the 4 bytes at Offset hold
-	// the data's offset (low 16 bits) and length (high 16 bits) within
-	// the record.
+	// DataLoc marks a __data_loc field: the u32 at Offset holds the data's
+	// offset (low 16 bits) and length in the record.
 	DataLoc bool
 }
 
@@ -28,9 +27,8 @@ type Format struct {
 	ID          uint64
 	Fields      []Field // common fields first
 	PrintFmt    string
-	// Symbols maps a field to its __print_symbolic table in the print
-	// format: kfree_skb's reason -> {2: "NOT_SPECIFIED", ...}. Pairs whose
-	// value the kernel printed as a name, not a number, are left out.
+	// Symbols maps a field to its __print_symbolic table: kfree_skb's
+	// reason -> {2: "NOT_SPECIFIED", ...}, without values printed as names.
 	Symbols map[string]map[uint64]string
 }
 
@@ -46,7 +44,7 @@ func (f *Format) Field(name string) (Field, error) {
 	for _, fl := range f.Fields {
 		names = append(names, fl.Name)
 	}
-	return Field{}, fmt.Errorf("tracepoint %s:%s has no field %q (it has %s)", f.Group, f.Name, name, strings.Join(names, ", "))
+	return Field{}, fmt.Errorf("tracefs: tracepoint %s:%s has no field %q (it has %s)", f.Group, f.Name, name, strings.Join(names, ", "))
 }
 
 // TracepointID reads events/<group>/<name>/id.
@@ -64,14 +62,14 @@ func TracepointID(group, name string) (uint64, error) {
 func readID(path, what string) (uint64, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("tracepoint %s: %w", what, errors.Join(ErrNotExist, err))
+		return 0, fmt.Errorf("%w: tracepoint %s: %w", ErrNotExist, what, err)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("tracepoint %s: %w", what, err)
+		return 0, fmt.Errorf("tracefs: tracepoint %s: %w", what, err)
 	}
 	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("tracepoint %s: bad id %q", what, b)
+		return 0, fmt.Errorf("tracefs: tracepoint %s: bad id %q", what, b)
 	}
 	return id, nil
 }
@@ -87,21 +85,21 @@ func TracepointFormat(group, name string) (*Format, error) {
 	}
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("tracepoint %s:%s: %w", group, name, errors.Join(ErrNotExist, err))
+		return nil, fmt.Errorf("%w: tracepoint %s:%s: %w", ErrNotExist, group, name, err)
+	}
+	var f *Format
+	if err == nil {
+		f, err = ParseFormat(string(b))
 	}
 	if err != nil {
-		return nil, err
-	}
-	f, err := ParseFormat(string(b))
-	if err != nil {
-		return nil, fmt.Errorf("tracepoint %s:%s: %w", group, name, err)
+		return nil, wrap(err, "tracepoint %s:%s", group, name)
 	}
 	f.Group = group
 	return f, nil
 }
 
 // validLookup accepts tracepoint group and event names that stay one
-// directory each under events/ (groups like 9p start with a digit).
+// directory under events/ (9p starts with a digit).
 func validLookup(names ...string) error {
 	for _, n := range names {
 		if n == "" || n == "." || n == ".." || len(n) > 255 || strings.ContainsAny(n, "/ \t\n\r\x00") {
@@ -121,7 +119,7 @@ func ParseFormat(text string) (*Format, error) {
 		case strings.HasPrefix(line, "ID: "):
 			id, err := strconv.ParseUint(strings.TrimSpace(line[len("ID: "):]), 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("bad ID line %q", line)
+				return nil, fmt.Errorf("tracefs: bad ID line %q", line)
 			}
 			f.ID = id
 		case strings.HasPrefix(line, "print fmt: "):
@@ -129,7 +127,7 @@ func ParseFormat(text string) (*Format, error) {
 		default:
 			fl, ok, err := parseField(line)
 			if err != nil {
-				return nil, fmt.Errorf("%w in %q", err, line)
+				return nil, fmt.Errorf("tracefs: %w in %q", err, line)
 			}
 			if ok {
 				f.Fields = append(f.Fields, fl)
@@ -137,7 +135,7 @@ func ParseFormat(text string) (*Format, error) {
 		}
 	}
 	if len(f.Fields) == 0 {
-		return nil, errors.New("format has no fields")
+		return nil, errors.New("tracefs: format has no fields")
 	}
 	f.Symbols = parseSymbolic(f.PrintFmt)
 	return f, nil
@@ -161,10 +159,9 @@ func fieldTail(s string) (n [3]string, ok bool) {
 	return n, strings.HasPrefix(s, ";")
 }
 
-// parseField reads a line "\tfield:unsigned char name[16];\toffset:8;
-// size:16;\tsigned:0;" into a Field; ok is false for a line that is none.
-// The declaration is everything up to the last ';' that the offset, size
-// and signed parts follow.
+// parseField reads "\tfield:unsigned char name[16];\toffset:8;\tsize:16;
+// \tsigned:0;" into a Field, the declaration ending at the last ';' that
+// the rest follows; ok is false for a line that is no field.
 func parseField(line string) (fl Field, ok bool, err error) {
 	decl, found := strings.CutPrefix(strings.TrimLeft(line, space), "field:")
 	if !found {
@@ -206,10 +203,9 @@ func parseField(line string) (fl Field, ok bool, err error) {
 }
 
 // parseSymbolic reads every __print_symbolic(REC->field, { value, "NAME" },
-// ...) table of a print format. A value the kernel left as a name (an enum
-// without TRACE_DEFINE_ENUM, as tcp_send_reset's TCP_ESTABLISHED) or as an
-// expression is not known here: its pair is left out, and a table with no
-// numbers at all.
+// ...) of a print format, leaving out pairs whose value the kernel left as
+// a name (an enum without TRACE_DEFINE_ENUM, as tcp_send_reset's
+// TCP_ESTABLISHED) or expression, and tables with no numbers.
 func parseSymbolic(pf string) map[string]map[uint64]string {
 	out := map[string]map[uint64]string{}
 	const call = "__print_symbolic("
@@ -259,8 +255,8 @@ func symbolicHead(s string) (field, rest string, ok bool) {
 	return s[:i], rest, ok
 }
 
-// symbolPair matches one \s*{ value, "name" }\s*,? where value is anything
-// up to the comma but '"', '{' and '}', less the spaces around it.
+// symbolPair matches \s*{ value, "name" }\s*,?, value being up to the comma,
+// without '"', '{' and '}', trimmed.
 func symbolPair(s string) (value, name, rest string, ok bool) {
 	if s, ok = strings.CutPrefix(strings.TrimLeft(s, space), "{"); !ok {
 		return

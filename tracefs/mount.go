@@ -19,10 +19,9 @@ var root struct {
 	path string
 }
 
-// Path returns the directory of the tracing file system: a tracefs mount
-// from /proc/self/mountinfo, else the tracing/ directory of a debugfs mount
-// (kernels before 4.1 have no tracefs), else tracefs newly mounted at
-// DefaultMount. The answer is cached once found.
+// Path returns the directory of the tracing file system, cached once found:
+// a tracefs mount, else a debugfs mount's tracing/ (before 4.1), else
+// tracefs newly mounted at DefaultMount.
 func Path() (string, error) {
 	root.Lock()
 	defer root.Unlock()
@@ -31,11 +30,11 @@ func Path() (string, error) {
 	}
 	p, err := findMount()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("tracefs: %w", err)
 	}
 	if p == "" {
 		if err := sys.Mount("nodev", DefaultMount, "tracefs"); err != nil {
-			return "", fmt.Errorf("tracefs is not mounted and mounting it at %s failed (%w): "+
+			return "", fmt.Errorf("tracefs: not mounted, and mounting it at %s failed (%w): "+
 				"mount it with 'mount -t tracefs nodev %s' as root", DefaultMount, err, DefaultMount)
 		}
 		p = DefaultMount
@@ -44,8 +43,8 @@ func Path() (string, error) {
 	return p, nil
 }
 
-// findMount scans /proc/self/mountinfo: field 5 is the mount point, and the
-// file system type follows the " - " separator.
+// findMount scans /proc/self/mountinfo: field 5 is the mount point, the
+// type follows " - ".
 func findMount() (string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
@@ -78,9 +77,8 @@ func findMount() (string, error) {
 	return debugfs, s.Err()
 }
 
-// unescape undoes mountinfo's escapes: the kernel (seq_file's mangle_path)
-// writes a space, tab, newline or backslash in a path as \ and three octal
-// digits (\040 for a space).
+// unescape undoes mountinfo's escapes (mangle_path): a space, tab, newline
+// or backslash is \ and three octal digits (\040 for a space).
 func unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
@@ -99,9 +97,14 @@ func unescape(s string) string {
 
 func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
-// ErrNotExist is returned for a tracepoint or event that does not exist. It
-// matches os.ErrNotExist too.
+// ErrNotExist is returned for a tracepoint or event that does not exist,
+// with os.ErrNotExist.
 var ErrNotExist = errors.New("tracefs: no such event")
+
+// wrap is sys.Wrap for tracefs's errors.
+func wrap(err error, format string, args ...any) error {
+	return sys.Wrap("tracefs", err, format, args...)
+}
 
 func file(rel ...string) (string, error) {
 	p, err := Path()

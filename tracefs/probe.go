@@ -29,8 +29,7 @@ const (
 	Uretprobe
 )
 
-// kinds says, for each ProbeKind, its name, the tracefs file that creates
-// its events and the perf PMU (4.17) that opens it without tracefs.
+// kinds says, by ProbeKind, its name, its events' file and its perf PMU.
 var kinds = [...]struct{ name, events, pmu string }{
 	Kprobe:    {"kprobe", "kprobe_events", "kprobe"},
 	Kretprobe: {"kretprobe", "kprobe_events", "kprobe"},
@@ -49,9 +48,8 @@ func (k ProbeKind) String() string {
 	return kinds[k].name
 }
 
-// PMU is the name of the perf event source, under
-// /sys/bus/event_source/devices, that opens probes of this kind: "kprobe"
-// or "uprobe"; "" for a number that is no kind.
+// PMU is the perf event source of /sys/bus/event_source/devices that opens
+// probes of this kind (4.17): "kprobe" or "uprobe"; "" for no kind.
 func (k ProbeKind) PMU() string {
 	if !k.valid() {
 		return ""
@@ -68,21 +66,15 @@ func (k ProbeKind) IsReturn() bool { return k == Kretprobe || k == Uretprobe }
 // ProbeSpec describes a kprobe or uprobe event to create.
 type ProbeSpec struct {
 	Kind ProbeKind
-	// Symbol is the kernel function for kprobes ("do_sys_openat2", or
-	// "module:function"), with Offset bytes into it.
+	// Symbol is a kprobe's function ("do_sys_openat2", "module:function"),
+	// Offset bytes into it.
 	Symbol string
-	// Path is the binary for uprobes, an absolute path, and Offset the file
-	// offset of the instruction to probe. Offset must lie in the file;
-	// that it lies in an executable segment is for the caller to know (prog
-	// checks it in the ELF program headers).
-	Path   string
-	Offset uint64
-	// RefCtrOffset is the file offset of a USDT semaphore the kernel
-	// increments while the uprobe exists (4.20).
-	RefCtrOffset uint64
-	// MaxActive bounds the kretprobe instances in flight (0: the kernel's
-	// default).
-	MaxActive int
+	// Path is a uprobe's binary, absolute, and Offset the instruction's file
+	// offset (prog checks that it is in an executable segment).
+	Path         string
+	Offset       uint64
+	RefCtrOffset uint64 // file offset of a USDT semaphore the kernel increments (4.20)
+	MaxActive    int    // bounds the kretprobe instances in flight (0: the kernel's default)
 }
 
 // ProbeEvent is a kprobe or uprobe event this process created.
@@ -95,13 +87,11 @@ type ProbeEvent struct {
 	removed bool
 }
 
-// Limits of the kernel's parser. Event and group names hold at most
-// MAX_EVENT_NAME_LEN (64) bytes with the NUL, so 63 of text (checked with
-// >= since 6.12, commit 4f7caaaf95a2, and stored in 64-byte buffers
-// before). Symbols are at most KSYM_NAME_LEN (512 since 6.1, 128 before:
-// the kernel refuses what it cannot hold). trace_parse_run_command reads a
-// command in WRITE_BUFSIZE (4096) chunks and takes a line of at most 4094
-// bytes before its newline.
+// Limits of the kernel's parser: names of MAX_EVENT_NAME_LEN (64) with the
+// NUL (checked with >= since 6.12, commit 4f7caaaf95a2; 64-byte buffers
+// before); symbols of KSYM_NAME_LEN (512 since 6.1, 128 before, refused
+// past it); a command line of 4094 bytes before its newline
+// (trace_parse_run_command reads WRITE_BUFSIZE chunks of 4096).
 const (
 	maxName    = 63
 	maxSymbol  = 512
@@ -109,11 +99,11 @@ const (
 )
 
 // ErrInvalid is returned for a symbol, path, name or offset that cannot be
-// handed to the kernel safely; nothing is written.
+// handed to the kernel safely; nothing is written then.
 var ErrInvalid = errors.New("tracefs: invalid probe")
 
-// validName accepts what the kernel's is_good_name does, for group and
-// event names: a letter or underscore, then letters, digits, underscores.
+// validName accepts group and event names as is_good_name does: a letter or
+// '_', then letters, digits and '_'.
 func validName(s string) error {
 	if s == "" || len(s) > maxName {
 		return fmt.Errorf("%w: name %q must be 1 to %d bytes", ErrInvalid, s, maxName)
@@ -126,9 +116,8 @@ func validName(s string) error {
 	return nil
 }
 
-// validSymbol accepts kernel symbol names: letters, digits, '_', '.' (the
-// compiler's foo.isra.0 and foo.cold), and one ':' after a module name.
-// Whitespace, NUL, newlines and the parser's other separators are refused.
+// validSymbol accepts kernel symbols: letters, digits, '_', '.' (foo.isra.0,
+// foo.cold), and one ':' after a module name.
 func validSymbol(s string) error {
 	if s == "" || len(s) > maxSymbol {
 		return fmt.Errorf("%w: symbol %q must be 1 to %d bytes", ErrInvalid, s, maxSymbol)
@@ -150,11 +139,10 @@ func validSymbol(s string) error {
 	return nil
 }
 
-// Check validates s as either door to the kernel takes it, kprobe_events
-// or uprobe_events and the perf PMUs: a known kind; for kprobes a symbol;
-// for uprobes an absolute path to a regular file with no NUL, and offsets
-// inside it; MaxActive only on kretprobes. What only the tracefs text
-// command cannot carry is checked by CreateProbe.
+// Check validates s for both doors, the events files and the perf PMUs: a
+// known kind; a kprobe's symbol; a uprobe's absolute path to a regular
+// file, without NUL, and offsets inside it; MaxActive on kretprobes only.
+// CreateProbe checks what only the text command cannot carry.
 func (s ProbeSpec) Check() error {
 	if !s.Kind.valid() {
 		return fmt.Errorf("%w: kind %d", ErrInvalid, int(s.Kind))
@@ -176,7 +164,7 @@ func (s ProbeSpec) Check() error {
 	}
 	st, err := os.Stat(s.Path)
 	if err != nil {
-		return fmt.Errorf("%s target: %w", s.Kind, err)
+		return fmt.Errorf("tracefs: %s target: %w", s.Kind, err)
 	}
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s is not a regular file", ErrInvalid, s.Path)
@@ -188,11 +176,10 @@ func (s ProbeSpec) Check() error {
 	return nil
 }
 
-// commandPath refuses the bytes of a path that the kernel would not read as
-// part of it in a uprobe_events command: trace_parse_run_command cuts the
-// line at '#' (a comment) and argv_split splits it where the kernel's
-// isspace() says so, which (lib/ctype.c) is \t \n \v \f \r, ' ' and 0xA0,
-// Latin-1's no-break space.
+// commandPath refuses a path's bytes that a uprobe_events command would not
+// read as part of it: trace_parse_run_command cuts at '#', argv_split
+// splits at the kernel's isspace() (lib/ctype.c): \t \n \v \f \r, ' '
+// and 0xA0, Latin-1's no-break space.
 func commandPath(p string) error {
 	for _, c := range []byte(p) {
 		if c >= '\t' && c <= '\r' || c == ' ' || c == 0xa0 || c == '#' {
@@ -204,23 +191,23 @@ func commandPath(p string) error {
 
 var eventSeq atomic.Uint64
 
-// CreateProbe validates spec, writes one line to kprobe_events or
-// uprobe_events, and reads the new event's id. If anything fails after the
-// event was created, it is removed.
+// CreateProbe validates spec, writes a line to kprobe_events or
+// uprobe_events, and reads the new event's id, removing the event if that
+// fails.
 func CreateProbe(spec ProbeSpec) (*ProbeEvent, error) {
 	if err := spec.Check(); err != nil {
 		return nil, err
 	}
 	group, err := Group()
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", spec.Kind, err)
+		return nil, wrap(err, "create %s", spec.Kind)
 	}
 	cmd, name, err := probeCommand(spec, group)
 	if err != nil {
 		return nil, err
 	}
 	if err := writeEvents(spec.Kind, cmd); err != nil {
-		return nil, fmt.Errorf("create %s: %w", spec.Kind, err)
+		return nil, wrap(err, "create %s", spec.Kind)
 	}
 	e := &ProbeEvent{Kind: spec.Kind, Group: group, Name: name}
 	p, err := file("events", e.Group, e.Name, "id")
@@ -229,7 +216,7 @@ func CreateProbe(spec ProbeSpec) (*ProbeEvent, error) {
 	}
 	if err != nil {
 		e.Remove()
-		return nil, fmt.Errorf("create %s: %w", spec.Kind, err)
+		return nil, wrap(err, "create %s", spec.Kind)
 	}
 	return e, nil
 }
@@ -250,8 +237,7 @@ func probeCommand(s ProbeSpec, group string) (cmd, name string, err error) {
 			target += fmt.Sprintf("(%#x)", s.RefCtrOffset)
 		}
 	}
-	// The event name: a number unique in this process, then the symbol or
-	// file name made safe, cut to the kernel's limit.
+	// A number unique in this process, the symbol or file name made safe.
 	safe := []byte("e" + strconv.FormatUint(eventSeq.Add(1), 10) + "_" + base)
 	for i, c := range safe {
 		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
@@ -269,10 +255,9 @@ func probeCommand(s ProbeSpec, group string) (cmd, name string, err error) {
 	return fmt.Sprintf("%s:%s/%s %s", kind, group, name, target), name, nil
 }
 
-// writeEvents writes one command, which must be a single line, to the
-// kind's kprobe_events or uprobe_events. On failure the kernel's error_log
-// (5.4+) often says more than the errno: the entry this write added, if
-// any, is quoted.
+// writeEvents writes one command line to the kind's events file; on
+// failure it quotes what the write added to error_log (5.4+), which says
+// more than the errno.
 func writeEvents(k ProbeKind, cmd string) error {
 	if strings.ContainsAny(cmd, "\n\x00") || len(cmd) > maxCommand {
 		return fmt.Errorf("%w: command %q is not one line of at most %d bytes", ErrInvalid, cmd, maxCommand)
@@ -306,11 +291,10 @@ func errorLog() string {
 	return string(b)
 }
 
-// newError returns the reason of the last error_log entry in after unless
-// before has it too: then the failed write added none, and the entry is an
-// older, unrelated failure. Entries are "[time] trace_kprobe: error:
-// <reason>", then two lines echoing the command with a caret; the time
-// tells two entries with the same text apart.
+// newError returns the reason of after's last error_log entry unless before
+// has it too (an older failure). Entries are "[time] trace_kprobe: error:
+// <reason>", then the command and a caret; the time tells apart two
+// entries of the same text.
 func newError(before, after string) string {
 	lines := strings.Split(after, "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -324,10 +308,9 @@ func newError(before, after string) string {
 	return ""
 }
 
-// Remove deletes the event. Removing twice is harmless, and concurrent
-// calls remove it once. The kernel refuses (EBUSY) while a perf event
-// still uses it: the event then stays, and a later Remove, once that perf
-// event is closed, tries again.
+// Remove deletes the event, once however often it is called. While a perf
+// event uses it the kernel refuses (EBUSY): it stays, and a later Remove
+// tries again.
 func (e *ProbeEvent) Remove() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -341,15 +324,14 @@ func (e *ProbeEvent) Remove() error {
 		return fmt.Errorf("%w: kind %d", ErrInvalid, int(e.Kind))
 	}
 	if err := writeEvents(e.Kind, "-:"+e.Group+"/"+e.Name); err != nil {
-		return fmt.Errorf("remove %s %s/%s (it stays until a Remove succeeds): %w", e.Kind, e.Group, e.Name, err)
+		return wrap(err, "remove %s %s/%s (it stays until a Remove succeeds)", e.Kind, e.Group, e.Name)
 	}
 	e.removed = true
 	return nil
 }
 
-// Events lists, as "group/name", the events now defined in the file that
-// holds probes of kind k: kprobe_events for kprobes and kretprobes,
-// uprobe_events for uprobes and uretprobes.
+// Events lists, as "group/name", the events of kind k's file,
+// kprobe_events or uprobe_events.
 func Events(k ProbeKind) ([]string, error) {
 	if !k.valid() {
 		return nil, fmt.Errorf("%w: kind %d", ErrInvalid, int(k))
@@ -363,7 +345,7 @@ func Events(k ProbeKind) ([]string, error) {
 		return nil, nil // this kernel cannot have any
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tracefs: %w", err)
 	}
 	var out []string
 	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {

@@ -16,17 +16,12 @@ var group struct {
 	err  error
 }
 
-// Group is the group of every event this process creates:
-// bpfkit_<pid namespace>_<pid>_<start time>, with the inode number of the
-// process's PID namespace, its pid in that namespace and its start time in
-// clock ticks since boot. The namespace tells a container's pid 1 from the
-// host's and from another container's; the start time tells a dead
-// process's events from those of a later process with the same pid. The
-// name is at most 7+10+1+10+1+20 = 49 bytes, under the kernel's 63.
-//
-// Group fails, and so does CreateProbe, when /proc cannot say these: a
-// name without them would let another process's Sweep take this live
-// process for dead.
+// Group is the group of this process's events, bpfkit_<pid namespace>_<pid>
+// _<start time>: the PID namespace's inode tells a container's pid 1 from
+// the host's, the start time (clock ticks since boot) a dead process from a
+// later one of the same pid. It is at most 49 bytes, under the kernel's 63.
+// Group, and CreateProbe, fail when /proc cannot say these: without them
+// another process's Sweep could take this live one for dead.
 func Group() (string, error) {
 	group.once.Do(func() {
 		ns, err := pidNamespace()
@@ -36,12 +31,12 @@ func Group() (string, error) {
 		}
 		b, err := os.ReadFile("/proc/self/stat")
 		if err != nil {
-			group.err = fmt.Errorf("event group: %w", err)
+			group.err = fmt.Errorf("tracefs: event group: %w", err)
 			return
 		}
 		start, err := parseStat(b)
 		if err != nil {
-			group.err = fmt.Errorf("event group: /proc/self/stat: %w", err)
+			group.err = fmt.Errorf("tracefs: event group: /proc/self/stat: %w", err)
 			return
 		}
 		group.name = fmt.Sprintf("bpfkit_%d_%d_%d", ns, os.Getpid(), start)
@@ -49,25 +44,23 @@ func Group() (string, error) {
 	return group.name, group.err
 }
 
-// pidNamespace is the inode number of this process's PID namespace, from
-// the link /proc/self/ns/pid ("pid:[4026531836]").
+// pidNamespace is this process's PID namespace's inode ("pid:[4026531836]").
 func pidNamespace() (uint64, error) {
 	l, err := os.Readlink("/proc/self/ns/pid")
 	if err != nil {
-		return 0, fmt.Errorf("event group: pid namespace: %w", err)
+		return 0, fmt.Errorf("tracefs: event group: pid namespace: %w", err)
 	}
 	s, ok := strings.CutPrefix(l, "pid:[")
 	s, ok2 := strings.CutSuffix(s, "]")
 	n, err := strconv.ParseUint(s, 10, 64)
 	if !ok || !ok2 || err != nil {
-		return 0, fmt.Errorf("event group: pid namespace link %q", l)
+		return 0, fmt.Errorf("tracefs: event group: pid namespace link %q", l)
 	}
 	return n, nil
 }
 
-// parseStat reads the start time, field 22, of a /proc/<pid>/stat. The
-// command name (field 2) may hold spaces and parentheses: fields are
-// counted after its last closing parenthesis.
+// parseStat reads the start time, field 22, of a /proc/<pid>/stat, counting
+// after the command name's last ')' (it may hold spaces and parentheses).
 func parseStat(b []byte) (uint64, error) {
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 {
@@ -81,7 +74,7 @@ func parseStat(b []byte) (uint64, error) {
 }
 
 // parseGroup splits bpfkit_<pid namespace>_<pid>_<start>; ok is false for
-// any other name, leading zeros and signs included.
+// any other name, with leading zeros or signs too.
 func parseGroup(g string) (ns, pid, start uint64, ok bool) {
 	parts := strings.Split(g, "_")
 	if len(parts) != 4 || parts[0] != "bpfkit" {
@@ -105,26 +98,23 @@ type Kept struct {
 }
 
 // Sweep removes the kprobe and uprobe events left by bpfkit processes that
-// are gone (killed with SIGKILL, say), and returns them as "group/name".
-// It removes an event only when it can prove the owner dead from here: the
-// group names this process's PID namespace, /proc is that namespace's, and
-// no process there has the group's pid with its start time. Every other
-// event of a bpfkit group it keeps and returns with the reason: an owner
-// alive, an owner in another PID namespace (a container seen from the
-// host, or the host from a container), a group name without a namespace
-// (an older bpfkit), a removal the kernel refused. An error is returned
-// with what was done when a removal failed.
+// are gone (killed, say), and returns them as "group/name". It removes an
+// event only when it can prove the owner dead: the group names this PID
+// namespace, /proc is its, and no process there has the group's pid and
+// start time. It keeps the other bpfkit events, with the reason: an owner
+// alive or in another PID namespace, an older bpfkit's name without a
+// namespace, a removal refused (then with an error).
 func Sweep() (removed []string, kept []Kept, err error) {
 	ns, err := pidNamespace()
 	if err != nil {
-		return nil, nil, fmt.Errorf("sweep: %w", err)
+		return nil, nil, wrap(err, "sweep")
 	}
 	procOK := procIsOurs()
 	var errs []error
 	for _, k := range []ProbeKind{Kprobe, Uprobe} {
 		list, err := Events(k)
 		if err != nil {
-			return removed, kept, errors.Join(append(errs, err)...)
+			return removed, kept, wrap(errors.Join(append(errs, err)...), "sweep")
 		}
 		for _, ev := range list {
 			grp, _, _ := strings.Cut(ev, "/")
@@ -143,12 +133,11 @@ func Sweep() (removed []string, kept []Kept, err error) {
 			removed = append(removed, ev)
 		}
 	}
-	return removed, kept, errors.Join(errs...)
+	return removed, kept, wrap(errors.Join(errs...), "sweep")
 }
 
 // Owner says whether the event "group/name" is a bpfkit event and, if so,
-// whether it is stale: Sweep would remove it, its owner being gone; why
-// says why it would stay.
+// whether it is stale (Sweep would remove it), or why it would stay.
 func Owner(event string) (bpfkit, stale bool, why string) {
 	grp, _, _ := strings.Cut(event, "/")
 	if !strings.HasPrefix(grp, "bpfkit_") {
@@ -162,9 +151,8 @@ func Owner(event string) (bpfkit, stale bool, why string) {
 	return true, why == "", why
 }
 
-// procIsOurs reports whether /proc shows this process's PID namespace: the
-// NSpid line of /proc/self/status (4.1+) lists one pid per namespace from
-// the one /proc belongs to down to the process's own.
+// procIsOurs reports whether /proc is this PID namespace's: the NSpid line
+// of /proc/self/status (4.1+) lists a pid per namespace from /proc's down.
 func procIsOurs() bool {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
@@ -178,8 +166,7 @@ func procIsOurs() bool {
 	return false
 }
 
-// keepReason says why the owner of group grp cannot be proven dead, or ""
-// when it is dead.
+// keepReason says why grp's owner cannot be proven dead, or "" if it is.
 func keepReason(grp string, ns uint64, procOK bool) string {
 	gns, pid, start, ok := parseGroup(grp)
 	switch {

@@ -17,19 +17,16 @@ const (
 	ArgDeref                // in memory at register Reg plus Value
 )
 
-// Arg is one argument of a call site: "-4@%edi" is a signed 4-byte value
-// in register edi, "8@-16(%rbp)" (on arm64 "8@[x29, -16]") 8 bytes at
-// rbp-16, "-4@$5" (on arm64 "-4@5") the constant 5.
+// Arg is one argument of a call site: "-4@%edi" a signed 4-byte value in
+// edi, "8@-16(%rbp)" (arm64: "8@[x29, -16]") 8 bytes at rbp-16, "-4@$5"
+// (arm64: "-4@5") the constant 5.
 type Arg struct {
 	Kind   ArgKind
 	Reg    string // the register as written, without %: "rdi", "eax", "x1", "sp"
 	Value  int64  // ArgConst: the value; ArgDeref: the offset from Reg
 	Size   int    // bytes: 1, 2, 4 or 8
 	Signed bool
-	// PtRegs is the offset of Reg in the kernel's struct pt_regs, the
-	// program's context: the x86_64 one for x86 binaries, 32-bit ones
-	// too, and the arm64 one for arm64 binaries.
-	PtRegs int16
+	PtRegs int16 // Reg's offset in the x86_64 (for all x86) or arm64 struct pt_regs
 }
 
 // ParseArgs parses a call site's arguments ("8@%rdi -4@$5") in the
@@ -39,7 +36,7 @@ func ParseArgs(machine elf.Machine, s string) ([]Arg, error) {
 	for i, f := range splitArgs(s) {
 		a, err := parseArg(machine, f)
 		if err != nil {
-			return nil, fmt.Errorf("argument %d %q: %w", i, f, err)
+			return nil, fmt.Errorf("usdt: argument %d %q: %w", i, f, err)
 		}
 		out = append(out, a)
 	}
@@ -110,8 +107,7 @@ func parseArg(machine elf.Machine, s string) (a Arg, err error) {
 }
 
 // x86Regs names each register, in 64, 32, 16 and 8 bits, before its
-// offset in the x86_64 struct pt_regs, the one 32-bit x86 programs run
-// with too.
+// offset in the x86_64 struct pt_regs, where 32-bit programs' are too.
 const x86Regs = "r15 r15d r15w r15b:0 r14 r14d r14w r14b:8 r13 r13d r13w r13b:16 r12 r12d r12w r12b:24 " +
 	"rbp ebp bp bpl:32 rbx ebx bx bl:40 r11 r11d r11w r11b:48 r10 r10d r10w r10b:56 r9 r9d r9w r9b:64 " +
 	"r8 r8d r8w r8b:72 rax eax ax al:80 rcx ecx cx cl:88 rdx edx dx dl:96 rsi esi si sil:104 " +

@@ -2,7 +2,7 @@ package usdt
 
 import (
 	"debug/elf"
-	"strings"
+	"fmt"
 	"testing"
 )
 
@@ -65,8 +65,7 @@ func TestParseArgs(t *testing.T) {
 		{elf.EM_RISCV, "8@a0", "EM_RISCV"},
 		{x86, "8@%rax 8@%rbx -4@%ecx x", "argument 3"},
 	} {
-		if _, err := ParseArgs(c.m, c.s); err == nil || !strings.Contains(err.Error(), c.err) {
-			t.Errorf("%v %q: %v, want an error about %q", c.m, c.s, err, c.err)
-		}
+		_, err := ParseArgs(c.m, c.s)
+		wantErr(t, fmt.Sprintf("%v %q", c.m, c.s), err, c.err)
 	}
 }

@@ -21,25 +21,23 @@ type Options struct {
 	NoCookies bool
 }
 
-// Builder returns the instructions of the program to run at the call
-// sites that args reads from. Attach calls it once when the kernel has
-// bpf_cookie, else once per call site.
+// Builder returns the program to run at the call sites args reads from,
+// called once with bpf_cookie, else once per site.
 type Builder func(args *Args) ([]Item, error)
 
 // Attachment is one program attached to every call site of a probe, or
 // one program per call site.
 type Attachment struct {
-	// Cookies says that one program serves every site, reading the
-	// arguments' descriptions from an array map at the index in its
-	// bpf_cookie (5.15). Without cookies each site has its own program.
+	// Cookies says one program serves every site, reading the arguments'
+	// descriptions at its bpf_cookie (5.15) in an array map.
 	Cookies  bool
 	Programs []*prog.Program
 	links    []*prog.Link
 	specs    *mapfd.Map
 }
 
-// Close detaches from every site, so that the semaphores count one
-// tracer less, and closes the programs and the map.
+// Close detaches from every site (the semaphores count one tracer less)
+// and closes the programs and the map.
 func (a *Attachment) Close() error {
 	var errs []error
 	for _, l := range a.links {
@@ -52,7 +50,7 @@ func (a *Attachment) Close() error {
 		errs = append(errs, a.specs.Close())
 	}
 	a.links, a.Programs, a.specs = nil, nil, nil
-	return errors.Join(errs...)
+	return sys.Wrap("usdt", errors.Join(errs...), "close")
 }
 
 // Args reads a probe's arguments in a program that runs at its call sites.
@@ -67,16 +65,15 @@ type Args struct {
 // program keeps its own data under r10-Scratch.
 const Scratch = 16
 
-// specSize is the size of one argument's description in the map of
-// argument descriptions: u64 value (constant, or offset to add to the
-// register), u16 pt_regs offset, then u8 kind, shift (64 less the
-// argument's bits), signedness and size.
+// specSize is the size of an argument's description in the map: u64 value
+// (constant, or offset from the register), u16 pt_regs offset, u8 kind,
+// shift (64 less the bits), signedness and size.
 const specSize = 16
 
-// Load returns the instructions of dst = argument n of the call site
-// being run, zero- or sign-extended to 64 bits. ctx is the register that
-// holds the program's context, r6 to r9: Load clobbers r0 to r5 and the
-// Scratch bytes of stack. Memory is read with bpf_probe_read_user.
+// Load returns dst = argument n of the call site being run, zero- or
+// sign-extended to 64 bits, the context in ctx (r6 to r9), clobbering r0
+// to r5 and Scratch bytes of stack (memory is read with
+// bpf_probe_read_user).
 func (a *Args) Load(dst, ctx Register, n int) ([]Item, error) {
 	if n < 0 || n >= a.N || a.specs == nil && n >= len(a.site) || ctx < R6 || ctx > R9 || dst > R9 {
 		return nil, fmt.Errorf("usdt: argument %d into %v with the context in %v: the probe has %d arguments, the context must be in r6 to r9", n, dst, ctx, a.N)
@@ -137,12 +134,10 @@ func (a Arg) load(dst, ctx Register) []Item {
 	return items
 }
 
-// String returns the instructions that copy the NUL-terminated string
-// that argument n points at into the size bytes of stack at r10+buf, with
-// bpf_probe_read_user_str, zeroing the buffer first: the helper leaves
-// the bytes after the NUL as they were, and the string may be a map key.
-// r0 is then its length with the NUL, or a negative error. buf and size
-// are multiples of 8, the buffer below the Scratch bytes.
+// String copies the C string argument n points at into the size bytes at
+// r10+buf (multiples of 8, below Scratch) with bpf_probe_read_user_str,
+// zeroing them first: the helper leaves the tail, and the string may be a
+// map key. r0 is then its length with the NUL, or a negative error.
 func (a *Args) String(ctx Register, n int, buf int16, size int32) ([]Item, error) {
 	if size < 1 || int(buf) < -512 || int(buf)+int(size) > -Scratch || buf%8 != 0 || size%8 != 0 {
 		return nil, fmt.Errorf("usdt: string of %d bytes at r10%+d: want multiples of 8 within r10-512 to r10-%d", size, buf, Scratch)
@@ -165,7 +160,7 @@ func (p *Probe) ParseArgs() ([][]Arg, error) {
 	for _, s := range p.Sites {
 		args, err := ParseArgs(p.file.Machine, s.Args)
 		if err != nil {
-			return nil, fmt.Errorf("usdt: %s in %s, site %#x: %w", p, p.file.Path, s.Address, err)
+			return nil, sys.Wrap("usdt", err, "%s in %s, site %#x", p, p.file.Path, s.Address)
 		}
 		if len(out) > 0 && len(args) != len(out[0]) {
 			return nil, fmt.Errorf("usdt: %s in %s: %d arguments at site %#x, %d at %#x", p, p.file.Path, len(args), s.Address, len(out[0]), p.Sites[0].Address)
@@ -175,9 +170,8 @@ func (p *Probe) ParseArgs() ([][]Arg, error) {
 	return out, nil
 }
 
-// Attach runs the program that build returns at every call site of the
-// probe: one uprobe per site, each with the probe's semaphore as its
-// ref_ctr_offset so that the traced program sees the probe enabled (4.20).
+// Attach runs build's program at every call site of the probe, a uprobe
+// each, with the semaphore as ref_ctr_offset (4.20).
 func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 	if p == nil || build == nil {
 		return nil, errors.New("usdt: Attach needs a probe and a Builder")
@@ -189,7 +183,7 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 	a := &Attachment{}
 	fail := func(err error) (*Attachment, error) {
 		a.Close()
-		return nil, fmt.Errorf("usdt: attach to %s in %s: %w", p, p.file.Path, err)
+		return nil, sys.Wrap("usdt", err, "attach to %s in %s", p, p.file.Path)
 	}
 	// The registers' offsets are those of 64-bit kernels' pt_regs.
 	if regs, err := prog.KernelPtRegs(); len(sites[0]) > 0 && (err != nil || regs.Size != BPF_DW) {
@@ -234,13 +228,11 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 	return a, nil
 }
 
-// Enable sets the probe's semaphore, as attaching to it would, without
-// a uprobe on its call sites, for programs that test one probe's
-// semaphore before firing another: CPython 3.11 to 3.14 fire
-// python:function__entry only while python:line is enabled (CPython
-// gh-98894), and a uprobe on python:line would trap at every line. The
-// uprobe, whose program does nothing, is on the executable's entry point,
-// which a process runs once, at its start.
+// Enable sets the probe's semaphore without a uprobe on its sites, for
+// programs that test one probe's semaphore to fire another: CPython 3.11
+// to 3.14 fire python:function__entry only while python:line is enabled
+// (gh-98894), whose uprobe would trap every line. The uprobe, of a program
+// doing nothing, is on the entry point, which a process runs once.
 func Enable(p *Probe, o Options) (*Attachment, error) {
 	if p == nil || p.file == nil || len(p.Sites) == 0 {
 		return nil, errors.New("usdt: Enable needs a probe of a File")

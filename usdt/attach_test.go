@@ -310,6 +310,21 @@ func TestSemaphore(t *testing.T) {
 	}
 }
 
+// wantErr fails t unless err is non-nil, starts with "usdt: " (every error
+// usdt returns does) and holds every part.
+func wantErr(t *testing.T, what string, err error, parts ...string) {
+	t.Helper()
+	if err == nil || !strings.HasPrefix(err.Error(), "usdt: ") {
+		t.Errorf("%s: %v, want an error starting with \"usdt: \"", what, err)
+		return
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: error %q does not say %q", what, err, p)
+		}
+	}
+}
+
 // TestBadInput: arguments the probe does not have, a context outside
 // r6-r9, a string buffer over the scratch stack or misaligned, and probes
 // that are not a File's are refused, without a panic.
@@ -319,25 +334,20 @@ func TestBadInput(t *testing.T) {
 		dst, ctx Register
 		n        int
 	}{{R0, R6, 2}, {R0, R6, -1}, {R0, R1, 0}, {R10, R6, 0}} {
-		if _, err := a.Load(c.dst, c.ctx, c.n); err == nil {
-			t.Errorf("Load(%v, %v, %d) accepted", c.dst, c.ctx, c.n)
-		}
+		_, err := a.Load(c.dst, c.ctx, c.n)
+		wantErr(t, fmt.Sprintf("Load(%v, %v, %d)", c.dst, c.ctx, c.n), err)
 	}
-	if _, err := (&Args{N: 1}).Load(R0, R6, 0); err == nil {
-		t.Error("Args of no site accepted")
-	}
+	_, err := (&Args{N: 1}).Load(R0, R6, 0)
+	wantErr(t, "Load of Args of no site", err)
 	build := func(*Args) ([]Item, error) { return nil, nil }
 	for _, p := range []*Probe{nil, {}, {Provider: "p", Name: "n", Sites: []Site{{}}}} {
-		if _, err := Attach(p, Options{}, build); err == nil {
-			t.Errorf("Attach(%v) accepted", p)
-		}
-		if _, err := Enable(p, Options{}); err == nil {
-			t.Errorf("Enable(%v) accepted", p)
-		}
+		_, err := Attach(p, Options{}, build)
+		wantErr(t, fmt.Sprintf("Attach(%v)", p), err)
+		_, err = Enable(p, Options{})
+		wantErr(t, fmt.Sprintf("Enable(%v)", p), err)
 	}
 	for _, c := range [][2]int{{-16, 8}, {-36, 16}, {-40, 12}, {-520, 8}, {-40, 0}} {
-		if _, err := a.String(R6, 0, int16(c[0]), int32(c[1])); err == nil {
-			t.Errorf("a string buffer of %d bytes at r10%+d accepted", c[1], c[0])
-		}
+		_, err := a.String(R6, 0, int16(c[0]), int32(c[1]))
+		wantErr(t, fmt.Sprintf("a string buffer of %d bytes at r10%+d", c[1], c[0]), err)
 	}
 }

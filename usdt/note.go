@@ -9,8 +9,7 @@ import (
 	"strings"
 )
 
-// ErrNoProbes is returned by Open for an ELF file without a .note.stapsdt
-// section: a binary built without sys/sdt.h probes, or stripped of them.
+// ErrNoProbes is returned by Open for an ELF file without .note.stapsdt.
 var ErrNoProbes = errors.New("usdt: no USDT probes")
 
 // File is the USDT probes of one ELF executable or shared library.
@@ -22,9 +21,8 @@ type File struct {
 	entry   uint64 // file offset of the entry point, or 0
 }
 
-// Probe is one provider:name and its call sites: the compiler emits a
-// site, and a note, for every place the probe macro is expanded, inlined
-// or not.
+// Probe is one provider:name and its call sites, a site (and note) per
+// expansion of the probe macro.
 type Probe struct {
 	Provider, Name string
 	Sites          []Site
@@ -38,9 +36,8 @@ func (p *Probe) String() string { return p.Provider + ":" + p.Name }
 type Site struct {
 	Address uint64 `json:"address"` // link-time address of the site's nop, adjusted for prelink
 	Offset  uint64 `json:"offset"`  // its offset in the file: where the uprobe goes
-	// Semaphore is the link-time address of the probe's semaphore, a
-	// counter the traced program reads to skip preparing the arguments
-	// while no tracer is attached; 0 when the probe has none.
+	// Semaphore is the link-time address of the probe's semaphore, which
+	// the traced program reads to skip the probe untraced; 0 for none.
 	Semaphore uint64 `json:"semaphore"`
 	Args      string `json:"args"` // the arguments as the note writes them: "-4@%edi 8@-16(%rbp)"
 }
@@ -51,10 +48,9 @@ type note struct {
 	provider, name, args string
 }
 
-// Open reads the probes of the ELF file at path: 64- or 32-bit,
-// little-endian. Addresses are adjusted when the file was prelinked (the
-// .stapsdt.base section moved from where the notes say it was) and turned
-// into file offsets through the program headers.
+// Open reads the probes of the little-endian ELF file at path, adjusting
+// the addresses of a prelinked file (.stapsdt.base moved from where the
+// notes say) and turning them into file offsets.
 func Open(path string) (*File, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -80,8 +76,6 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("usdt: %s: .note.stapsdt: %w", path, err)
 	}
-	// Prelink moves the sections: each note says where .stapsdt.base was
-	// when it was written, and the addresses move as far as it has.
 	var base uint64
 	if s := f.Section(".stapsdt.base"); s != nil {
 		base = s.Addr
@@ -150,9 +144,8 @@ func parseNotes(b []byte, addrSize int) ([]note, error) {
 	return out, nil
 }
 
-// offset turns the address addr into a file offset through the loadable
-// segment holding it in its file part, which must have the permission
-// flags of want.
+// offset turns addr into a file offset through the loadable segment
+// holding it in its file part, which must have the flags of want.
 func (f *File) offset(addr uint64, want elf.ProgFlag) (uint64, error) {
 	for _, p := range f.progs {
 		if p.Type != elf.PT_LOAD || addr < p.Vaddr || addr-p.Vaddr >= p.Memsz {
@@ -170,9 +163,8 @@ func (f *File) offset(addr uint64, want elf.ProgFlag) (uint64, error) {
 }
 
 // semaphore is the file offset of the site's semaphore, the uprobe's
-// ref_ctr_offset. The kernel counts only through a private writable
-// mapping of the probed file (valid_ref_ctr_vma, 4.20): a semaphore
-// elsewhere would never be set.
+// ref_ctr_offset, which the kernel counts only in a writable mapping of the
+// file (valid_ref_ctr_vma, 4.20).
 func (p *Probe) semaphore(s Site) (uint64, error) {
 	if s.Semaphore == 0 {
 		return 0, nil

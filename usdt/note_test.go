@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -353,33 +354,29 @@ func TestSemaphoreNotMapped(t *testing.T) {
 		}
 		p, _ := f.Probe("bpfkit:str")
 		_, err = Attach(p, Options{}, func(*Args) ([]insn.Item, error) { t.Fatal("built a program"); return nil, nil })
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "semaphore") {
-			t.Errorf("semaphore at %#x: %v, want an error saying %q", addr, err, want)
-		}
+		wantErr(t, fmt.Sprintf("semaphore at %#x", addr), err, want, "semaphore")
 	}
 }
 
 // TestErrors: no notes, no such probe, no ELF.
 func TestErrors(t *testing.T) {
 	exe, _ := os.Executable()
-	if _, err := Open(exe); !errors.Is(err, ErrNoProbes) || !strings.Contains(err.Error(), ".note.stapsdt") {
-		t.Errorf("a Go binary: %v", err)
+	_, err := Open(exe)
+	wantErr(t, "a Go binary", err, ".note.stapsdt")
+	if !errors.Is(err, ErrNoProbes) {
+		t.Errorf("a Go binary: %v, want ErrNoProbes", err)
 	}
-	if _, err := Open("testdata/sdt.c"); err == nil {
-		t.Error("a C source opened as an ELF file")
-	}
+	_, err = Open("testdata/sdt.c")
+	wantErr(t, "a C source opened as an ELF file", err)
 	f, err := Open(buildSDT(t, "gcc", "gcc"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.Probe("bpfkit:nope")
-	if err == nil || !strings.Contains(err.Error(), "bpfkit:args, bpfkit:str") {
-		t.Errorf("missing probe: %v", err)
-	}
+	wantErr(t, "missing probe", err, "bpfkit:args, bpfkit:str")
 	bad := &Probe{Provider: "p", Name: "n", file: f, Sites: []Site{{Address: 0x1234, Args: "8@%rax 8@sym(%rip)"}}}
-	if _, err := bad.ParseArgs(); err == nil || !strings.Contains(err.Error(), "p:n") || !strings.Contains(err.Error(), "0x1234") {
-		t.Errorf("bad argument: %v, want an error naming the probe and site", err)
-	}
+	_, err = bad.ParseArgs()
+	wantErr(t, "bad argument", err, "p:n", "0x1234")
 }
 
 // FuzzNotes: any section content is parsed or refused, never a panic, and

@@ -23,6 +23,7 @@ import (
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/sys"
 	"github.com/bpfkit/bpfkit/tracefs"
 )
 
@@ -148,7 +149,7 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, maxEvents int) error {
 		how = fmt.Sprintf("this kernel has no BPF perf links (Linux 5.15 adds them, with bpf_cookie): one program per event, %d", len(events))
 	}
 	t.Started("counting %d events (%s)", len(events), how)
-	ncpu, err := mapfd.PossibleCPUs()
+	ncpu, err := sys.PossibleCPUs()
 	if err != nil {
 		return err
 	}

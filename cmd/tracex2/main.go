@@ -15,6 +15,7 @@ import (
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/sys"
 )
 
 func main() {
@@ -109,7 +110,7 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, top int) error {
 	t.Started("counting freed packets (skb:kfree_skb) and write() sizes")
 	seenFreed := map[uint64]uint64{}
 	var seenSizes [slots]uint64
-	ncpu, err := mapfd.PossibleCPUs()
+	ncpu, err := sys.PossibleCPUs()
 	if err != nil {
 		return err
 	}

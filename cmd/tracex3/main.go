@@ -21,6 +21,7 @@ import (
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/sys"
 )
 
 func main() {
@@ -191,7 +192,7 @@ type heatmap struct {
 // read sums every CPU's count of each slot and returns what the interval
 // added.
 func (h *heatmap) read() ([]uint64, error) {
-	n, err := mapfd.PossibleCPUs()
+	n, err := sys.PossibleCPUs()
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/sys"
 	"github.com/bpfkit/bpfkit/tracefs"
 )
 
@@ -95,7 +96,7 @@ func run(ctx context.Context, t *tool.Tool, pid uint32) error {
 	}
 
 	t.Started("counting the sizes of %s, asked and written", fn)
-	ncpu, err := mapfd.PossibleCPUs()
+	ncpu, err := sys.PossibleCPUs()
 	if err != nil {
 		return err
 	}

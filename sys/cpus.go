@@ -1,0 +1,70 @@
+package sys
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+var possible struct {
+	once sync.Once
+	n    int
+	err  error
+}
+
+// PossibleCPUs is the number of CPUs the kernel could ever bring online, read
+// once from /sys/devices/system/cpu/possible ("0-3", "0,2-5"). Per-CPU maps
+// hold that many values: the highest CPU number plus one counts, not the
+// number of CPUs listed.
+func PossibleCPUs() (int, error) {
+	possible.once.Do(func() {
+		cpus, err := readCPUList("possible")
+		if err == nil {
+			possible.n = cpus[len(cpus)-1] + 1
+		}
+		possible.err = err
+	})
+	return possible.n, possible.err
+}
+
+// OnlineCPUs lists the CPUs online now, from /sys/devices/system/cpu/online.
+func OnlineCPUs() ([]int, error) { return readCPUList("online") }
+
+func readCPUList(which string) ([]int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/" + which)
+	if err != nil {
+		return nil, fmt.Errorf("sys: %s CPUs: %w", which, err)
+	}
+	return ParseCPUList(string(b))
+}
+
+// MaxCPUs bounds the CPU numbers ParseCPUList accepts: the largest
+// CONFIG_NR_CPUS any architecture's Kconfig allows.
+const MaxCPUs = 8192
+
+// ParseCPUList expands a kernel CPU list such as "0-3,5" into the CPU
+// numbers, in order; numbers must be below MaxCPUs.
+func ParseCPUList(s string) ([]int, error) {
+	var cpus []int
+	for part := range strings.SplitSeq(strings.TrimSpace(s), ",") {
+		lo, top, isRange := strings.Cut(part, "-")
+		if !isRange {
+			top = lo
+		}
+		// In 64 bits: a 32-bit int cannot hold what a bad list may say.
+		a, err1 := strconv.ParseInt(lo, 10, 64)
+		b, err2 := strconv.ParseInt(top, 10, 64)
+		if err1 != nil || err2 != nil || a < 0 || b < a || len(cpus) > 0 && a <= int64(cpus[len(cpus)-1]) {
+			return nil, fmt.Errorf("sys: bad CPU list %q", s)
+		}
+		if b >= MaxCPUs {
+			return nil, fmt.Errorf("sys: CPU list %q: CPU %d is not below %d, the most a kernel can have", s, b, MaxCPUs)
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, int(c))
+		}
+	}
+	return cpus, nil
+}
