@@ -12,6 +12,7 @@ import (
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/tracefs"
 	"golang.org/x/sys/unix"
 )
 
@@ -141,6 +142,18 @@ func TestTypeString(t *testing.T) {
 	}
 	if got := mapfd.PerCPUHash.String(); got != "percpu_hash" {
 		t.Fatalf("mapfd.PerCPUHash.String() = %q", got)
+	}
+}
+
+// TestProbesSupportedNoKind: a kind that is none has no events file, and
+// ProbesSupported must not find the tracefs directory in its place.
+func TestProbesSupportedNoKind(t *testing.T) {
+	for _, k := range []tracefs.ProbeKind{-1, 99} {
+		err := prog.ProbesSupported(k)
+		wantErr(t, "ProbesSupported of a kind that is none", err, "probe kind")
+		if !errors.Is(err, tracefs.ErrInvalid) {
+			t.Fatalf("ProbesSupported(%d): %v, want tracefs.ErrInvalid", int(k), err)
+		}
 	}
 }
 

@@ -146,8 +146,13 @@ func openPMUEvent(p pmu, spec tracefs.ProbeSpec, pid, cpu int) (int, error) {
 
 // ProbesSupported says whether this kernel makes probes of kind k, through
 // a perf PMU (4.17) or kprobe_events or uprobe_events: nil if so, else an
-// error wrapping sys.ErrNotSupported that names what is missing.
+// error wrapping sys.ErrNotSupported that names what is missing (or
+// tracefs.ErrInvalid for a kind that is none).
 func ProbesSupported(k tracefs.ProbeKind) error {
+	file := k.EventsFile()
+	if file == "" {
+		return fmt.Errorf("prog: probe kind %d: %w", int(k), tracefs.ErrInvalid)
+	}
 	pmu, err := probePMU(k)
 	if err != nil || pmu.typ != 0 {
 		return wrap(err, "%s PMU", k.PMU())
@@ -155,10 +160,6 @@ func ProbesSupported(k tracefs.ProbeKind) error {
 	dir, err := tracefs.Path()
 	if err != nil {
 		return fmt.Errorf("prog: %ss: %w", k.PMU(), err)
-	}
-	file := "uprobe_events"
-	if !k.IsUprobe() {
-		file = "kprobe_events"
 	}
 	if _, err := os.Stat(dir + "/" + file); err == nil {
 		return nil

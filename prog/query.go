@@ -111,8 +111,8 @@ func QueryFD(pid, fd int) (*FDAttachment, error) {
 }
 
 func nameOf(names []string, v uint32) string {
-	if int(v) < len(names) {
+	if v < uint32(len(names)) {
 		return names[v]
 	}
-	return strconv.Itoa(int(v))
+	return strconv.FormatUint(uint64(v), 10)
 }

@@ -1,7 +1,9 @@
 package sys_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -49,6 +51,40 @@ func TestCommandOutOfRange(t *testing.T) {
 	for _, cmd := range []int{-1, 36, 1 << 20, unix.BPF_PROG_LOAD} {
 		err := sys.MapElemNoSleep(cmd, &sys.MapElemAttr{})
 		wantErr(t, "MapElemNoSleep", err, unix.EINVAL, "not an element command")
+	}
+}
+
+// TestNamesOutOfRange: the name tables' bound checks compared int(v) with
+// their length, and on 32-bit ports int(v) of a uint32 v >= 1<<31 is
+// negative: the check passed and the index panicked (mapfd.Type(^uint32(0))
+// .String() on 386). The journal names an event type and an epoll op the
+// same way.
+func TestNamesOutOfRange(t *testing.T) {
+	var buf bytes.Buffer
+	sys.SetJournal(&buf)
+	defer sys.SetJournal(nil)
+	for _, v := range []uint32{1 << 31, ^uint32(0)} {
+		want := fmt.Sprint(v)
+		for name, f := range map[string]func(uint32) string{
+			"MapTypeName": sys.MapTypeName, "ProgTypeName": sys.ProgTypeName, "AttachTypeName": sys.AttachTypeName,
+		} {
+			if got := f(v); got != want {
+				t.Errorf("%s(%d) = %q, want %q", name, v, got, want)
+			}
+		}
+		attr := unix.PerfEventAttr{Type: v}
+		if fd, err := sys.PerfEventOpen(&attr, -1, 0, -1, 0); err == nil {
+			unix.Close(fd)
+			t.Errorf("perf_event_open of type %d succeeded", v)
+		}
+		if err := sys.EpollCtl(-1, int(int32(v)), -1, 0, 0); err == nil {
+			t.Errorf("epoll_ctl op %d on fd -1 succeeded", int32(v))
+		}
+		for _, line := range []string{"perf_event_open(type=" + want + " ", "epoll_ctl(-1, " + want + ", "} {
+			if !strings.Contains(buf.String(), line) {
+				t.Errorf("journal lacks %q:\n%s", line, buf.String())
+			}
+		}
 	}
 }
 

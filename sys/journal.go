@@ -191,7 +191,7 @@ func ProgTypeName(t uint32) string { return lookupName(progTypeNames, t) }
 func AttachTypeName(t uint32) string { return lookupName(attachTypeNames, t) }
 
 func lookupName(names []string, v uint32) string {
-	if int(v) < len(names) && names[v] != "" {
+	if v < uint32(len(names)) && names[v] != "" {
 		return names[v]
 	}
 	return fmt.Sprint(v)

@@ -3,11 +3,11 @@ package sys
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -72,16 +72,7 @@ func perfEventOpen(attr *unix.PerfEventAttr, target string, pid, cpu, groupFD, f
 // what it probes: "type=kprobe config=0x0 kprobe_func="do_sys_openat2"
 // probe_offset=0x0".
 func describePerf(attr *unix.PerfEventAttr, target string) string {
-	names := [...]string{"hardware", "software", "tracepoint", "hw_cache", "raw", "breakpoint"}
-	typ := fmt.Sprint(attr.Type)
-	if int(attr.Type) < len(names) {
-		typ = names[attr.Type]
-	}
-	for _, pmu := range []string{"kprobe", "uprobe"} {
-		if attr.Type == pmuType(pmu) {
-			typ = pmu
-		}
-	}
+	typ := pmuName(attr.Type)
 	s := fmt.Sprintf("type=%s config=%#x", typ, attr.Config)
 	switch {
 	case target == "":
@@ -92,6 +83,34 @@ func describePerf(attr *unix.PerfEventAttr, target string) string {
 	}
 	return s
 }
+
+// pmuName names perf event type t: a PERF_TYPE_* of the uapi, else the PMU
+// of /sys/bus/event_source/devices registered with that type, else t.
+func pmuName(t uint32) string {
+	fixed := [...]string{"hardware", "software", "tracepoint", "hw_cache", "raw", "breakpoint"}
+	if t < uint32(len(fixed)) {
+		return fixed[t]
+	}
+	if name, ok := pmuNames()[t]; ok {
+		return name
+	}
+	return fmt.Sprint(t)
+}
+
+// pmuNames maps the type of each PMU in /sys/bus/event_source/devices to
+// its name, read once.
+var pmuNames = sync.OnceValue(func() map[uint32]string {
+	const dir = "/sys/bus/event_source/devices/"
+	m := map[uint32]string{}
+	devs, _ := os.ReadDir(dir)
+	for _, d := range devs {
+		b, _ := os.ReadFile(dir + d.Name() + "/type")
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32); err == nil {
+			m[uint32(n)] = d.Name()
+		}
+	}
+	return m
+})
 
 // PerfEventSetBPF is the PERF_EVENT_IOC_SET_BPF ioctl (4.1): it attaches the
 // program to the perf event. The program stays attached until the event's
@@ -120,26 +139,12 @@ func perfPermHint(attr *unix.PerfEventAttr) string {
 		paranoid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
 	switch {
-	case attr.Type == pmuType("uprobe"):
+	case pmuName(attr.Type) == "uprobe":
 		return permHint(CAP_SYS_ADMIN) + " (the uprobe PMU needs it)"
 	case paranoid >= 3:
 		return permHint(CAP_SYS_ADMIN) + fmt.Sprintf(" (kernel.perf_event_paranoid is %d, Debian's level that needs it)", paranoid)
 	}
 	return permHint(CAP_PERFMON) + fmt.Sprintf("; see also kernel.perf_event_paranoid (%d)", paranoid)
-}
-
-// pmuType is the type number of the perf PMU name, from sysfs, or
-// math.MaxUint32 if there is none.
-func pmuType(name string) uint32 {
-	b, err := os.ReadFile("/sys/bus/event_source/devices/" + name + "/type")
-	if err != nil {
-		return math.MaxUint32
-	}
-	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
-	if err != nil {
-		return math.MaxUint32
-	}
-	return uint32(n)
 }
 
 func perfIoctl(fd int, req uint, arg int, op string) error {

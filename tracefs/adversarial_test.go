@@ -35,8 +35,8 @@ func TestAdversarialKinds(t *testing.T) {
 		if k.String() != want && !(k == math.MinInt && strings.HasPrefix(k.String(), "ProbeKind(-")) {
 			t.Errorf("ProbeKind(%d).String() = %q, want %q", int(k), k.String(), want)
 		}
-		if k != tracefs.Uretprobe && (k.PMU() != "" || k.IsUprobe() || k.IsReturn()) {
-			t.Errorf("ProbeKind(%d): PMU %q, IsUprobe %v, IsReturn %v", int(k), k.PMU(), k.IsUprobe(), k.IsReturn())
+		if k != tracefs.Uretprobe && (k.PMU() != "" || k.EventsFile() != "" || k.IsUprobe() || k.IsReturn()) {
+			t.Errorf("ProbeKind(%d): PMU %q, EventsFile %q, IsUprobe %v, IsReturn %v", int(k), k.PMU(), k.EventsFile(), k.IsUprobe(), k.IsReturn())
 		}
 		if k == tracefs.Uretprobe {
 			continue

@@ -57,6 +57,15 @@ func (k ProbeKind) PMU() string {
 	return kinds[k].pmu
 }
 
+// EventsFile is the tracefs file that makes events of this kind:
+// "kprobe_events" or "uprobe_events"; "" for no kind.
+func (k ProbeKind) EventsFile() string {
+	if !k.valid() {
+		return ""
+	}
+	return kinds[k].events
+}
+
 // IsUprobe reports whether k probes user space.
 func (k ProbeKind) IsUprobe() bool { return k == Uprobe || k == Uretprobe }
 
