@@ -77,14 +77,7 @@ func NewObjName(name string) (ObjName, error) {
 }
 
 // String is the name up to its NUL.
-func (n ObjName) String() string {
-	for i, c := range n {
-		if c == 0 {
-			return string(n[:i])
-		}
-	}
-	return string(n[:])
-}
+func (n ObjName) String() string { return unix.ByteSliceToString(n[:]) }
 
 // MapCreateAttr is the BPF_MAP_CREATE member of union bpf_attr.
 type MapCreateAttr struct {

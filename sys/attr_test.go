@@ -3,6 +3,7 @@ package sys
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
 	"reflect"
 	"strings"
@@ -443,8 +444,35 @@ func TestKernelAttrSize(t *testing.T) {
 	if want > AttrSize {
 		t.Fatalf("this kernel's union bpf_attr is %d bytes, larger than AttrSize %d", want, AttrSize)
 	}
-	if got := kernelAttrSize(); uint32(got) != want {
-		t.Fatalf("probed sizeof(union bpf_attr) = %d, BTF says %d", got, want)
+	if got, err := kernelAttrSize(); uint32(got) != want || err != nil {
+		t.Fatalf("probed sizeof(union bpf_attr) = %d (%v), BTF says %d", got, err, want)
+	}
+}
+
+// TestAttrSizeJournalFails: when the journal could not record the first
+// size probe, its ENOSPC was taken for the kernel's answer and AttrSize was
+// cached for good. Now the call fails with ErrJournal and nothing is cached.
+func TestAttrSizeJournalFails(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer full.Close()
+	attrSize.Store(0)
+	SetJournal(full)
+	fd, err := MapCreate(&MapCreateAttr{MapType: unix.BPF_MAP_TYPE_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	SetJournal(nil)
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+	if !errors.Is(err, ErrJournal) || !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("MapCreate journaled to /dev/full: %d, %v, want ErrJournal with ENOSPC", fd, err)
+	}
+	if n := attrSize.Load(); n != 0 {
+		t.Fatalf("sizeof(union bpf_attr) cached as %d from a probe the journal failed to record", n)
+	}
+	if _, err := kernelAttrSize(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -481,7 +509,7 @@ func TestProgQueryFullAttr(t *testing.T) {
 
 	attr := ProgQueryAttr{TargetFD: uint32(cg), AttachType: unix.BPF_CGROUP_INET_INGRESS, ProgCnt: 0xa5a5a5a5}
 	raw = unsafe.Slice((*byte)(unsafe.Pointer(&attr)), AttrSize)
-	size := kernelAttrSize()
+	size, _ := kernelAttrSize()
 	fill(raw[size:])
 	if err := ProgQuery(&attr); err != nil {
 		t.Fatal(err)
@@ -493,4 +521,26 @@ func TestProgQueryFullAttr(t *testing.T) {
 		t.Fatalf("prog_cnt %#x: the kernel did not write its answer into the attr", attr.ProgCnt)
 	}
 	t.Logf("kernel attr size %d, revision %d", size, attr.Revision)
+}
+
+// TestCStrings: the journal's strings and object names end at the first
+// NUL; a string with none in its first 256 bytes is cut there and marked.
+func TestCStrings(t *testing.T) {
+	long := strings.Repeat("a", 300)
+	gpl, _ := StringPointer("GPL")
+	lp, _ := StringPointer(long)
+	if got := cString(gpl); got != "GPL" {
+		t.Errorf("cString(GPL) = %q", got)
+	}
+	if got := cString(lp); got != long[:256]+"..." {
+		t.Errorf("cString of 300 bytes = %q", got)
+	}
+	if got := cString(Pointer{}); got != "" {
+		t.Errorf("cString(nil) = %q", got)
+	}
+	n, _ := NewObjName("ret0")
+	full := ObjName([]byte("sixteen_bytes_xx"))
+	if n.String() != "ret0" || full.String() != "sixteen_bytes_xx" {
+		t.Errorf("ObjName strings %q, %q", n.String(), full.String())
+	}
 }

@@ -20,19 +20,23 @@ func doCall(cmd int, attr unsafe.Pointer, noSleep bool) (int, error) {
 		return -1, &Error{Op: cmdName(cmd), Errno: unix.EFAULT, Hint: "nil attr"}
 	}
 	j := journal.Load()
+	if j != nil && j.broken != nil {
+		return -1, j.broken
+	}
+	size, err := kernelAttrSize()
+	if err != nil {
+		return -1, err
+	}
 	var start time.Time
 	if j != nil {
-		if j.broken != nil {
-			return -1, j.broken
-		}
 		start = time.Now()
 	}
 	var r uintptr
 	var errno unix.Errno
 	if noSleep {
-		r, _, errno = unix.RawSyscall(unix.SYS_BPF, uintptr(cmd), uintptr(attr), kernelAttrSize())
+		r, _, errno = unix.RawSyscall(unix.SYS_BPF, uintptr(cmd), uintptr(attr), size)
 	} else {
-		r, _, errno = unix.Syscall(unix.SYS_BPF, uintptr(cmd), uintptr(attr), kernelAttrSize())
+		r, _, errno = unix.Syscall(unix.SYS_BPF, uintptr(cmd), uintptr(attr), size)
 	}
 	if j != nil {
 		if err := j.record("bpf", describe(cmd, attr), int(r), errno, time.Since(start)); err != nil {
@@ -55,9 +59,10 @@ func doCall(cmd int, attr unsafe.Pointer, noSleep bool) (int, error) {
 // before the command, so a command that does not exist answers E2BIG for a
 // non-zero byte past the union, EINVAL inside it; the union is aligned(8).
 // Without privilege (EPERM first) AttrSize is passed: correct, slower.
-func kernelAttrSize() uintptr {
+// A probe the journal failed to record is an error, and nothing is cached.
+func kernelAttrSize() (uintptr, error) {
 	if n := attrSize.Load(); n != 0 {
-		return uintptr(n)
+		return uintptr(n), nil
 	}
 	var probe [AttrSize]byte
 	lo, hi := 8, AttrSize // the kernel's size lies in [lo, hi]
@@ -74,6 +79,9 @@ func kernelAttrSize() uintptr {
 				}
 				return int(r), nil
 			})
+		if errors.Is(err, ErrJournal) {
+			return 0, err
+		}
 		errno := errnoOf(err)
 		probe[mid] = 0
 		switch errno {
@@ -86,7 +94,7 @@ func kernelAttrSize() uintptr {
 		}
 	}
 	attrSize.Store(uint32(hi))
-	return uintptr(hi)
+	return uintptr(hi), nil
 }
 
 // invalidCmd is no bpf(2) command, for probing.
@@ -118,12 +126,12 @@ func safeFD(fd int, op string) (int, error) {
 	if fd > 2 {
 		return fd, nil
 	}
-	nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+	nfd, err := Dup(fd)
 	unix.Close(fd)
-	if err != nil {
-		return -1, &Error{Op: op + " (moving fd above 2)", Errno: err.(unix.Errno)}
+	if e, ok := err.(*Error); ok {
+		e.Op = op + " (moving fd above 2)"
 	}
-	return nfd, nil
+	return nfd, err
 }
 
 // enoent holds one ENOENT error per command: a lookup miss or the end of a

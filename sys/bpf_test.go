@@ -409,10 +409,13 @@ func TestRawTracepointOpen(t *testing.T) {
 }
 
 // TestFDHygiene: with fds 0-2 closed, new BPF fds still land above 2, and
-// every BPF fd is close-on-exec.
+// every BPF fd is close-on-exec. The fcntl that moves one is journaled.
 func TestFDHygiene(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
+	var journal bytes.Buffer
+	sys.SetJournal(&journal)
+	defer sys.SetJournal(nil)
 	var saved [3]int
 	for i := range saved {
 		var err error
@@ -437,6 +440,11 @@ func TestFDHygiene(t *testing.T) {
 	defer unix.Close(pfd)
 	if free0 == nil {
 		t.Error("fd 0 was left in use")
+	}
+	want := fmt.Sprintf(`(?m)^bpf\(BPF_MAP_CREATE, .*\) = 0 <.*>\nfcntl\(0, F_DUPFD_CLOEXEC, 3\) = %d <.*>\n`+
+		`bpf\(BPF_PROG_LOAD, .*\) = 0 <.*>\nfcntl\(0, F_DUPFD_CLOEXEC, 3\) = %d <`, mfd, pfd)
+	if !regexp.MustCompile(want).MatchString(journal.String()) {
+		t.Errorf("journal does not match %s:\n%s", want, journal.String())
 	}
 	for _, fd := range []int{mfd, pfd} {
 		if fd <= 2 {

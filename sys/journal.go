@@ -170,10 +170,8 @@ func cString(p Pointer) string {
 		return ""
 	}
 	b := unsafe.Slice((*byte)(p.ptr), 256)
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
+	if s := unix.ByteSliceToString(b); len(s) < len(b) {
+		return s
 	}
 	return string(b) + "..."
 }
