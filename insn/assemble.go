@@ -31,7 +31,7 @@ func Assemble(items []Item) ([]Instruction, error) {
 	labels := make(map[string]int)
 	pc := 0
 	for n := range items {
-		it := &items[n] // an Item is ~56 bytes: do not copy it
+		it := &items[n] // an Item is several words: do not copy it
 		switch it.kind {
 		case kindLabel:
 			if it.name == "" {

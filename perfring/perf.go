@@ -522,7 +522,12 @@ func samples(ring *perfRing, off, left uint64, f func(Record) error) (int, error
 	return count, nil
 }
 
-// Among the best of 1-8 KiB ahead in chunks of 256 bytes to 2 KiB.
+// How far ahead, and in what chunks, samples prefetches: far enough that
+// the lines arrive from the writing CPU's cache before the loop reaches
+// them, near enough that they are still cached when it does; chunks large
+// enough that the prefetch instructions cost little beside the records
+// they cover. BenchmarkRead, whose records are written on other CPUs, is
+// what chose them.
 const (
 	prefetchAhead = 2048
 	prefetchChunk = 1024

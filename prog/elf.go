@@ -8,8 +8,8 @@ import (
 
 // elfFile is what prog reads of a little-endian ELF64 or ELF32 file: the
 // program headers (for the vDSO's notes and uprobes' file offsets) and the
-// function symbols. debug/elf, with debug/dwarf and decompressors, would
-// add a few hundred kilobytes to every program that imports prog.
+// function symbols. debug/elf brings debug/dwarf and decompressors with
+// it, far more code than this, into every program that imports prog.
 type elfFile struct {
 	r     io.ReaderAt
 	wide  bool // ELF64
