@@ -411,11 +411,13 @@ func Unpin(path string) error { return sys.Wrap("mapfd", sys.Unpin(path), "unpin
 
 // Info is what the kernel reports about an open map.
 type Info struct {
-	ID                             uint32
-	Type                           Type
-	KeySize, ValueSize, MaxEntries uint32
-	Flags                          uint32
-	Name                           string
+	ID         uint32 // the kernel's id of the map, as bpftool shows it
+	Type       Type   // hash, array, ...
+	KeySize    uint32 // bytes
+	ValueSize  uint32 // bytes, of one CPU's value in a per-CPU map
+	MaxEntries uint32 // the most elements it holds
+	Flags      uint32 // BPF_F_* flags of its creation
+	Name       string // up to 15 bytes
 }
 
 // Info asks the kernel about the map (BPF_OBJ_GET_INFO_BY_FD).

@@ -24,7 +24,9 @@ type Options struct {
 	// Watermark wakes a blocked reader when this many bytes, fewer than the
 	// ring's size, wait in a ring; zero means every WakeupEvents records
 	// (default 1; at most 2^32-1). A wake-up costs the producer a little.
-	Watermark    int
+	Watermark int
+	// WakeupEvents wakes a blocked reader every this many records, when
+	// Watermark is zero (zero means 1).
 	WakeupEvents int
 }
 
@@ -80,8 +82,8 @@ func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
 // Event is a perf event for NewEventReader to sample: its type and config
 // (PERF_TYPE_TRACEPOINT and the tracepoint's id, say).
 type Event struct {
-	Type   uint32
-	Config uint64
+	Type   uint32 // perf_event_attr.type: PERF_TYPE_TRACEPOINT, PERF_TYPE_SOFTWARE, ...
+	Config uint64 // perf_event_attr.config: a tracepoint's id, a software counter, ...
 }
 
 // bpfOutput is the event behind a perf event array.

@@ -15,7 +15,7 @@ import (
 // Record is one thing a CPU's ring delivered: a sample, or a report that
 // the kernel dropped samples.
 type Record struct {
-	CPU int
+	CPU int // whose ring it came from (a BPF ring buffer's records say -1)
 	// Sample is what the program passed to bpf_perf_event_output (then, from
 	// a perf ring, up to 7 bytes of zero padding) or bpf_ringbuf_output.
 	// From ReadFunc it is valid until the callback returns; from Read, a

@@ -11,19 +11,19 @@ import (
 
 // Info is what the kernel reports about a loaded program.
 type Info struct {
-	ID     uint32
-	Type   Type
-	Name   string
-	Tag    string // the hex SHA1 prefix bpftool shows
-	MapIDs []uint32
-	UID    uint32 // of the process that loaded it
+	ID     uint32   // the kernel's id of the program, as bpftool shows it
+	Type   Type     // tracepoint, kprobe, ...
+	Name   string   // up to 15 bytes
+	Tag    string   // the hex SHA1 prefix bpftool shows
+	MapIDs []uint32 // the maps it uses
+	UID    uint32   // of the process that loaded it
 	// Xlated is the program as the verifier rewrote it (map ids, inlined
 	// helpers); empty without CAP_SYS_ADMIN or under bpf_jit_harden.
 	Xlated        []insn.Instruction
 	LoadTime      time.Duration // since boot
 	RunCount      uint64        // with statistics on (BPF_ENABLE_STATS, 5.8)
-	RunTime       time.Duration
-	VerifiedInsns uint32 // 5.16
+	RunTime       time.Duration // spent running it, with statistics on
+	VerifiedInsns uint32        // 5.16
 }
 
 // Info asks the kernel about the program, once for the sizes, once for the

@@ -32,10 +32,12 @@ func (t Type) String() string { return sys.ProgTypeName(uint32(t)) }
 
 // Spec describes a program to load.
 type Spec struct {
-	Type    Type
+	Type    Type   // what it attaches to, its context and the helpers it may call
 	Name    string // at most 15 bytes are kept
 	License string // "GPL" unlocks GPL-only helpers such as bpf_probe_read
-	Insns   []insn.Item
+	// Insns is the program in the DSL (instructions, labels, map
+	// references), assembled by Load.
+	Insns []insn.Item
 	// Instructions is the program already assembled (insn.Assemble), for
 	// loading one program many times; set it or Insns, not both.
 	Instructions []insn.Instruction

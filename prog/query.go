@@ -31,8 +31,8 @@ func nextID(get func(*sys.GetIDAttr) error, after uint32, what string) (uint32, 
 
 // LinkInfo is what the kernel says of a BPF link.
 type LinkInfo struct {
-	ID         uint32 `json:"id"`
-	ProgID     uint32 `json:"prog_id"`
+	ID         uint32 `json:"id"`                    // the link's id
+	ProgID     uint32 `json:"prog_id"`               // the id of the program it attaches
 	Type       string `json:"type"`                  // enum bpf_link_type, lower case without its prefix: "perf_event"
 	AttachType string `json:"attach_type,omitempty"` // enum bpf_attach_type, for the link types that say
 	Target     string `json:"target,omitempty"`      // what the program is attached to, as far as the kernel tells
@@ -89,7 +89,7 @@ func LinkByID(id uint32) (*LinkInfo, error) {
 // FDAttachment is a program attached through a file of a process: a perf
 // event (tracepoint, kprobe, uprobe) or a raw tracepoint link.
 type FDAttachment struct {
-	ProgID uint32
+	ProgID uint32 // the id of the program
 	Kind   string // "raw_tracepoint", "tracepoint", "kprobe", "kretprobe", "uprobe" or "uretprobe"
 	Name   string // the tracepoint, kernel function or binary; "" for a kprobe at an address
 	Offset uint64 // of a kprobe or uprobe

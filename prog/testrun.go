@@ -17,18 +17,18 @@ type RunOptions struct {
 	Data    []byte // packet in
 	DataOut []byte // room for the packet out; the result's DataOut is a prefix of it
 	Ctx     []byte // context in (struct __sk_buff, xdp_md, raw tracepoint args...)
-	CtxOut  []byte
+	CtxOut  []byte // room for the context out; the result's CtxOut is a prefix of it
 	Repeat  uint32 // run this many times and report the mean duration
 	Flags   uint32 // BPF_F_TEST_RUN_ON_CPU, ...
-	CPU     uint32
+	CPU     uint32 // where to run, with BPF_F_TEST_RUN_ON_CPU
 }
 
 // RunResult is what a test run returned.
 type RunResult struct {
-	Retval   uint32
+	Retval   uint32        // what the program returned (r0), of the last run
 	Duration time.Duration // mean per run, as the kernel measured it
-	DataOut  []byte
-	CtxOut   []byte
+	DataOut  []byte        // the packet as the program left it
+	CtxOut   []byte        // the context as the program left it
 }
 
 // TestRun runs the program once, or Repeat times, with BPF_PROG_TEST_RUN.

@@ -16,7 +16,7 @@ var ErrClosed = errors.New("prog: closed")
 // VerifierError is a load the kernel refused, with the verifier's log.
 // errors.Is(err, unix.EACCES) and the like see the errno.
 type VerifierError struct {
-	Name  string
+	Name  string             // the program's name
 	Err   error              // the bpf(2) error, with its errno
 	Log   string             // the verifier's whole log (its end, if it outgrew MaxLogSize)
 	Insns []insn.Instruction // the program as loaded

@@ -79,7 +79,8 @@ func NewObjName(name string) (ObjName, error) {
 // String is the name up to its NUL.
 func (n ObjName) String() string { return unix.ByteSliceToString(n[:]) }
 
-// MapCreateAttr is the BPF_MAP_CREATE member of union bpf_attr.
+// MapCreateAttr is the BPF_MAP_CREATE member of union bpf_attr, its fields
+// as the uapi names them.
 type MapCreateAttr struct {
 	MapType               uint32
 	KeySize               uint32
@@ -100,9 +101,10 @@ type MapCreateAttr struct {
 	_                     [AttrSize - 80]byte
 }
 
-// MapElemAttr is the member used by BPF_MAP_{LOOKUP,UPDATE,DELETE}_ELEM,
-// BPF_MAP_GET_NEXT_KEY, BPF_MAP_LOOKUP_AND_DELETE_ELEM and BPF_MAP_FREEZE.
-// Value doubles as next_key.
+// MapElemAttr is the member of union bpf_attr used by
+// BPF_MAP_{LOOKUP,UPDATE,DELETE}_ELEM, BPF_MAP_GET_NEXT_KEY,
+// BPF_MAP_LOOKUP_AND_DELETE_ELEM and BPF_MAP_FREEZE, its fields as the uapi
+// names them. Value doubles as next_key.
 type MapElemAttr struct {
 	MapFD uint32
 	_     uint32
@@ -112,7 +114,8 @@ type MapElemAttr struct {
 	_     [AttrSize - 32]byte
 }
 
-// MapBatchAttr is the batch member, for BPF_MAP_LOOKUP_BATCH (5.6).
+// MapBatchAttr is the batch member of union bpf_attr, for
+// BPF_MAP_LOOKUP_BATCH (5.6), its fields as the uapi names them.
 type MapBatchAttr struct {
 	InBatch   Pointer
 	OutBatch  Pointer
@@ -125,7 +128,8 @@ type MapBatchAttr struct {
 	_         [AttrSize - 56]byte
 }
 
-// ProgLoadAttr is the BPF_PROG_LOAD member.
+// ProgLoadAttr is the BPF_PROG_LOAD member of union bpf_attr, its fields as
+// the uapi names them.
 type ProgLoadAttr struct {
 	ProgType           uint32
 	InsnCnt            uint32
@@ -158,7 +162,8 @@ type ProgLoadAttr struct {
 	_                  [AttrSize - 152]byte
 }
 
-// ObjAttr is the member used by BPF_OBJ_PIN and BPF_OBJ_GET.
+// ObjAttr is the member of union bpf_attr used by BPF_OBJ_PIN and
+// BPF_OBJ_GET, its fields as the uapi names them.
 type ObjAttr struct {
 	Pathname  Pointer
 	BPFFD     uint32
@@ -167,7 +172,8 @@ type ObjAttr struct {
 	_         [AttrSize - 20]byte
 }
 
-// ProgQueryAttr is the query member, for BPF_PROG_QUERY.
+// ProgQueryAttr is the query member of union bpf_attr, for BPF_PROG_QUERY,
+// its fields as the uapi names them.
 type ProgQueryAttr struct {
 	TargetFD        uint32
 	AttachType      uint32
@@ -183,7 +189,8 @@ type ProgQueryAttr struct {
 	_               [AttrSize - 64]byte
 }
 
-// TestRunAttr is the test member, for BPF_PROG_TEST_RUN.
+// TestRunAttr is the test member of union bpf_attr, for BPF_PROG_TEST_RUN,
+// its fields as the uapi names them.
 type TestRunAttr struct {
 	ProgFD      uint32
 	Retval      uint32
@@ -203,8 +210,9 @@ type TestRunAttr struct {
 	_           [AttrSize - 76]byte
 }
 
-// GetIDAttr is the member used by BPF_*_GET_NEXT_ID and BPF_*_GET_FD_BY_ID.
-// ID is start_id, prog_id, map_id or link_id.
+// GetIDAttr is the member of union bpf_attr used by BPF_*_GET_NEXT_ID and
+// BPF_*_GET_FD_BY_ID, its fields as the uapi names them. ID is start_id,
+// prog_id, map_id or link_id.
 type GetIDAttr struct {
 	ID        uint32
 	NextID    uint32
@@ -212,7 +220,8 @@ type GetIDAttr struct {
 	_         [AttrSize - 12]byte
 }
 
-// InfoAttr is the info member, for BPF_OBJ_GET_INFO_BY_FD.
+// InfoAttr is the info member of union bpf_attr, for BPF_OBJ_GET_INFO_BY_FD,
+// its fields as the uapi names them.
 type InfoAttr struct {
 	BPFFD   uint32
 	InfoLen uint32
@@ -220,7 +229,8 @@ type InfoAttr struct {
 	_       [AttrSize - 16]byte
 }
 
-// RawTracepointAttr is the raw_tracepoint member, for BPF_RAW_TRACEPOINT_OPEN.
+// RawTracepointAttr is the raw_tracepoint member of union bpf_attr, for
+// BPF_RAW_TRACEPOINT_OPEN, its fields as the uapi names them.
 type RawTracepointAttr struct {
 	Name   Pointer
 	ProgFD uint32
@@ -229,8 +239,9 @@ type RawTracepointAttr struct {
 	_      [AttrSize - 24]byte
 }
 
-// LinkCreateAttr is the link_create member, for BPF_LINK_CREATE (5.7), with
-// only perf_event.bpf_cookie (5.15) of the union at offset 16.
+// LinkCreateAttr is the link_create member of union bpf_attr, for
+// BPF_LINK_CREATE (5.7), its fields as the uapi names them, with only
+// perf_event.bpf_cookie (5.15) of the union at offset 16.
 type LinkCreateAttr struct {
 	ProgFD     uint32
 	TargetFD   uint32
@@ -240,8 +251,9 @@ type LinkCreateAttr struct {
 	_          [AttrSize - 24]byte
 }
 
-// LinkCreateKprobeMultiAttr is the link_create member with kprobe_multi,
-// for BPF_LINK_CREATE with BPF_TRACE_KPROBE_MULTI (5.18): one link, through
+// LinkCreateKprobeMultiAttr is the link_create member of union bpf_attr
+// with kprobe_multi, its fields as the uapi names them, for BPF_LINK_CREATE
+// with BPF_TRACE_KPROBE_MULTI (5.18): one link, through
 // fprobe, on Cnt kernel functions, Syms pointing at pointers to C strings
 // or Addrs at addresses.
 type LinkCreateKprobeMultiAttr struct {
@@ -257,16 +269,18 @@ type LinkCreateKprobeMultiAttr struct {
 	_           [AttrSize - 48]byte
 }
 
-// LinkDetachAttr is the link_detach member, for BPF_LINK_DETACH (5.9).
+// LinkDetachAttr is the link_detach member of union bpf_attr, for
+// BPF_LINK_DETACH (5.9), its fields as the uapi names them.
 type LinkDetachAttr struct {
 	LinkFD uint32
 	_      [AttrSize - 4]byte
 }
 
-// TaskFDQueryAttr is the task_fd_query member, for BPF_TASK_FD_QUERY (4.18):
-// for file FD of process PID, the kernel answers the program, FDType
-// (BPF_FD_TYPE_*), the tracepoint, function or path in Buf (its length in
-// BufLen), and a probe's offset or address.
+// TaskFDQueryAttr is the task_fd_query member of union bpf_attr, for
+// BPF_TASK_FD_QUERY (4.18), its fields as the uapi names them: for file FD
+// of process PID, the kernel answers the program, FDType (BPF_FD_TYPE_*),
+// the tracepoint, function or path in Buf (its length in BufLen), and a
+// probe's offset or address.
 type TaskFDQueryAttr struct {
 	PID         uint32
 	FD          uint32
@@ -280,7 +294,8 @@ type TaskFDQueryAttr struct {
 	_           [AttrSize - 48]byte
 }
 
-// EnableStatsAttr is the enable_stats member, for BPF_ENABLE_STATS (5.8).
+// EnableStatsAttr is the enable_stats member of union bpf_attr, for
+// BPF_ENABLE_STATS (5.8), its fields as the uapi names them.
 type EnableStatsAttr struct {
 	Type uint32
 	_    [AttrSize - 4]byte

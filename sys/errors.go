@@ -12,9 +12,9 @@ import (
 // Error is a failed system call: which, the errno (errors.Is(err,
 // unix.EPERM) works) and, for EPERM, a hint naming the missing capability.
 type Error struct {
-	Op    string // "BPF_MAP_CREATE", "perf_event_open", "PERF_EVENT_IOC_SET_BPF"
-	Errno unix.Errno
-	Hint  string
+	Op    string     // "BPF_MAP_CREATE", "perf_event_open", "PERF_EVENT_IOC_SET_BPF"
+	Errno unix.Errno // what the kernel answered, for errors.Is
+	Hint  string     // the likely cause (a missing capability, a full map), or ""
 }
 
 // Error says which call failed, the errno and, when known, why.

@@ -1,8 +1,9 @@
 package sys
 
-// ProgInfo is struct bpf_prog_info. For an array (map ids, xlated
-// instructions) point the field at a buffer and set its count or length:
-// the kernel fills up to that and writes the full count.
+// ProgInfo is struct bpf_prog_info, its fields as the uapi names them. For
+// an array (map ids, xlated instructions) point the field at a buffer and
+// set its count or length: the kernel fills up to that and writes the full
+// count.
 type ProgInfo struct {
 	Type                 uint32
 	ID                   uint32
@@ -45,7 +46,7 @@ type ProgInfo struct {
 	_                    uint32
 }
 
-// MapInfo is struct bpf_map_info.
+// MapInfo is struct bpf_map_info, its fields as the uapi names them.
 type MapInfo struct {
 	Type                  uint32
 	ID                    uint32
@@ -68,7 +69,8 @@ type MapInfo struct {
 	_                     uint32
 }
 
-// LinkInfo is struct bpf_link_info: a common head and a union by link type.
+// LinkInfo is struct bpf_link_info, its fields as the uapi names them: a
+// common head and a union by link type.
 type LinkInfo struct {
 	Type   uint32
 	ID     uint32

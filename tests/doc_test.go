@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -14,11 +15,17 @@ import (
 var libraryDirs = []string{"sys", "insn", "mapfd", "prog", "tracefs", "perfring", "usdt"}
 
 // TestDocComments: every exported identifier of the library has a doc
-// comment of its own, which go doc shows: functions, methods, types, and
-// each constant and variable (a comment on a group of them is dropped by
-// go doc for the identifier: `go doc mapfd Map.KeySize` printed nothing).
+// comment of its own, which go doc shows: functions, methods, types, each
+// constant and variable (a comment on a group of them is dropped by go doc
+// for the identifier: `go doc mapfd Map.KeySize` printed nothing), and each
+// exported struct field, above it or at the end of its line. The fields of
+// sys's attr and info structs are exempt: they mirror the uapi's, and their
+// struct's doc must say so.
+// uapiMirror is what the doc of a sys attr or info struct says.
+var uapiMirror = regexp.MustCompile(`(union bpf_attr|struct bpf_\w+_info)\b.*fields as the uapi names them`)
+
 func TestDocComments(t *testing.T) {
-	eachLibraryFile(t, func(_ string, fset *token.FileSet, f *ast.File) {
+	eachLibraryFile(t, func(dir string, fset *token.FileSet, f *ast.File) {
 		missing := func(name string) { t.Errorf("%s: %s has no doc comment", fset.Position(f.Pos()).Filename[3:], name) }
 		for _, d := range f.Decls {
 			switch d := d.(type) {
@@ -32,6 +39,27 @@ func TestDocComments(t *testing.T) {
 					case *ast.TypeSpec:
 						if s.Name.IsExported() && s.Doc == nil && s.Comment == nil && (d.Doc == nil || len(d.Specs) > 1) {
 							missing(s.Name.Name)
+						}
+						st, ok := s.Type.(*ast.StructType)
+						if !ok || !s.Name.IsExported() {
+							continue
+						}
+						if dir == "sys" && (strings.HasSuffix(s.Name.Name, "Attr") || strings.HasSuffix(s.Name.Name, "Info")) {
+							doc := s.Doc
+							if doc == nil {
+								doc = d.Doc
+							}
+							if !uapiMirror.MatchString(strings.Join(strings.Fields(doc.Text()), " ")) {
+								t.Errorf("%s: %s: its doc must say it mirrors a member of union bpf_attr or a struct bpf_*_info, fields as the uapi names them", fset.Position(s.Pos()), s.Name.Name)
+							}
+							continue
+						}
+						for _, fl := range st.Fields.List {
+							for _, n := range fl.Names {
+								if n.IsExported() && fl.Doc == nil && fl.Comment == nil {
+									missing(s.Name.Name + "." + n.Name)
+								}
+							}
 						}
 					case *ast.ValueSpec:
 						for _, n := range s.Names {

@@ -11,11 +11,11 @@ import (
 
 // Field is one field of a tracepoint's record, as its format file says.
 type Field struct {
-	Name   string
+	Name   string // as the program's C struct would name it: "protocol"
 	Type   string // the C type, "unsigned short", "char[16]", "__data_loc char[]"
 	Offset int    // from the start of the record the program's context points at
-	Size   int
-	Signed bool
+	Size   int    // bytes
+	Signed bool   // a signed integer type
 	// DataLoc marks a __data_loc field: the u32 at Offset holds the data's
 	// offset (low 16 bits) and length in the record.
 	DataLoc bool
@@ -23,10 +23,11 @@ type Field struct {
 
 // Format is a tracepoint's events/<group>/<name>/format.
 type Format struct {
-	Group, Name string
-	ID          uint64
-	Fields      []Field // common fields first
-	PrintFmt    string
+	Group    string  // the tracepoint's group: "skb"
+	Name     string  // the tracepoint's name: "kfree_skb"
+	ID       uint64  // the tracepoint's id, a perf event's config
+	Fields   []Field // common fields first
+	PrintFmt string  // the print fmt line: how the kernel prints a record
 	// Symbols maps a field to its __print_symbolic table: kfree_skb's
 	// reason -> {2: "NOT_SPECIFIED", ...}, without values printed as names.
 	Symbols map[string]map[uint64]string

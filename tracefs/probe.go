@@ -74,23 +74,24 @@ func (k ProbeKind) IsReturn() bool { return k == Kretprobe || k == Uretprobe }
 
 // ProbeSpec describes a kprobe or uprobe event to create.
 type ProbeSpec struct {
-	Kind ProbeKind
+	Kind ProbeKind // which of the four
 	// Symbol is a kprobe's function ("do_sys_openat2", "module:function"),
 	// Offset bytes into it.
 	Symbol string
 	// Path is a uprobe's binary, absolute, and Offset the instruction's file
 	// offset (prog checks that it is in an executable segment).
 	Path         string
-	Offset       uint64
+	Offset       uint64 // into Symbol, or into Path's file
 	RefCtrOffset uint64 // file offset of a USDT semaphore the kernel increments (4.20)
 	MaxActive    int    // bounds the kretprobe instances in flight (0: the kernel's default)
 }
 
 // ProbeEvent is a kprobe or uprobe event this process created.
 type ProbeEvent struct {
-	Kind        ProbeKind
-	Group, Name string
-	ID          uint64 // the tracepoint id for perf_event_open
+	Kind  ProbeKind // the kind it was created as
+	Group string    // its directory under events/ in tracefs
+	Name  string    // its name there: the event is Group/Name
+	ID    uint64    // the tracepoint id for perf_event_open
 
 	mu      sync.Mutex
 	removed bool

@@ -94,7 +94,7 @@ func parseGroup(g string) (ns, pid, start uint64, ok bool) {
 // Kept is a bpfkit event that Sweep left in place, and why.
 type Kept struct {
 	Event  string // "group/name"
-	Reason string
+	Reason string // why, in words: its process may be alive, or the kernel refused
 }
 
 // Sweep removes the kprobe and uprobe events left by bpfkit processes that

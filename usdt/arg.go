@@ -21,12 +21,12 @@ const (
 // edi, "8@-16(%rbp)" (arm64: "8@[x29, -16]") 8 bytes at rbp-16, "-4@$5"
 // (arm64: "-4@5") the constant 5.
 type Arg struct {
-	Kind   ArgKind
-	Reg    string // the register as written, without %: "rdi", "eax", "x1", "sp"
-	Value  int64  // ArgConst: the value; ArgDeref: the offset from Reg
-	Size   int    // bytes: 1, 2, 4 or 8
-	Signed bool
-	PtRegs int16 // Reg's offset in the x86_64 (for all x86) or arm64 struct pt_regs
+	Kind   ArgKind // a register, memory at a register plus Value, or a constant
+	Reg    string  // the register as written, without %: "rdi", "eax", "x1", "sp"
+	Value  int64   // ArgConst: the value; ArgDeref: the offset from Reg
+	Size   int     // bytes: 1, 2, 4 or 8
+	Signed bool    // the size is written negative ("-4@...")
+	PtRegs int16   // Reg's offset in the x86_64 (for all x86) or arm64 struct pt_regs
 }
 
 // ParseArgs parses a call site's arguments ("8@%rdi -4@$5") in the

@@ -30,7 +30,8 @@ type Builder func(args *Args) ([]Item, error)
 type Attachment struct {
 	// Cookies says one program serves every site, reading the arguments'
 	// descriptions at its bpf_cookie (5.15) in an array map.
-	Cookies  bool
+	Cookies bool
+	// Programs are the loaded programs: one with Cookies, else one per site.
 	Programs []*prog.Program
 	links    []*prog.Link
 	specs    *mapfd.Map

@@ -24,9 +24,10 @@ type File struct {
 // Probe is one provider:name and its call sites, a site (and note) per
 // expansion of the probe macro.
 type Probe struct {
-	Provider, Name string
-	Sites          []Site
-	file           *File
+	Provider string // as in the probe macro: DTRACE_PROBE(provider, name)
+	Name     string // as in the probe macro
+	Sites    []Site // in note order
+	file     *File
 }
 
 // String is "provider:name".
