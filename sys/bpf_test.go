@@ -576,11 +576,20 @@ func TestJournal(t *testing.T) {
 }
 
 // TestJournalEnv runs this test binary again with BPFKIT_JOURNAL set to a
-// file and checks the child's calls land there.
+// file and checks the child's calls land there, also while the program
+// sets a journal of its own (cmd/example does: its calls were lost), and
+// after it unsets it.
 func TestJournalEnv(t *testing.T) {
 	testutil.RequireRoot(t)
 	if os.Getenv("BPFKIT_JOURNAL") != "" {
+		var own bytes.Buffer
+		sys.SetJournal(&own)
 		createMap(t, unix.BPF_MAP_TYPE_ARRAY, 4, 4, 1)
+		sys.SetJournal(nil)
+		createMap(t, unix.BPF_MAP_TYPE_ARRAY, 4, 4, 2)
+		if !strings.Contains(own.String(), "max_entries=1 ") || strings.Contains(own.String(), "max_entries=2 ") {
+			t.Fatalf("the program's own journal:\n%s", own.String())
+		}
 		return
 	}
 	path := filepath.Join(t.TempDir(), "journal")
@@ -590,7 +599,9 @@ func TestJournalEnv(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	got, _ := os.ReadFile(path)
-	if !regexp.MustCompile(`(?m)^bpf\(BPF_MAP_CREATE, map_type=array key_size=4 value_size=4 max_entries=1 .*\) = \d+ <`).Match(got) {
-		t.Fatalf("journal file:\n%s", got)
+	for _, n := range []string{"1", "2"} {
+		if !regexp.MustCompile(`(?m)^bpf\(BPF_MAP_CREATE, map_type=array key_size=4 value_size=4 max_entries=` + n + ` .*\) = \d+ <`).Match(got) {
+			t.Fatalf("journal file lacks the map of %s entries:\n%s", n, got)
+		}
 	}
 }

@@ -48,8 +48,10 @@
 //	munmap(0x7f55bd23b000, 266240) = 0 <31.5µs>
 //
 // Enable it with SetJournal, or with BPFKIT_JOURNAL=1 (or stderr) for stderr
-// or BPFKIT_JOURNAL=/absolute/path to append to a file. It fails closed: any
-// other value of BPFKIT_JOURNAL, a file that cannot be opened, or a line that
-// cannot be written makes every call fail (ErrJournal), unless the program
-// chose SetJournalBestEffort. Off, it costs a call one atomic load.
+// or BPFKIT_JOURNAL=/absolute/path to append to a file, which records the
+// calls whatever journal the program sets. It fails closed: any other value
+// of BPFKIT_JOURNAL, a file that cannot be opened, or a line that cannot be
+// written makes every call fail (ErrJournal), unless the program chose
+// SetJournalBestEffort for its own journal. Off, it costs a call one atomic
+// load.
 package sys

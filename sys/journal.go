@@ -18,19 +18,27 @@ import (
 type journalT struct {
 	mu         sync.Mutex
 	w          io.Writer
-	bestEffort bool  // a failed write is ignored
-	broken     error // BPFKIT_JOURNAL names no usable journal: every call fails with it
+	bestEffort bool      // a failed write is ignored
+	env        *journalT // BPFKIT_JOURNAL's, written first, or nil
+	broken     error     // BPFKIT_JOURNAL names no usable journal: every call fails with it
 }
 
-var journal atomic.Pointer[journalT]
+// journal is the journal in use; envJournal is BPFKIT_JOURNAL's, set by
+// init, which SetJournal adds to but never replaces.
+var (
+	journal    atomic.Pointer[journalT]
+	envJournal *journalT
+)
 
 // ErrJournal is wrapped by the error of a call that was not made, or whose
 // result was discarded, because the journal could not record it.
 var ErrJournal = errors.New("sys: journal")
 
-// SetJournal records every call to w, serialized, or stops recording if w
-// is nil. A call whose line cannot be written fails with ErrJournal and
-// the write's error, closing a new fd it made.
+// SetJournal records every call to w, serialized, or stops recording to
+// the last w if w is nil. A journal BPFKIT_JOURNAL names records the calls
+// either way: a program cannot hide them from it. A call whose line cannot
+// be written fails with ErrJournal and the write's error, closing a new fd
+// it made.
 func SetJournal(w io.Writer) { setJournal(w, false) }
 
 // SetJournalBestEffort is SetJournal where a line that cannot be written is
@@ -38,11 +46,14 @@ func SetJournal(w io.Writer) { setJournal(w, false) }
 func SetJournalBestEffort(w io.Writer) { setJournal(w, true) }
 
 func setJournal(w io.Writer, bestEffort bool) {
-	if w == nil {
+	switch {
+	case envJournal != nil && (w == nil || envJournal.broken != nil):
+		journal.Store(envJournal)
+	case w == nil:
 		journal.Store(nil)
-		return
+	default:
+		journal.Store(&journalT{w: w, bestEffort: bestEffort, env: envJournal})
 	}
-	journal.Store(&journalT{w: w, bestEffort: bestEffort})
 }
 
 // init reads BPFKIT_JOURNAL (see the package doc); a bad value fails every
@@ -51,18 +62,20 @@ func init() {
 	v := os.Getenv("BPFKIT_JOURNAL")
 	switch {
 	case v == "" || v == "0":
+		return
 	case v == "1" || v == "stderr":
-		SetJournal(os.Stderr)
+		envJournal = &journalT{w: os.Stderr}
 	case !filepath.IsAbs(v):
-		journal.Store(&journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL=%q: want 1 or stderr, 0, or an absolute path", ErrJournal, v)})
+		envJournal = &journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL=%q: want 1 or stderr, 0, or an absolute path", ErrJournal, v)}
 	default:
 		f, err := os.OpenFile(v, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 		if err != nil {
-			journal.Store(&journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL: %w", ErrJournal, err)})
-			return
+			envJournal = &journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL: %w", ErrJournal, err)}
+		} else {
+			envJournal = &journalT{w: f}
 		}
-		SetJournal(f)
 	}
+	journal.Store(envJournal)
 }
 
 // record writes one line; an error means the call must fail.
@@ -74,8 +87,18 @@ func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Durat
 	if errno != 0 {
 		res = fmt.Sprintf("-1 %s (%v)", unix.ErrnoName(errno), errno)
 	}
+	line := fmt.Sprintf("%s(%s) = %s <%v>\n", op, args, res, d.Round(time.Microsecond/10))
+	if j.env != nil {
+		if err := j.env.write(op, line); err != nil {
+			return err
+		}
+	}
+	return j.write(op, line)
+}
+
+func (j *journalT) write(op, line string) error {
 	j.mu.Lock()
-	_, err := fmt.Fprintf(j.w, "%s(%s) = %s <%v>\n", op, args, res, d.Round(time.Microsecond/10))
+	_, err := io.WriteString(j.w, line)
 	j.mu.Unlock()
 	if err != nil && !j.bestEffort {
 		return fmt.Errorf("%w: %s could not be recorded, so its result is discarded: %w", ErrJournal, op, err)
