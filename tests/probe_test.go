@@ -281,4 +281,13 @@ func TestProbeJournal(t *testing.T) {
 			t.Errorf("journal lacks %s:\n%s", re, buf.String())
 		}
 	}
+	// The tracefs event: created, opened, removed, in that order.
+	m := regexp.MustCompile(`(?m)^write\(".*/uprobe_events", "r:(bpfkit_\d+_\d+_\d+/e\d+_tests_test) `).FindStringSubmatch(buf.String())
+	if m == nil {
+		t.Fatalf("journal lacks the uprobe_events line of the event:\n%s", buf.String())
+	}
+	order := `(?ms)^write\("[^"]*/uprobe_events", "r:` + q(m[1]) + ` .*^perf_event_open\(type=tracepoint .*^write\("[^"]*/uprobe_events", "-:` + q(m[1]) + `\\n"\) = \d+ <`
+	if !regexp.MustCompile(order).MatchString(buf.String()) {
+		t.Errorf("journal does not create, open and remove %s in that order:\n%s", m[1], buf.String())
+	}
 }
