@@ -52,7 +52,7 @@ func probe(name string, try func(f *Feature)) Feature {
 // answer sets f from the kernel's answer err: yes on success or errno yes,
 // no on an errno of no, else f.Err.
 func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
-	errors.As(err, &f.Errno)
+	f.Errno, _ = errors.AsType[unix.Errno](err)
 	switch {
 	case err == nil || yes != 0 && f.Errno == yes:
 		f.OK = true
@@ -286,7 +286,7 @@ func HaveHelper(t Type, h insn.Helper) (bool, error) {
 			return
 		}
 		log, err := tryLoad(t, insn.Call(h), insn.Exit())
-		errors.As(err, &f.Errno)
+		f.Errno, _ = errors.AsType[unix.Errno](err)
 		switch {
 		case err == nil:
 			f.OK = true

@@ -2,7 +2,6 @@ package prog
 
 import (
 	"bufio"
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -57,13 +56,14 @@ func loadKallsyms() (*Symbols, error) {
 		type sym struct {
 			addr uint64
 			name string
+			seq  int
 		}
 		var syms []sym
 		hidden := true
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			if addr, name, ok := parseKallsymsLine(sc.Text()); ok {
-				syms = append(syms, sym{addr, name})
+				syms = append(syms, sym{addr, name, len(syms)})
 				hidden = hidden && addr == 0
 			}
 		}
@@ -71,7 +71,10 @@ func loadKallsyms() (*Symbols, error) {
 			kallsyms.err = fmt.Errorf("prog: kernel symbols: %w", err)
 			return
 		}
-		slices.SortStableFunc(syms, func(a, b sym) int { return cmp.Compare(a.addr, b.addr) })
+		sort.Slice(syms, func(i, j int) bool { // by address, then in the file's order
+			a, b := syms[i], syms[j]
+			return a.addr < b.addr || a.addr == b.addr && a.seq < b.seq
+		})
 		s := &Symbols{addrs: make([]uint64, len(syms)), names: make([]string, len(syms)), hidden: hidden}
 		for i, x := range syms {
 			s.addrs[i], s.names[i] = x.addr, x.name

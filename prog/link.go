@@ -17,10 +17,14 @@ import (
 type Link struct {
 	mu     sync.Mutex // one Close at a time: the event goes after the fds
 	desc   string
-	linkFD sys.FD              // BPF link (perf link, raw tracepoint), or none
-	perfFD sys.FD              // perf event, or none
-	event  *tracefs.ProbeEvent // created in kprobe_events/uprobe_events, or nil
+	linkFD sys.FD  // BPF link (perf link, raw tracepoint), or none
+	perfFD sys.FD  // perf event, or none
+	event  remover // created in kprobe_events/uprobe_events, or nil
 }
+
+// remover is a *tracefs.ProbeEvent: an interface, so that programs that
+// attach only to tracepoints do not link the probe events' code.
+type remover interface{ Remove() error }
 
 // String says what the link attaches to: "tracepoint skb:kfree_skb".
 func (l *Link) String() string { return l.desc }
@@ -62,7 +66,7 @@ type AttachOptions struct {
 // attachPerf attaches p to the perf event perfFD, with a perf link unless
 // the kernel has none or o asks for Legacy, and enables it. The Link owns
 // perfFD and event; on failure both are released.
-func attachPerf(p *Program, perfFD int, event *tracefs.ProbeEvent, desc string, o AttachOptions) (*Link, error) {
+func attachPerf(p *Program, perfFD int, event remover, desc string, o AttachOptions) (*Link, error) {
 	l := &Link{desc: desc, event: event}
 	l.perfFD.Set(perfFD)
 	fail := func(err error) (*Link, error) {

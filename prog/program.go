@@ -135,7 +135,7 @@ func Load(spec Spec) (*Program, error) {
 		fd, err = sys.ProgLoad(&attr)
 	}
 	if err != nil {
-		return nil, newVerifierError(spec.Name, err, unix.ByteSliceToString(log), insns)
+		return nil, newVerifierError(spec.Name, err, unix.ByteSliceToString(log))
 	}
 	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: unix.ByteSliceToString(log)}
 	p.fd.Set(fd)

@@ -1,6 +1,9 @@
 package prog
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestEchoedInsn(t *testing.T) {
 	for line, want := range map[string]int{
@@ -16,12 +19,12 @@ func TestEchoedInsn(t *testing.T) {
 		": (bf) x":                       -1,
 		"":                               -1,
 	} {
-		n, ok := echoedInsn(line)
+		n, text, ok := echoedInsn(line)
 		if !ok {
 			n = -1
 		}
-		if n != want {
-			t.Errorf("%q: %d, want %d", line, n, want)
+		if n != want || ok && !strings.HasSuffix(line, ") "+text) {
+			t.Errorf("%q: %d %q, want %d", line, n, text, want)
 		}
 	}
 }
@@ -29,10 +32,10 @@ func TestEchoedInsn(t *testing.T) {
 func FuzzVerifierLog(f *testing.F) {
 	f.Add("0: (b7) r0 = 0\n1: (95) exit\nR0 !read_ok\n")
 	f.Fuzz(func(t *testing.T, log string) {
-		e, ok := newVerifierError("x", ErrClosed, log, nil).(*VerifierError)
+		e, ok := newVerifierError("x", ErrClosed, log).(*VerifierError)
 		if ok && e.Insn < -1 {
 			t.Fatalf("insn %d", e.Insn)
 		}
-		_ = newVerifierError("x", ErrClosed, log, nil).Error()
+		_ = newVerifierError("x", ErrClosed, log).Error()
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +80,30 @@ func init() {
 	journal.Store(envJournal)
 }
 
+// errnoBase names errnos 1 to 34, the same on every Linux port
+// (asm-generic/errno-base.h), as strace does.
+var errnoBase = strings.Fields(`EPERM ENOENT ESRCH EINTR EIO ENXIO E2BIG ENOEXEC EBADF ECHILD EAGAIN ENOMEM
+	EACCES EFAULT ENOTBLK EBUSY EEXIST EXDEV ENODEV ENOTDIR EISDIR EINVAL ENFILE EMFILE ENOTTY ETXTBSY EFBIG
+	ENOSPC ESPIPE EROFS EMLINK EPIPE EDOM ERANGE`)
+
+// errnoName is errno's name: from errno-base.h, or one of the few others
+// bpf(2), perf_event_open and tracefs return, or its number.
+func errnoName(e unix.Errno) string {
+	switch {
+	case e > 0 && int(e) <= len(errnoBase):
+		return errnoBase[e-1]
+	case e == unix.EOPNOTSUPP:
+		return "EOPNOTSUPP"
+	case e == unix.ENOSYS:
+		return "ENOSYS"
+	case e == unix.ELOOP:
+		return "ELOOP"
+	case e == 524: // the kernel's own ENOTSUPP, which some bpf paths leak
+		return "ENOTSUPP"
+	}
+	return "errno " + strconv.Itoa(int(e))
+}
+
 // record writes one line; an error means the call must fail.
 func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Duration) error {
 	res := fmt.Sprint(r)
@@ -85,7 +111,7 @@ func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Durat
 		res = fmt.Sprintf("%#x", uint(r))
 	}
 	if errno != 0 {
-		res = fmt.Sprintf("-1 %s (%v)", unix.ErrnoName(errno), errno)
+		res = fmt.Sprintf("-1 %s (%v)", errnoName(errno), errno)
 	}
 	line := fmt.Sprintf("%s(%s) = %s <%v>\n", op, args, res, d.Round(time.Microsecond/10))
 	if j.env != nil {

@@ -154,8 +154,7 @@ func perfIoctl(fd int, req uint, arg int, op string) error {
 }
 
 func errnoOf(err error) unix.Errno {
-	var e unix.Errno
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[unix.Errno](err); ok {
 		return e
 	}
 	if err != nil {

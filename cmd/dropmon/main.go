@@ -181,7 +181,10 @@ func (d *dropmon) count(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Drops > rows[j].Drops })
+		sort.Slice(rows, func(i, j int) bool { // most first, then by name: the same order every time
+			a, b := rows[i], rows[j]
+			return a.Drops > b.Drops || a.Drops == b.Drops && a.Location+a.Reason < b.Location+b.Reason
+		})
 		rows = rows[:min(len(rows), d.o.top)]
 		if d.t.JSON {
 			return d.t.Emit(struct {

@@ -43,7 +43,8 @@ func writeMetrics(w io.Writer, totals []drop) error {
 // labelValue escapes a label value as the exposition format asks:
 // backslash, double quote and newline.
 func labelValue(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	return strings.ReplaceAll(strings.ReplaceAll(s, `"`, `\"`), "\n", `\n`)
 }
 
 // serveMetrics serves GET /metrics on addr with the totals of the moment,
