@@ -141,7 +141,7 @@ func openPMUEvent(p pmu, spec tracefs.ProbeSpec, pid, cpu int) (int, error) {
 		}
 		attr.Config |= spec.RefCtrOffset << p.refCtrBit
 	}
-	return sys.PerfEventOpenProbe(&attr, target, pid, cpu, -1, 0)
+	return sys.PerfEventOpenProbe(&attr, spec.Kind.PMU(), target, pid, cpu, -1, 0)
 }
 
 // ProbesSupported says whether this kernel makes probes of kind k, through

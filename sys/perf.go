@@ -1,13 +1,13 @@
 package sys
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -16,28 +16,29 @@ import (
 // PerfEventOpen is perf_event_open(2); PERF_FLAG_FD_CLOEXEC is always added
 // to flags. attr.Size is set to the size of unix.PerfEventAttr if zero.
 func PerfEventOpen(attr *unix.PerfEventAttr, pid, cpu, groupFD, flags int) (int, error) {
-	return perfEventOpen(attr, "", pid, cpu, groupFD, flags)
+	return perfEventOpen(attr, "", "", pid, cpu, groupFD, flags)
 }
 
 // PerfEventOpenProbe is PerfEventOpen for the kprobe and uprobe PMUs
-// (4.17): target, the kernel function or binary path, goes in config1 as a
+// (4.17), pmu naming which ("kprobe", "uprobe") for the journal and the
+// hints: target, the kernel function or binary path, goes in config1 as a
 // C string (a NUL in it is EINVAL); attr.Ext2 is the offset.
-func PerfEventOpenProbe(attr *unix.PerfEventAttr, target string, pid, cpu, groupFD, flags int) (int, error) {
+func PerfEventOpenProbe(attr *unix.PerfEventAttr, pmu, target string, pid, cpu, groupFD, flags int) (int, error) {
 	if attr == nil {
-		return perfEventOpen(nil, "", pid, cpu, groupFD, flags)
+		return perfEventOpen(nil, pmu, "", pid, cpu, groupFD, flags)
 	}
 	p, err := StringPointer(target)
 	if err != nil {
 		return -1, &Error{Op: "perf_event_open", Errno: unix.EINVAL, Hint: fmt.Sprintf("probe target %q holds a NUL, where the kernel would end it", target)}
 	}
 	attr.Ext1 = uint64(uintptr(p.ptr))
-	fd, err := perfEventOpen(attr, target, pid, cpu, groupFD, flags)
+	fd, err := perfEventOpen(attr, pmu, target, pid, cpu, groupFD, flags)
 	runtime.KeepAlive(p.ptr)
 	attr.Ext1 = 0 // no address of ours stays behind in the caller's attr
 	return fd, err
 }
 
-func perfEventOpen(attr *unix.PerfEventAttr, target string, pid, cpu, groupFD, flags int) (int, error) {
+func perfEventOpen(attr *unix.PerfEventAttr, pmu, target string, pid, cpu, groupFD, flags int) (int, error) {
 	if attr == nil {
 		return -1, &Error{Op: "perf_event_open", Errno: unix.EFAULT, Hint: "nil attr"}
 	}
@@ -47,7 +48,7 @@ func perfEventOpen(attr *unix.PerfEventAttr, target string, pid, cpu, groupFD, f
 	flags |= unix.PERF_FLAG_FD_CLOEXEC
 	fd, err := traced("perf_event_open", func() string {
 		return fmt.Sprintf("%s sample_type=%#x wakeup=%d bits=%#x, pid=%d, cpu=%d, group_fd=%d, flags=%#x",
-			describePerf(attr, target), attr.Sample_type, attr.Wakeup, attr.Bits, pid, cpu, groupFD, flags)
+			describePerf(attr, pmu, target), attr.Sample_type, attr.Wakeup, attr.Bits, pid, cpu, groupFD, flags)
 	}, func() (int, error) { return unix.PerfEventOpen(attr, pid, cpu, groupFD, flags) })
 	if errors.Is(err, ErrJournal) {
 		if fd >= 0 {
@@ -59,7 +60,7 @@ func perfEventOpen(attr *unix.PerfEventAttr, target string, pid, cpu, groupFD, f
 		e := &Error{Op: "perf_event_open", Errno: errnoOf(err)}
 		switch e.Errno {
 		case unix.EPERM, unix.EACCES:
-			e.Hint = perfPermHint(attr)
+			e.Hint = perfPermHint(pmu)
 		case unix.ENODEV, unix.EOPNOTSUPP:
 			e.Hint = "this kernel has no such event or PMU"
 		}
@@ -71,12 +72,11 @@ func perfEventOpen(attr *unix.PerfEventAttr, target string, pid, cpu, groupFD, f
 // describePerf names the event type and, for a kprobe or uprobe PMU event,
 // what it probes: "type=kprobe config=0x0 kprobe_func="do_sys_openat2"
 // probe_offset=0x0".
-func describePerf(attr *unix.PerfEventAttr, target string) string {
-	typ := pmuName(attr.Type)
-	s := fmt.Sprintf("type=%s config=%#x", typ, attr.Config)
+func describePerf(attr *unix.PerfEventAttr, pmu, target string) string {
+	s := fmt.Sprintf("type=%s config=%#x", cmp.Or(pmu, perfTypeName(attr.Type)), attr.Config)
 	switch {
 	case target == "":
-	case typ == "uprobe":
+	case pmu == "uprobe":
 		s += fmt.Sprintf(" uprobe_path=%q probe_offset=%#x", target, attr.Ext2)
 	default:
 		s += fmt.Sprintf(" kprobe_func=%q probe_offset=%#x", target, attr.Ext2)
@@ -84,33 +84,15 @@ func describePerf(attr *unix.PerfEventAttr, target string) string {
 	return s
 }
 
-// pmuName names perf event type t: a PERF_TYPE_* of the uapi, else the PMU
-// of /sys/bus/event_source/devices registered with that type, else t.
-func pmuName(t uint32) string {
+// perfTypeName names perf event type t as the uapi's PERF_TYPE_* do, or
+// gives its number (a dynamic PMU's).
+func perfTypeName(t uint32) string {
 	fixed := [...]string{"hardware", "software", "tracepoint", "hw_cache", "raw", "breakpoint"}
 	if t < uint32(len(fixed)) {
 		return fixed[t]
 	}
-	if name, ok := pmuNames()[t]; ok {
-		return name
-	}
-	return fmt.Sprint(t)
+	return strconv.FormatUint(uint64(t), 10)
 }
-
-// pmuNames maps the type of each PMU in /sys/bus/event_source/devices to
-// its name, read once.
-var pmuNames = sync.OnceValue(func() map[uint32]string {
-	const dir = "/sys/bus/event_source/devices/"
-	m := map[uint32]string{}
-	devs, _ := os.ReadDir(dir)
-	for _, d := range devs {
-		b, _ := os.ReadFile(dir + d.Name() + "/type")
-		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32); err == nil {
-			m[uint32(n)] = d.Name()
-		}
-	}
-	return m
-})
 
 // PerfEventSetBPF is the PERF_EVENT_IOC_SET_BPF ioctl (4.1): it attaches the
 // program to the perf event. The program stays attached until the event's
@@ -133,13 +115,13 @@ func PerfEventDisable(perfFD int) error {
 // the uprobe PMU asks for CAP_SYS_ADMIN (perf_uprobe_event_init), where
 // other events take CAP_PERFMON; Debian's perf_event_paranoid level 3 asks
 // for CAP_SYS_ADMIN for every event.
-func perfPermHint(attr *unix.PerfEventAttr) string {
+func perfPermHint(pmu string) string {
 	paranoid := -1
 	if b, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid"); err == nil {
 		paranoid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
 	switch {
-	case pmuName(attr.Type) == "uprobe":
+	case pmu == "uprobe":
 		return permHint(CAP_SYS_ADMIN) + " (the uprobe PMU needs it)"
 	case paranoid >= 3:
 		return permHint(CAP_SYS_ADMIN) + fmt.Sprintf(" (kernel.perf_event_paranoid is %d, Debian's level that needs it)", paranoid)

@@ -235,7 +235,7 @@ func TestProbeStringsWithNUL(t *testing.T) {
 	_, err = prog.SyscallSymbol("getpid\x00x")
 	invalid("syscall name with NUL", err)
 	attr := unix.PerfEventAttr{Type: math.MaxUint32}
-	if _, err := sys.PerfEventOpenProbe(&attr, "do_sys_openat2\x00x", -1, 0, -1, 0); !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "NUL") {
+	if _, err := sys.PerfEventOpenProbe(&attr, "kprobe", "do_sys_openat2\x00x", -1, 0, -1, 0); !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "NUL") {
 		t.Errorf("PerfEventOpenProbe with NUL: %v", err)
 	}
 }
