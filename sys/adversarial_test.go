@@ -250,7 +250,6 @@ func TestUprobePMUNamesSysAdmin(t *testing.T) {
 		typ = typ*10 + uint32(c-'0')
 	}
 	exe, _ := os.Executable()
-	path := append([]byte(exe), 0)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -265,9 +264,9 @@ func TestUprobePMUNamesSysAdmin(t *testing.T) {
 		if err = unix.Capset(&hdr, &data[0]); err != nil {
 			return
 		}
-		attr := unix.PerfEventAttr{Type: typ, Ext1: uint64(uintptr(unsafe.Pointer(&path[0]))), Ext2: 0x1000}
+		attr := unix.PerfEventAttr{Type: typ, Ext2: 0x1000}
 		var fd int
-		fd, err = sys.PerfEventOpen(&attr, -1, 0, -1, 0)
+		fd, err = sys.PerfEventOpenProbe(&attr, "uprobe", exe, -1, 0, -1, 0)
 		if err == nil {
 			unix.Close(fd)
 		}
