@@ -457,15 +457,10 @@ func ExampleCreate_stack() {
 	// 7
 }
 
-// A per-CPU hash holds, for each key, a value per possible CPU; user space
-// writes and reads them all at once, in the order of the CPUs.
+// A per-CPU hash holds, for each key, a value per possible CPU (an LRU
+// per-CPU hash too); user space writes and reads them all at once, in the
+// order of the CPUs.
 func ExampleTyped_UpdatePerCPU() {
-	m, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: mapfd.PerCPUHash, MaxEntries: 16, Name: "per_cpu"})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer m.Close()
 	n, err := sys.PossibleCPUs()
 	if err != nil {
 		fmt.Println(err)
@@ -475,18 +470,28 @@ func ExampleTyped_UpdatePerCPU() {
 	for cpu := range set {
 		set[cpu] = uint64(cpu) * 10
 	}
-	if err := m.UpdatePerCPU(7, set, mapfd.BPF_ANY); err != nil {
+	for _, typ := range []mapfd.Type{mapfd.PerCPUHash, mapfd.LRUPerCPUHash} {
+		m, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: typ, MaxEntries: 16, Name: "per_cpu"})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer m.Close()
+		if err := m.UpdatePerCPU(7, set, mapfd.BPF_ANY); err != nil {
+			fmt.Println(err)
+			return
+		}
+		got := make([]uint64, n)
+		err = m.LookupPerCPU(7, got)
+		fmt.Println(typ, slices.Equal(got, set), err)
+		_, err = m.Lookup(7) // one value where there are many
 		fmt.Println(err)
-		return
 	}
-	got := make([]uint64, n)
-	err = m.LookupPerCPU(7, got)
-	fmt.Println(slices.Equal(got, set), err)
-	_, err = m.Lookup(7) // one value where there are many
-	fmt.Println(err)
 
 	// As root, it prints:
-	// true <nil>
+	// percpu_hash true <nil>
+	// mapfd: map "per_cpu": Lookup needs one value per CPU on a per-CPU map: use LookupPerCPU
+	// lru_percpu_hash true <nil>
 	// mapfd: map "per_cpu": Lookup needs one value per CPU on a per-CPU map: use LookupPerCPU
 }
 
