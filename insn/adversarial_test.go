@@ -287,7 +287,9 @@ func TestAdversarialEncode(t *testing.T) {
 
 // TestOpcodeTypes type-checks code that mixes operations up: an ALU
 // operation where a jump one goes, and the reverse, an ALU operation as an
-// atomic one or as a size. None may compile; the right forms must.
+// atomic one or as a size; and BPF_F_CURRENT_CPU as Mov64Imm's immediate
+// (tests.TestCurrentCPUFlag shows the kernel refusing what that would
+// load). None may compile; the right forms must.
 func TestOpcodeTypes(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to find the package source with")
@@ -312,6 +314,7 @@ func TestOpcodeTypes(t *testing.T) {
 		"Atomic(BPF_DW, BPF_ADD|BPF_FETCH, R0, R1, 0)",
 		"LoadMem(BPF_ADD, R0, R1, 0)",
 		"Atomic(BPF_ADD, BPF_XCHG, R0, R1, 0)",
+		"Mov64Imm(R3, BPF_F_CURRENT_CPU)", // sign-extended, all ones: EINVAL
 	} {
 		if err := check(bad); err == nil {
 			t.Errorf("%s compiles", bad)

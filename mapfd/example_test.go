@@ -402,6 +402,184 @@ func ExampleTyped_LookupPerCPU() {
 	// runs: 100
 }
 
+// An LRU hash evicts the least recently used keys to make room, where a
+// hash refuses a key past MaxEntries (E2BIG): for state about more flows
+// or processes than fit.
+func ExampleCreate_lruHash() {
+	for _, typ := range []mapfd.Type{mapfd.LRUHash, mapfd.Hash} {
+		m, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: typ, MaxEntries: 100, Name: "recent"})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		var failed error
+		for k := uint32(0); k < 1000 && failed == nil; k++ {
+			if err := m.Update(k, uint64(k), mapfd.BPF_ANY); err != nil {
+				failed = fmt.Errorf("key %d: %w", k, err)
+			}
+		}
+		kept := 0
+		for range m.All(&err) {
+			kept++
+		}
+		m.Close()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s: at most 100 kept: %v, error: %v\n", typ, kept <= 100, failed)
+	}
+
+	// As root, it prints:
+	// lru_hash: at most 100 kept: true, error: <nil>
+	// hash: at most 100 kept: true, error: key 100: mapfd: map "recent" update: BPF_MAP_UPDATE_ELEM: argument list too long (the map is full (max_entries elements are in it), or an array index is not below max_entries)
+}
+
+// A stack map has no keys: Update pushes, LookupAndDelete pops the newest.
+func ExampleCreate_stack() {
+	s, err := mapfd.Create(mapfd.Spec{Type: mapfd.Stack, ValueSize: 4, MaxEntries: 8, Name: "undo"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	for _, step := range []uint32{7, 8, 9} {
+		s.Update(nil, binary.NativeEndian.AppendUint32(nil, step), mapfd.BPF_ANY)
+	}
+	v := make([]byte, 4)
+	for s.LookupAndDelete(nil, v) == nil {
+		fmt.Println(binary.NativeEndian.Uint32(v))
+	}
+
+	// As root, it prints:
+	// 9
+	// 8
+	// 7
+}
+
+// A per-CPU hash holds, for each key, a value per possible CPU (an LRU
+// per-CPU hash too); user space writes and reads them all at once, in the
+// order of the CPUs.
+func ExampleTyped_UpdatePerCPU() {
+	n, err := sys.PossibleCPUs()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	set := make([]uint64, n)
+	for cpu := range set {
+		set[cpu] = uint64(cpu) * 10
+	}
+	for _, typ := range []mapfd.Type{mapfd.PerCPUHash, mapfd.LRUPerCPUHash} {
+		m, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: typ, MaxEntries: 16, Name: "per_cpu"})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer m.Close()
+		if err := m.UpdatePerCPU(7, set, mapfd.BPF_ANY); err != nil {
+			fmt.Println(err)
+			return
+		}
+		got := make([]uint64, n)
+		err = m.LookupPerCPU(7, got)
+		fmt.Println(typ, slices.Equal(got, set), err)
+		_, err = m.Lookup(7) // one value where there are many
+		fmt.Println(err)
+	}
+
+	// As root, it prints:
+	// percpu_hash true <nil>
+	// mapfd: map "per_cpu": Lookup needs one value per CPU on a per-CPU map: use LookupPerCPU
+	// lru_percpu_hash true <nil>
+	// mapfd: map "per_cpu": Lookup needs one value per CPU on a per-CPU map: use LookupPerCPU
+}
+
+// A stack trace map keeps the stacks bpf_get_stackid walks, by the id it
+// returns: here the kernel's stack under a raw tracepoint program at
+// getppid, named with kallsyms. It starts with the program itself; on
+// x86-64 the rest reads bpf_trace_run2, __bpf_trace_sys_enter,
+// syscall_trace_enter, do_syscall_64, entry_SYSCALL_64_after_hwframe.
+func ExampleCreate_stackTrace() {
+	const depth = 32 // the deepest stack kept; PERF_MAX_STACK_DEPTH is 127
+	stacks, err := mapfd.CreateTyped[uint32, [depth]uint64](mapfd.Spec{Type: mapfd.StackTrace, MaxEntries: 64, Name: "stacks"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stacks.Close()
+	ids, err := mapfd.CreateTyped[uint32, int64](mapfd.Spec{Type: mapfd.Array, MaxEntries: 1, Name: "ids"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ids.Close()
+	ids.Update(0, -1, mapfd.BPF_ANY)
+	p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, Name: "stack", License: "GPL", Insns: []insn.Item{
+		insn.Mov64Reg(insn.R6, insn.R1),
+		insn.LoadMem(insn.BPF_DW, insn.R0, insn.R6, 8), // args[1], the system call number
+		insn.JumpImm(insn.BPF_JNE, insn.R0, unix.SYS_GETPPID, "out"),
+		insn.Call(insn.BPF_FUNC_get_current_pid_tgid),
+		insn.ALU64Imm(insn.BPF_RSH, insn.R0, 32),
+		insn.JumpImm(insn.BPF_JNE, insn.R0, int32(os.Getpid()), "out"),
+		insn.Mov64Reg(insn.R1, insn.R6),
+		insn.LoadMapFD(insn.R2, stacks),
+		insn.Mov64Imm(insn.R3, 0), // the kernel's stack; BPF_F_USER_STACK for the process's
+		insn.Call(insn.BPF_FUNC_get_stackid),
+		insn.Mov64Reg(insn.R7, insn.R0), // the id, or a negative errno
+		insn.StoreImm(insn.BPF_W, insn.R10, -4, 0),
+		insn.Mov64Reg(insn.R2, insn.R10),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R2, -4),
+		insn.LoadMapFD(insn.R1, ids),
+		insn.Call(insn.BPF_FUNC_map_lookup_elem),
+		insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, "out"),
+		insn.StoreMem(insn.BPF_DW, insn.R0, 0, insn.R7), // ids[0] = id
+		insn.Label("out"),
+		insn.Mov64Imm(insn.R0, 0),
+		insn.Exit(),
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	l, err := prog.AttachRawTracepoint(p, "sys_enter", prog.AttachOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	os.Getppid()
+	id, err := ids.Lookup(0)
+	if err != nil || id < 0 {
+		fmt.Println("no stack:", id, err)
+		return
+	}
+	stack, err := stacks.Lookup(uint32(id))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	syms, err := prog.Kallsyms()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var names []string
+	for _, addr := range stack {
+		if addr == 0 { // the end of a stack shorter than depth
+			break
+		}
+		names = append(names, syms.Name(addr)) // function+0xoffset
+	}
+	fmt.Println("the program first:", len(names) > 0 && strings.HasPrefix(names[0], "bpf_prog_") && strings.Contains(names[0], "_stack+"))
+	fmt.Println("the kernel's functions below it:", len(names) > 3 && !strings.HasPrefix(names[len(names)-1], "0x"))
+
+	// As root, it prints:
+	// the program first: true
+	// the kernel's functions below it: true
+}
+
 func ExampleType_PerCPU() {
 	for _, t := range []mapfd.Type{mapfd.Hash, mapfd.PerCPUHash, mapfd.LRUPerCPUHash} {
 		fmt.Println(t, t.PerCPU())
@@ -413,7 +591,7 @@ func ExampleType_PerCPU() {
 }
 
 // rootExamples are the examples that need root: TestExamples runs them.
-func rootExamples() []rootExample {
+func rootExamples(t *testing.T) []rootExample {
 	noBPFFS := ""
 	if _, err := sys.BPFFSPath("/sys/fs/bpf/x"); err != nil {
 		noBPFFS = err.Error()
@@ -423,6 +601,7 @@ func rootExamples() []rootExample {
 		{f: ExampleMap_LookupBatch}, {f: ExampleMap_LookupAndDelete}, {f: ExampleMap_SetFD},
 		{f: ExampleCreate_perfEventArray}, {f: ExampleCreate_ringBuf}, {f: ExampleMap_Pin, skip: noBPFFS},
 		{f: ExampleCreateTyped}, {f: ExampleNewTyped}, {f: ExampleTyped_LookupPerCPU},
+		{f: ExampleCreate_lruHash}, {f: ExampleCreate_stack}, {f: ExampleTyped_UpdatePerCPU}, {f: ExampleCreate_stackTrace},
 	}
 }
 
@@ -446,9 +625,10 @@ type rootExample struct {
 //go:embed example_test.go
 var exampleSource []byte
 
-// TestExamples runs the examples of rootExamples, as root, and checks that
-// each prints what its "it prints:" comment says; and that every example
-// of this file has an Output comment or is one of them.
+// TestExamples runs the examples of rootExamples (which may make what they
+// need, with t), as root, and checks that each prints what its "it prints:"
+// comment says; and that every example of this file has an Output comment
+// or is one of them.
 func TestExamples(t *testing.T) {
 	file, err := parser.ParseFile(token.NewFileSet(), "example_test.go", exampleSource, parser.ParseComments)
 	if err != nil {
@@ -470,7 +650,7 @@ func TestExamples(t *testing.T) {
 			t.Errorf("%s has neither an Output comment nor an \"it prints:\" comment: nothing checks it", name)
 		}
 	}
-	for _, ex := range rootExamples() {
+	for _, ex := range rootExamples(t) {
 		name := runtime.FuncForPC(reflect.ValueOf(ex.f).Pointer()).Name()
 		name = name[strings.LastIndex(name, ".")+1:]
 		want, ok := prints[name]

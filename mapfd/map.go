@@ -47,6 +47,19 @@ const (
 	BPF_F_LOCK  = unix.BPF_F_LOCK  // take the value's bpf_spin_lock (5.1)
 )
 
+// Flags for Spec.Flags (map_flags), as in the uapi header.
+const (
+	BPF_F_NO_PREALLOC    = unix.BPF_F_NO_PREALLOC    // hash: allocate elements at update, not all at create
+	BPF_F_NO_COMMON_LRU  = unix.BPF_F_NO_COMMON_LRU  // LRU hash: an LRU list per CPU
+	BPF_F_RDONLY         = unix.BPF_F_RDONLY         // user space only reads, through this fd
+	BPF_F_WRONLY         = unix.BPF_F_WRONLY         // user space only writes, through this fd
+	BPF_F_RDONLY_PROG    = unix.BPF_F_RDONLY_PROG    // programs only read (5.2)
+	BPF_F_WRONLY_PROG    = unix.BPF_F_WRONLY_PROG    // programs only write (5.2)
+	BPF_F_STACK_BUILD_ID = unix.BPF_F_STACK_BUILD_ID // stack trace: build id and offset per frame
+	BPF_F_PRESERVE_ELEMS = unix.BPF_F_PRESERVE_ELEMS // perf event array: keep the events when its creator's fd closes (5.10)
+	BPF_F_INNER_MAP      = unix.BPF_F_INNER_MAP      // InnerMap template: inner maps may differ in MaxEntries (5.10)
+)
+
 // ErrKeyNotExist is returned for a key that is not in the map. It matches
 // unix.ENOENT too.
 var ErrKeyNotExist error = keyNotExist{}

@@ -274,6 +274,36 @@ func TestSpecialTypes(t *testing.T) {
 	}
 }
 
+// TestMapFlags: Spec.Flags reach the kernel: an LPM trie is made only with
+// BPF_F_NO_PREALLOC (EINVAL without); a hash keeps it in its flags, while
+// BPF_F_RDONLY belongs to the fd, not the map (the kernel drops it from
+// map_flags, bpf_map_flags_retain_permanent), and that fd refuses updates
+// (EPERM) but not lookups.
+func TestMapFlags(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	lpm := mapfd.Spec{Type: unix.BPF_MAP_TYPE_LPM_TRIE, KeySize: 8, ValueSize: 8, MaxEntries: 16, Name: "lpm"}
+	if m, err := mapfd.Create(lpm); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("an LPM trie without BPF_F_NO_PREALLOC: %v, want EINVAL", err)
+		if err == nil {
+			m.Close()
+		}
+	}
+	lpm.Flags = mapfd.BPF_F_NO_PREALLOC
+	create(t, lpm)
+	m := create(t, mapfd.Spec{Type: mapfd.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 16, Name: "ro",
+		Flags: mapfd.BPF_F_NO_PREALLOC | mapfd.BPF_F_RDONLY})
+	if info, err := m.Info(); err != nil || info.Flags != mapfd.BPF_F_NO_PREALLOC {
+		t.Errorf("map_flags %#x, %v; want BPF_F_NO_PREALLOC (%#x)", info.Flags, err, mapfd.BPF_F_NO_PREALLOC)
+	}
+	if err := m.Update(u32(1), u32(2), mapfd.BPF_ANY); !errors.Is(err, unix.EPERM) {
+		t.Errorf("update through a BPF_F_RDONLY fd: %v, want EPERM", err)
+	}
+	if err := m.Lookup(u32(1), make([]byte, 4)); !errors.Is(err, mapfd.ErrKeyNotExist) {
+		t.Errorf("lookup through a BPF_F_RDONLY fd: %v, want ErrKeyNotExist", err)
+	}
+}
+
 // TestString: fmt.Print of a map says what it is.
 func TestString(t *testing.T) {
 	testutil.RequireRoot(t)

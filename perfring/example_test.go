@@ -22,6 +22,8 @@ import (
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/perfring"
 	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/tracefs"
+	"golang.org/x/sys/unix"
 )
 
 // A program sends "getppid!" through a perf event array each time this
@@ -51,7 +53,7 @@ func ExampleNewPerfReader() {
 		insn.StoreMem(insn.BPF_DW, insn.R10, -8, insn.R1),
 		insn.Mov64Reg(insn.R1, insn.R6),
 		insn.LoadMapFD(insn.R2, events),
-		insn.LoadImm64(insn.R3, 0xffffffff), // BPF_F_CURRENT_CPU: this CPU's ring
+		insn.LoadImm64(insn.R3, insn.BPF_F_CURRENT_CPU), // this CPU's ring
 		insn.Mov64Reg(insn.R4, insn.R10),
 		insn.ALU64Imm(insn.BPF_ADD, insn.R4, -8),
 		insn.Mov64Imm(insn.R5, 8),
@@ -165,15 +167,120 @@ func ExampleNewRingBufReader() {
 	// getppid! (8 bytes)
 }
 
+// NewEventReader samples a tracepoint's own records, as perf record does:
+// here sys_enter_getppid's, kept by a Tracepoint program attached to the
+// reader's event only when this process made the call. Decode reads each
+// record into a struct laid out as the tracepoint's format says.
+func ExampleNewEventReader() {
+	id, err := tracefs.TracepointID("syscalls", "sys_enter_getppid")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := perfring.NewEventReader(perfring.Event{Type: unix.PERF_TYPE_TRACEPOINT, Config: id}, perfring.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer r.Close()
+	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "mine", License: "GPL", Insns: []insn.Item{
+		insn.Call(insn.BPF_FUNC_get_current_pid_tgid),
+		insn.ALU64Imm(insn.BPF_RSH, insn.R0, 32), // the process id
+		insn.Mov64Reg(insn.R1, insn.R0),
+		insn.Mov64Imm(insn.R0, 0), // drop the record,
+		insn.JumpImm(insn.BPF_JNE, insn.R1, int32(os.Getpid()), "out"),
+		insn.Mov64Imm(insn.R0, 1), // or keep it
+		insn.Label("out"),
+		insn.Exit(),
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	// One attachment filters the records of every CPU's event.
+	l, err := prog.AttachPerfEvent(p, r.FDs()[0], prog.AttachOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	if err := r.Enable(); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	for range 3 {
+		os.Getppid()
+	}
+	type sysEnter struct { // events/syscalls/sys_enter_getppid/format
+		Type         uint16
+		Flags        uint8
+		PreemptCount uint8
+		PID          int32 // the thread's
+		NR           int32 // the system call's number
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for read := 0; read < 3; {
+		n, err := r.ReadFunc(ctx, func(rec perfring.Record) error {
+			var e sysEnter
+			if rec.Lost != 0 {
+				fmt.Println("lost", rec.Lost)
+			} else if err := perfring.Decode(rec.Sample, &e); err != nil {
+				return err
+			} else {
+				fmt.Println("sys_enter_getppid:", e.Type == uint16(id), e.NR == unix.SYS_GETPPID)
+			}
+			return nil
+		})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		read += n
+	}
+
+	// As root, it prints:
+	// sys_enter_getppid: true true
+	// sys_enter_getppid: true true
+	// sys_enter_getppid: true true
+}
+
+// Decode copies a sample into a value of a Go type laid out as the program
+// wrote it: here a u32, 4 bytes of padding and a u64. A sample too short,
+// or a type with pointers, is an error.
+func ExampleDecode() {
+	type event struct {
+		PID   uint32
+		_     uint32
+		Bytes uint64
+	}
+	sample := binary.NativeEndian.AppendUint32(nil, 42)
+	sample = binary.NativeEndian.AppendUint32(sample, 0)
+	sample = binary.NativeEndian.AppendUint64(sample, 1500)
+	var e event
+	err := perfring.Decode(sample, &e)
+	fmt.Println(e.PID, e.Bytes, err)
+	fmt.Println(perfring.Decode(sample[:12], &e))
+	var named struct{ Name string }
+	fmt.Println(perfring.Decode(sample, &named))
+	// Output:
+	// 42 1500 <nil>
+	// perfring: a sample of 12 bytes is shorter than perfring_test.event (16 bytes)
+	// perfring: Decode into struct { Name string }: sys: string is not fixed-size plain data
+}
+
 // rootExamples are the examples that need root: TestExamples runs them.
-func rootExamples() []rootExample {
+func rootExamples(t *testing.T) []rootExample {
 	compat := ""
 	if strconv.IntSize == 32 {
 		// The syscalls: tracepoints ignore compat system calls
 		// (ARCH_TRACE_IGNORE_COMPAT_SYSCALLS).
 		compat = "sys_enter_getppid does not fire for a 32-bit process"
 	}
-	return []rootExample{{f: ExampleNewPerfReader, skip: compat}, {f: ExampleNewRingBufReader, skip: compat}}
+	return []rootExample{{f: ExampleNewPerfReader, skip: compat}, {f: ExampleNewRingBufReader, skip: compat},
+		{f: ExampleNewEventReader, skip: compat}}
 }
 
 // The rest of this file is the same in every package's example_test.go.
@@ -196,9 +303,10 @@ type rootExample struct {
 //go:embed example_test.go
 var exampleSource []byte
 
-// TestExamples runs the examples of rootExamples, as root, and checks that
-// each prints what its "it prints:" comment says; and that every example
-// of this file has an Output comment or is one of them.
+// TestExamples runs the examples of rootExamples (which may make what they
+// need, with t), as root, and checks that each prints what its "it prints:"
+// comment says; and that every example of this file has an Output comment
+// or is one of them.
 func TestExamples(t *testing.T) {
 	file, err := parser.ParseFile(token.NewFileSet(), "example_test.go", exampleSource, parser.ParseComments)
 	if err != nil {
@@ -220,7 +328,7 @@ func TestExamples(t *testing.T) {
 			t.Errorf("%s has neither an Output comment nor an \"it prints:\" comment: nothing checks it", name)
 		}
 	}
-	for _, ex := range rootExamples() {
+	for _, ex := range rootExamples(t) {
 		name := runtime.FuncForPC(reflect.ValueOf(ex.f).Pointer()).Name()
 		name = name[strings.LastIndex(name, ".")+1:]
 		want, ok := prints[name]

@@ -91,7 +91,7 @@ func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) *emitted {
 		items = append(items, LoadMapFD(R1, out), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -64),
 			Mov64Imm(R3, recordSize), Mov64Imm(R4, 0), Call(BPF_FUNC_ringbuf_output))
 	} else {
-		items = append(items, Mov64Reg(R1, R6), LoadMapFD(R2, out), LoadImm64(R3, 0xffffffff), // BPF_F_CURRENT_CPU
+		items = append(items, Mov64Reg(R1, R6), LoadMapFD(R2, out), LoadImm64(R3, BPF_F_CURRENT_CPU),
 			Mov64Reg(R4, R10), ALU64Imm(BPF_ADD, R4, -64), Mov64Imm(R5, recordSize), Call(BPF_FUNC_perf_event_output))
 	}
 	items = append(items,

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
@@ -359,6 +360,97 @@ func ExampleAttachRawTracepoint() {
 	// getppid calls: 3 <nil>
 }
 
+// A PerfEvent program runs at each sample of a perf event the caller
+// opened, as a profiler's does: here every millisecond this thread spends
+// on a CPU (task-clock), while it spins until the program has counted 10.
+// A Tracepoint program attached so filters the event's records instead
+// (perfring.NewEventReader).
+func ExampleAttachPerfEvent() {
+	samples, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: mapfd.Array, MaxEntries: 1, Name: "samples"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer samples.Close()
+	items := append([]insn.Item{insn.StoreImm(insn.BPF_W, insn.R10, -4, 0)}, insn.MapIncrement(samples, -4, -16)...)
+	p, err := prog.Load(prog.Spec{Type: prog.PerfEvent, Name: "sample", License: "GPL", Insns: append(items, insn.Mov64Imm(insn.R0, 0), insn.Exit())})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	runtime.LockOSThread() // the event follows one thread
+	defer runtime.UnlockOSThread()
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_TASK_CLOCK,
+		Sample: 1_000_000, Bits: unix.PerfBitDisabled} // a sample every 1,000,000 ns; AttachPerfEvent enables it
+	fd, err := sys.PerfEventOpen(&attr, unix.Gettid(), -1, -1, 0) // this thread, on any CPU
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer unix.Close(fd) // the Link holds a copy
+	l, err := prog.AttachPerfEvent(p, fd, prog.AttachOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	var n uint64
+	for deadline := time.Now().Add(5 * time.Second); n < 10 && time.Now().Before(deadline); {
+		n, err = samples.Lookup(0)
+	}
+	fmt.Println("10 samples:", n >= 10, err)
+
+	// As root, it prints:
+	// 10 samples: true <nil>
+}
+
+// A tool picks how to send its records by what the kernel has: a BPF ring
+// buffer (5.8) where it creates one and the program may write to it, a
+// perf event array else. The probes try once, with a tiny map or program,
+// and remember the answer.
+func ExampleHaveMapType() {
+	ringbuf, err := prog.HaveMapType(mapfd.RingBuf)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	output, err := prog.HaveHelper(prog.Kprobe, insn.BPF_FUNC_ringbuf_output)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	kind := mapfd.PerfEventArray
+	if ringbuf && output {
+		kind = mapfd.RingBuf
+	}
+	fmt.Println(kind)
+	// bpf_probe_read is for tracing programs only.
+	fmt.Println(prog.HaveHelper(prog.SocketFilter, insn.BPF_FUNC_probe_read))
+
+	// As root, on Linux 5.8 or later, it prints:
+	// ringbuf
+	// false <nil>
+}
+
+// Features runs every probe that takes no arguments and lists the
+// answers, cached, by name: what bpfkit features prints.
+func ExampleFeatures() {
+	for _, f := range prog.Features() {
+		switch f.Name {
+		case "btf_vmlinux", "isa_v3", "map_type ringbuf", "prog_type raw_tracepoint", "tail_call_limit":
+			fmt.Println(f.Name, f.OK, f.Value, f.Err)
+		}
+	}
+
+	// As root, on Linux 5.8 or later with BTF, it prints:
+	// btf_vmlinux true 0 <nil>
+	// isa_v3 true 0 <nil>
+	// map_type ringbuf true 0 <nil>
+	// prog_type raw_tracepoint true 0 <nil>
+	// tail_call_limit true 33 <nil>
+}
+
 // SyscallSymbol is the kernel function to probe for a system call of this
 // process.
 func ExampleSyscallSymbol() {
@@ -426,7 +518,7 @@ func ExamplePtRegsOf() {
 }
 
 // rootExamples are the examples that need root: TestExamples runs them.
-func rootExamples() []rootExample {
+func rootExamples(t *testing.T) []rootExample {
 	noKprobes := ""
 	if prog.ProbesSupported(tracefs.Kprobe) != nil {
 		noKprobes = "this kernel has no kprobes\n"
@@ -451,6 +543,7 @@ func rootExamples() []rootExample {
 		{f: ExampleInfo_Listing}, {f: ExampleAttachTracepoint, skip: cookies},
 		{f: ExampleAttachKprobe, want: noKprobes}, {f: ExampleAttachUprobe}, {f: ExampleAttachRawTracepoint},
 		{f: ExampleSyscallSymbol, skip: notX86}, {f: ExampleSymbols_Name}, {f: ExampleKernelPtRegs, skip: notX86},
+		{f: ExampleAttachPerfEvent}, {f: ExampleHaveMapType}, {f: ExampleFeatures},
 	}
 }
 
@@ -474,9 +567,10 @@ type rootExample struct {
 //go:embed example_test.go
 var exampleSource []byte
 
-// TestExamples runs the examples of rootExamples, as root, and checks that
-// each prints what its "it prints:" comment says; and that every example
-// of this file has an Output comment or is one of them.
+// TestExamples runs the examples of rootExamples (which may make what they
+// need, with t), as root, and checks that each prints what its "it prints:"
+// comment says; and that every example of this file has an Output comment
+// or is one of them.
 func TestExamples(t *testing.T) {
 	file, err := parser.ParseFile(token.NewFileSet(), "example_test.go", exampleSource, parser.ParseComments)
 	if err != nil {
@@ -498,7 +592,7 @@ func TestExamples(t *testing.T) {
 			t.Errorf("%s has neither an Output comment nor an \"it prints:\" comment: nothing checks it", name)
 		}
 	}
-	for _, ex := range rootExamples() {
+	for _, ex := range rootExamples(t) {
 		name := runtime.FuncForPC(reflect.ValueOf(ex.f).Pointer()).Name()
 		name = name[strings.LastIndex(name, ".")+1:]
 		want, ok := prints[name]

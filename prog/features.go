@@ -64,8 +64,10 @@ func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
 func (f Feature) result() (bool, error) { return f.OK, f.Err }
 
 // Features runs the probes without arguments, HaveProgType and HaveMapType
-// for every type the journal names, and HaveHelper for every helper insn
-// names and type of helpersOf; it returns every answer cached, by name.
+// for every type the journal names, HaveHelper for bpf_get_attach_cookie in
+// kprobe and raw tracepoint programs (bpf_cookie: 5.15 and 6.10), and for
+// every helper insn names and type of helpersOf; it returns every answer
+// cached, by name.
 func Features(helpersOf ...Type) []Feature {
 	HavePerfLink()
 	HaveKprobeMulti()
@@ -73,6 +75,8 @@ func Features(helpersOf ...Type) []Feature {
 	HavePMU(tracefs.Kprobe)
 	HavePMU(tracefs.Uprobe)
 	TailCallLimit()
+	HaveHelper(Kprobe, insn.BPF_FUNC_get_attach_cookie)
+	HaveHelper(RawTracepoint, insn.BPF_FUNC_get_attach_cookie)
 	for v := 2; v <= 4; v++ {
 		HaveISA(v)
 	}

@@ -66,6 +66,26 @@ func TestFeatureBadArguments(t *testing.T) {
 	}
 }
 
+// TestFeaturesCookie: Features without arguments answers whether kprobe
+// and raw tracepoint programs may read a bpf_cookie (tests.TestFeatures
+// checks the answers on each kernel).
+func TestFeaturesCookie(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	features.Lock()
+	features.m = nil // nothing cached: only what Features runs itself
+	features.Unlock()
+	names := map[string]bool{}
+	for _, f := range Features() {
+		names[f.Name] = true
+	}
+	for _, want := range []string{"helper kprobe bpf_get_attach_cookie", "helper raw_tracepoint bpf_get_attach_cookie"} {
+		if !names[want] {
+			t.Errorf("Features() has no %q", want)
+		}
+	}
+}
+
 // TestFeaturesCached: a probe asks the kernel once; asked again it answers
 // from the cache, with the same errno, without a system call; and a
 // program or map type the kernel has never had is a no on EINVAL.

@@ -56,6 +56,16 @@ type Spec struct {
 	LogSize int
 }
 
+// Flags for Spec.Flags (prog_flags), as in the uapi header.
+const (
+	BPF_F_STRICT_ALIGNMENT = unix.BPF_F_STRICT_ALIGNMENT // the verifier checks alignment even where the CPU does not need it
+	BPF_F_ANY_ALIGNMENT    = unix.BPF_F_ANY_ALIGNMENT    // the verifier does not check it even where the CPU needs it (5.0)
+	BPF_F_TEST_RND_HI32    = unix.BPF_F_TEST_RND_HI32    // the verifier puts random upper halves after 32-bit writes, a test (5.3)
+	BPF_F_TEST_STATE_FREQ  = unix.BPF_F_TEST_STATE_FREQ  // the verifier keeps a state at every jump, a test (5.4)
+	BPF_F_SLEEPABLE        = unix.BPF_F_SLEEPABLE        // the program may sleep (5.10): a syscall program, say (5.14)
+	BPF_F_XDP_HAS_FRAGS    = unix.BPF_F_XDP_HAS_FRAGS    // an XDP program that takes multi-buffer packets (5.18)
+)
+
 // retZero is "r0 = 0; exit", for feature probes.
 var retZero = []insn.Item{insn.Mov64Imm(insn.R0, 0), insn.Exit()}
 

@@ -63,6 +63,50 @@ func TestSocketFilterRun(t *testing.T) {
 	}
 }
 
+// TestLoadFlags: Spec.Flags reach the verifier. A 4-byte load at offset 1
+// of a map value loads where the CPU has efficient unaligned access (x86,
+// arm64), and BPF_F_STRICT_ALIGNMENT refuses it; a store into the value
+// of a BPF_F_RDONLY_PROG map is refused, a load is not.
+func TestLoadFlags(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	for _, rdonly := range []uint32{0, mapfd.BPF_F_RDONLY_PROG} {
+		m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1, Name: "flags", Flags: rdonly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		value := func(access ...Item) []Item {
+			items := []Item{StoreImm(BPF_W, R10, -4, 0), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -4),
+				LoadMapFD(R1, m), Call(BPF_FUNC_map_lookup_elem), JumpImm(BPF_JEQ, R0, 0, "out")}
+			return append(append(items, access...), Label("out"), Mov64Imm(R0, 0), Exit())
+		}
+		for _, c := range []struct {
+			name  string
+			insns []Item
+			flags uint32
+			log   string // the verifier's refusal, or "" if it loads
+		}{
+			{"misaligned load", value(LoadMem(BPF_W, R1, R0, 1)), 0, ""},
+			{"misaligned load", value(LoadMem(BPF_W, R1, R0, 1)), prog.BPF_F_STRICT_ALIGNMENT, "misaligned value access"},
+			{"aligned load", value(LoadMem(BPF_W, R1, R0, 4)), prog.BPF_F_STRICT_ALIGNMENT, ""},
+			{"store", value(StoreImm(BPF_W, R0, 0, 1)), 0, map[uint32]string{mapfd.BPF_F_RDONLY_PROG: "write into map forbidden"}[rdonly]},
+		} {
+			p, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "flags", License: "GPL", Insns: c.insns, Flags: c.flags})
+			var ve *prog.VerifierError
+			switch {
+			case c.log == "" && err != nil:
+				t.Errorf("map flags %#x, %s with prog flags %#x: %v", rdonly, c.name, c.flags, err)
+			case c.log != "" && (!errors.As(err, &ve) || !errors.Is(err, unix.EACCES) || !strings.Contains(ve.Log, c.log)):
+				t.Errorf("map flags %#x, %s with prog flags %#x: %v, want EACCES and %q in the log", rdonly, c.name, c.flags, err, c.log)
+			}
+			if err == nil {
+				p.Close()
+			}
+		}
+	}
+}
+
 // TestXDPRewrite rewrites the first byte of the packet and checks the
 // packet that comes out.
 func TestXDPRewrite(t *testing.T) {

@@ -65,6 +65,8 @@ var helpersSince = []struct {
 	{prog.SocketFilter, insn.BPF_FUNC_map_lookup_elem, since{0x313, ""}},
 	{prog.Kprobe, insn.BPF_FUNC_ringbuf_output, since{0x508, ""}},
 	{prog.Tracepoint, insn.BPF_FUNC_get_attach_cookie, since{0x50f, ""}},
+	{prog.Kprobe, insn.BPF_FUNC_get_attach_cookie, since{0x50f, ""}},
+	{prog.RawTracepoint, insn.BPF_FUNC_get_attach_cookie, since{0x60a, ""}}, // commit 68ca5d4eebb8
 	{prog.Kprobe, insn.BPF_FUNC_get_func_ip, since{0x50f, ""}},
 	{prog.Kprobe, insn.BPF_FUNC_loop, since{0x511, ""}},
 	{prog.XDP, insn.BPF_FUNC_xdp_load_bytes, since{0x512, ""}},

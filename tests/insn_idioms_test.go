@@ -10,6 +10,7 @@ import (
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
+	"golang.org/x/sys/unix"
 )
 
 // TestLog2 runs insn.Log2 on values read from a map, so that the verifier
@@ -93,6 +94,51 @@ func TestMapIncrement(t *testing.T) {
 			if got := binary.NativeEndian.Uint64(v); got != per*uint64(run) {
 				t.Errorf("run %d: key %d counts %d, want %d", run, key, got, per*uint64(run))
 			}
+		}
+	}
+}
+
+// TestCurrentCPUFlag: bpf_perf_event_output's flags are a u64, and
+// BPF_F_CURRENT_CPU is 0xffffffff in it, which LoadImm64 loads and
+// Mov32Imm(r, -1) too (zero-extended); Mov64Imm(r, -1), sign-extended to
+// all ones, sets bits outside BPF_F_INDEX_MASK and BPF_F_CTXLEN_MASK, and
+// the helper refuses it with EINVAL: which is why BPF_F_CURRENT_CPU does
+// not compile as Mov64Imm's immediate (insn's TestOpcodeTypes). A tc
+// program's bpf_perf_event_output (bpf_skb_event_output) checks the flags
+// first; with the right ones it finds this CPU's slot of the array empty:
+// ENOENT.
+func TestCurrentCPUFlag(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	events, err := mapfd.Create(mapfd.Spec{Type: mapfd.PerfEventArray, Name: "flags"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	for _, c := range []struct {
+		name  string
+		flags Item
+		want  unix.Errno
+	}{
+		{"LoadImm64(R3, BPF_F_CURRENT_CPU)", LoadImm64(R3, BPF_F_CURRENT_CPU), unix.ENOENT},
+		{"Mov32Imm(R3, -1)", Mov32Imm(R3, -1), unix.ENOENT},
+		{"Mov64Imm(R3, -1)", Mov64Imm(R3, -1), unix.EINVAL},
+	} {
+		p, err := prog.Load(prog.Spec{Type: prog.SchedCLS, Name: "flags", License: "GPL", Insns: []Item{
+			LoadMapFD(R2, events), c.flags, StoreImm(BPF_DW, R10, -8, 0), // r1 is still the context
+			Mov64Reg(R4, R10), ALU64Imm(BPF_ADD, R4, -8), Mov64Imm(R5, 8), Call(BPF_FUNC_perf_event_output),
+			Exit(),
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := p.TestRun(prog.RunOptions{Data: make([]byte, 64)})
+		p.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := -int32(r.Retval); got != int32(c.want) {
+			t.Errorf("%s: bpf_perf_event_output returned -%d, want -%d (%v)", c.name, got, c.want, c.want)
 		}
 	}
 }

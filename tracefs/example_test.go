@@ -212,7 +212,7 @@ func ExampleProbeSpec_Check() {
 }
 
 // rootExamples are the examples that need root: TestExamples runs them.
-func rootExamples() []rootExample {
+func rootExamples(t *testing.T) []rootExample {
 	return []rootExample{{f: ExampleTracepointFormat}, {f: ExampleFormat_Field}, {f: ExampleCreateProbe}, {f: ExampleSweep}}
 }
 
@@ -236,9 +236,10 @@ type rootExample struct {
 //go:embed example_test.go
 var exampleSource []byte
 
-// TestExamples runs the examples of rootExamples, as root, and checks that
-// each prints what its "it prints:" comment says; and that every example
-// of this file has an Output comment or is one of them.
+// TestExamples runs the examples of rootExamples (which may make what they
+// need, with t), as root, and checks that each prints what its "it prints:"
+// comment says; and that every example of this file has an Output comment
+// or is one of them.
 func TestExamples(t *testing.T) {
 	file, err := parser.ParseFile(token.NewFileSet(), "example_test.go", exampleSource, parser.ParseComments)
 	if err != nil {
@@ -260,7 +261,7 @@ func TestExamples(t *testing.T) {
 			t.Errorf("%s has neither an Output comment nor an \"it prints:\" comment: nothing checks it", name)
 		}
 	}
-	for _, ex := range rootExamples() {
+	for _, ex := range rootExamples(t) {
 		name := runtime.FuncForPC(reflect.ValueOf(ex.f).Pointer()).Name()
 		name = name[strings.LastIndex(name, ".")+1:]
 		want, ok := prints[name]

@@ -68,7 +68,7 @@ func (d *dropmon) stream(ctx context.Context, format *tracefs.Format) error {
 		Call(BPF_FUNC_get_smp_processor_id), StoreMem(BPF_W, R10, -44, R0),
 		loadProto, StoreMem(BPF_H, R10, -36, R2), StoreImm(BPF_H, R10, -34, 0),
 		Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -32), Mov64Imm(R2, 16), Call(BPF_FUNC_get_current_comm),
-		Mov64Reg(R1, R6), LoadMapFD(R2, events), Mov32Imm(R3, -1), // BPF_F_CURRENT_CPU
+		Mov64Reg(R1, R6), LoadMapFD(R2, events), LoadImm64(R3, BPF_F_CURRENT_CPU),
 		Mov64Reg(R4, R10), ALU64Imm(BPF_ADD, R4, -64), Mov64Imm(R5, eventSize), Call(BPF_FUNC_perf_event_output),
 		Mov64Imm(R0, 0), Exit())
 	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "dropmon_events", License: "GPL", Insns: items})

@@ -119,7 +119,7 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, swap bool) error {
 				Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -dataSize),
 				LoadMem(BPF_DW, R3, R10, -eventSize+16), Call(BPF_FUNC_probe_read_user))
 		}
-		return append(items, Mov64Reg(R1, R6), LoadMapFD(R2, events), Mov32Imm(R3, -1), // BPF_F_CURRENT_CPU
+		return append(items, Mov64Reg(R1, R6), LoadMapFD(R2, events), LoadImm64(R3, BPF_F_CURRENT_CPU),
 			Mov64Reg(R4, R10), ALU64Imm(BPF_ADD, R4, -eventSize), Mov64Imm(R5, eventSize), Call(BPF_FUNC_perf_event_output),
 			Mov64Imm(R0, 0), Exit())
 	}

@@ -237,7 +237,7 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 		return append(items, Call(BPF_FUNC_ktime_get_ns), StoreMem(BPF_DW, R10, rec, R0),
 			Call(BPF_FUNC_get_current_pid_tgid), ALU64Imm(BPF_RSH, R0, 32), StoreMem(BPF_W, R10, rec+8, R0),
 			Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, int32(rec+16)), Mov64Imm(R2, 16), Call(BPF_FUNC_get_current_comm),
-			Mov64Reg(R1, R6), LoadMapFD(R2, out), Mov32Imm(R3, -1), // BPF_F_CURRENT_CPU
+			Mov64Reg(R1, R6), LoadMapFD(R2, out), LoadImm64(R3, BPF_F_CURRENT_CPU),
 			Mov64Reg(R4, R10), ALU64Imm(BPF_ADD, R4, int32(rec)), Mov64Imm(R5, int32(size)), Call(BPF_FUNC_perf_event_output),
 			Mov64Imm(R0, 0), Exit()), nil
 	}
