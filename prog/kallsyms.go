@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -60,16 +61,20 @@ func loadKallsyms() (*Symbols, error) {
 		}
 		var syms []sym
 		hidden := true
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if addr, name, ok := parseKallsymsLine(sc.Text()); ok {
+		r := bufio.NewReaderSize(f, 64<<10)
+		for {
+			line, err := r.ReadString('\n')
+			if addr, name, ok := parseKallsymsLine(line); ok {
 				syms = append(syms, sym{addr, name, len(syms)})
 				hidden = hidden && addr == 0
 			}
-		}
-		if err := sc.Err(); err != nil {
-			kallsyms.err = fmt.Errorf("prog: kernel symbols: %w", err)
-			return
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				kallsyms.err = fmt.Errorf("prog: kernel symbols: %w", err)
+				return
+			}
 		}
 		sort.Slice(syms, func(i, j int) bool { // by address, then in the file's order
 			a, b := syms[i], syms[j]

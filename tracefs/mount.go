@@ -1,10 +1,10 @@
 package tracefs
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -46,22 +46,14 @@ func Path() (string, error) {
 // findMount scans /proc/self/mountinfo: field 5 is the mount point, the
 // type follows " - ".
 func findMount() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
 	debugfs := ""
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		sep := -1
-		for i, f := range fields {
-			if f == "-" {
-				sep = i
-				break
-			}
-		}
+	for line := range strings.Lines(string(b)) {
+		fields := strings.Fields(line)
+		sep := slices.Index(fields, "-")
 		if sep < 0 || sep+1 >= len(fields) || len(fields) < 5 {
 			continue
 		}
@@ -74,7 +66,7 @@ func findMount() (string, error) {
 			}
 		}
 	}
-	return debugfs, s.Err()
+	return debugfs, nil
 }
 
 // unescape undoes mountinfo's escapes (mangle_path): a space, tab, newline
