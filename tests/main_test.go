@@ -21,9 +21,9 @@ func TestMain(m *testing.M) {
 
 // writer is this binary run as a workload (BPFKIT_TEST_WRITER=100,5000,...):
 // once a line arrives on stdin it calls getppid BPFKIT_TEST_GETPPID times,
-// opens /dev/null and /dev/zero, reads 123 bytes of zeros, writes those
-// many bytes of 'x' to /dev/null, one write(2) each, BPFKIT_TEST_GAP apart,
-// and exits.
+// opens /dev/null and /dev/zero, reads 123 bytes of zeros, maps 12289
+// bytes (mmapArgs), writes those many bytes of 'x' to /dev/null, one
+// write(2) each, BPFKIT_TEST_GAP apart, and exits.
 func writer(sizes string) int {
 	bufio.NewReader(os.Stdin).ReadString('\n')
 	n, _ := strconv.Atoi(os.Getenv("BPFKIT_TEST_GETPPID"))
@@ -41,6 +41,9 @@ func writer(sizes string) int {
 	}
 	buf := make([]byte, 1<<20)
 	zero.Read(buf[:123])
+	if _, err := syscall.Mmap(-1, 0, 12289, syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS); err != nil {
+		return 1
+	}
 	for i := range buf {
 		buf[i] = 'x'
 	}

@@ -24,23 +24,49 @@ func counted(out string) map[string]int {
 	return got
 }
 
+// countedJSON is counted for -json's lines.
+func countedJSON(t *testing.T, out string) map[string]int {
+	got := map[string]int{}
+	for _, l := range jsonLines[struct {
+		Counts []struct {
+			Name  string
+			Count int
+		}
+	}](t, out) {
+		for _, c := range l.Counts {
+			got[c.Name] += c.Count
+		}
+	}
+	return got
+}
+
 // TestFunccountTracepoints: a process calls getppid 37 times and writes 7
 // times while funccount -p counts the syscalls:sys_enter_get* tracepoints
 // and sys_enter_write (twenty-odd, named twice: once each) with one
-// program: the two counts must be exact, and on kernels without perf links
-// funccount must say it fell back to a program per event.
+// program: the two counts must be exact, in text and in -json, and on
+// kernels without perf links funccount must say it fell back to a program
+// per event.
 func TestFunccountTracepoints(t *testing.T) {
 	testutil.RequireRoot(t)
-	pid, run := workload(t, 37, 1, 100, 100, 100, 5000, 5000, 70000)
-	r := startTool(t, "funccount", "-p", strconv.Itoa(pid), "syscalls:sys_enter_get*", "syscalls:sys_enter_write", "syscalls:sys_enter_getppid", "60")
-	r.waitFor("Ctrl-C to stop")
-	run()
-	out := r.stop()
-	got := counted(out)
-	if got["syscalls:sys_enter_getppid"] != 37 || got["syscalls:sys_enter_write"] != 7 {
-		t.Fatalf("getppid %d and write %d, want 37 and 7:\n%s", got["syscalls:sys_enter_getppid"], got["syscalls:sys_enter_write"], out)
+	for _, asJSON := range []bool{false, true} {
+		pid, run := workload(t, 37, 1, 100, 100, 100, 5000, 5000, 70000)
+		args := []string{"-p", strconv.Itoa(pid), "syscalls:sys_enter_get*", "syscalls:sys_enter_write", "syscalls:sys_enter_getppid", "60"}
+		if asJSON {
+			args = append([]string{"-json"}, args...)
+		}
+		r := startTool(t, "funccount", args...)
+		r.waitFor("Ctrl-C to stop")
+		run()
+		out := r.stop()
+		got := counted(out)
+		if asJSON {
+			got = countedJSON(t, out)
+		}
+		if got["syscalls:sys_enter_getppid"] != 37 || got["syscalls:sys_enter_write"] != 7 {
+			t.Fatalf("funccount %q: getppid %d and write %d, want 37 and 7:\n%s", args, got["syscalls:sys_enter_getppid"], got["syscalls:sys_enter_write"], out)
+		}
+		checkFallback(t, out+r.err.String())
 	}
-	checkFallback(t, out)
 }
 
 // checkFallback: the tool says whether it used cookies, and that is what
@@ -61,25 +87,35 @@ func checkFallback(t *testing.T, out string) {
 
 // TestFunccountKprobes: the kernel functions behind the same workload,
 // through kprobes (in the VMs): vfs_write 7 times and the getppid handler
-// 37 times.
+// 37 times, in text and in -json.
 func TestFunccountKprobes(t *testing.T) {
 	requireKprobes(t)
 	getppid, err := prog.SyscallSymbol("getppid")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, run := workload(t, 37, 1, 100, 100, 100, 5000, 5000, 70000)
-	r := startTool(t, "funccount", "-p", strconv.Itoa(pid), "vfs_write", getppid, "60")
-	r.waitFor("Ctrl-C to stop")
-	run()
-	out := r.stop()
-	got := counted(out)
-	if got[getppid] != 37 || got["vfs_write"] != 7 {
-		t.Fatalf("%s %d and vfs_write %d, want 37 and 7:\n%s", getppid, got[getppid], got["vfs_write"], out)
-	}
-	checkFallback(t, out)
-	t.Log("\n" + out)
-	if os.Getenv("BPFKIT_VM") == "5.10" && !strings.Contains(out, "one program per event") {
-		t.Fatal("5.10 has no perf links, yet funccount did not fall back")
+	for _, asJSON := range []bool{false, true} {
+		pid, run := workload(t, 37, 1, 100, 100, 100, 5000, 5000, 70000)
+		args := []string{"-p", strconv.Itoa(pid), "vfs_write", getppid, "60"}
+		if asJSON {
+			args = append([]string{"-json"}, args...)
+		}
+		r := startTool(t, "funccount", args...)
+		r.waitFor("Ctrl-C to stop")
+		run()
+		out := r.stop()
+		got := counted(out)
+		if asJSON {
+			got = countedJSON(t, out)
+		}
+		if got[getppid] != 37 || got["vfs_write"] != 7 {
+			t.Fatalf("funccount %q: %s %d and vfs_write %d, want 37 and 7:\n%s", args, getppid, got[getppid], got["vfs_write"], out)
+		}
+		said := out + r.err.String()
+		checkFallback(t, said)
+		t.Log("\n" + out)
+		if os.Getenv("BPFKIT_VM") == "5.10" && !strings.Contains(said, "one program per event") {
+			t.Fatal("5.10 has no perf links, yet funccount did not fall back")
+		}
 	}
 }

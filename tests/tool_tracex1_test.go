@@ -1,9 +1,14 @@
 package tests
 
 import (
+	"fmt"
 	"net"
+	"os"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
 )
@@ -44,17 +49,42 @@ func count805(out string) int {
 
 // TestTracex1: 25 datagrams on lo are 25 records kept by the filter
 // program, with their length, through the perf ring and, with -printk,
-// through bpf_trace_printk and trace_pipe.
+// through bpf_trace_printk and trace_pipe; in text and in -json (where
+// -printk's lines are parsed: the CPU, and a thread of this process, the
+// sender, for some).
 func TestTracex1(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, args := range [][]string{{"60"}, {"-printk", "60"}} {
+	for _, args := range [][]string{{"60"}, {"-printk", "60"}, {"-json", "60"}, {"-printk", "-json", "60"}} {
+		asJSON, printk := slices.Contains(args, "-json"), slices.Contains(args, "-printk")
 		r := startTool(t, "tracex1", args...)
 		r.waitFor("Ctrl-C to stop")
 		sendLo(t, 25)
-		waitOutput(r, func(out string) bool { return count805(out) >= 25 })
+		count := count805
+		if asJSON {
+			count = func(out string) int { return strings.Count(out, `"device":"lo","len":805}`) }
+		}
+		waitOutput(r, func(out string) bool { return count(out) >= 25 })
 		out := r.stop()
-		if n := count805(out); n != 25 {
+		if n := count(out); n != 25 {
 			t.Fatalf("tracex1 %q: %d packets of 805 bytes on lo, want 25:\n%s", args, n, out)
+		}
+		if !asJSON {
+			continue
+		}
+		ours := 0
+		for _, p := range jsonLines[struct {
+			Time, Comm, Device string
+			CPU, TID, Len      int
+		}](t, out) {
+			if _, err := time.Parse(time.RFC3339Nano, p.Time); err != nil || p.CPU < 0 || p.CPU >= runtime.NumCPU() {
+				t.Errorf("tracex1 %q: %+v", args, p)
+			}
+			if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", p.TID)); err == nil && p.Comm == "tests.test" {
+				ours++
+			}
+		}
+		if printk && ours == 0 {
+			t.Errorf("tracex1 %q: none of the packets in this process:\n%s", args, out)
 		}
 	}
 }

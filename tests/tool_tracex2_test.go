@@ -10,16 +10,35 @@ import (
 
 // TestTracex2WriteSizes: a process makes writes of known sizes while
 // tracex2 -p watches it; each log2 slot must hold exactly the writes of
-// its sizes (bcc's slots: 1 is in 0 -> 1, 100 in 64 -> 127, ...).
+// its sizes (bcc's slots: 1 is in 0 -> 1, 100 in 64 -> 127, ...), in the
+// text's histogram and in -json's.
 func TestTracex2WriteSizes(t *testing.T) {
 	testutil.RequireRoot(t)
-	pid, write := writerProcess(t, 1, 100, 100, 100, 5000, 5000, 70000)
-	r := startTool(t, "tracex2", "-p", strconv.Itoa(pid), "60")
-	r.waitFor("Ctrl-C to stop")
-	write()
-	out := r.stop()
-	if got := histSlots(out[strings.LastIndex(out, "write bytes"):]); got != writerSlots {
-		t.Fatalf("slots %v, want %v:\n%s", got, writerSlots, out)
+	for _, asJSON := range []bool{false, true} {
+		pid, write := writerProcess(t, 1, 100, 100, 100, 5000, 5000, 70000)
+		args := []string{"-p", strconv.Itoa(pid), "60"}
+		if asJSON {
+			args = append([]string{"-json"}, args...)
+		}
+		r := startTool(t, "tracex2", args...)
+		r.waitFor("Ctrl-C to stop")
+		write()
+		out := r.stop()
+		var got string
+		if asJSON {
+			var hists [][]histSlot
+			for _, l := range jsonLines[struct {
+				WriteBytes []histSlot `json:"write_bytes"`
+			}](t, out) {
+				hists = append(hists, l.WriteBytes)
+			}
+			got = jsonSlots(hists...)
+		} else {
+			got = histSlots(out[strings.LastIndex(out, "write bytes"):])
+		}
+		if got != writerSlots {
+			t.Fatalf("tracex2 %q: slots %v, want %v:\n%s", args, got, writerSlots, out)
+		}
 	}
 }
 

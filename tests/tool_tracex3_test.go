@@ -2,9 +2,13 @@ package tests
 
 import (
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"unsafe"
 
@@ -77,7 +81,8 @@ func directReads(t testing.TB, path string, n int) {
 
 // TestTracex3 makes 50 O_DIRECT reads on a loop device while tracex3
 // watches it: the histogram at exit must count exactly 50 requests, each
-// issue matched with its completion.
+// issue matched with its completion; with -json, so must the intervals'
+// objects together, and the run's object (total) that comes last.
 func TestTracex3(t *testing.T) {
 	testutil.RequireRoot(t)
 	path, minor := loopDevice(t)
@@ -97,10 +102,35 @@ func TestTracex3(t *testing.T) {
 		t.Fatalf("tracex3 counted %d requests on %s, want 50:\n%s", total, path, hist)
 	}
 	t.Log("\n" + hist)
+
+	r = startTool(t, "tracex3", "-json", "-dev", "7:"+strconv.Itoa(minor), "0.2")
+	r.waitFor("Ctrl-C to stop")
+	directReads(t, path, 50)
+	out = r.stop()
+	type column struct {
+		Requests  int
+		LatencyUs []histSlot `json:"latency_us"`
+		Total     bool
+	}
+	lines := jsonLines[column](t, out)
+	var sum column
+	for _, c := range lines[:len(lines)-1] {
+		sum.Requests += c.Requests
+		sum.LatencyUs = append(sum.LatencyUs, c.LatencyUs...)
+		if c.Total {
+			t.Fatalf("an interval's object says total:\n%s", out)
+		}
+	}
+	last := lines[len(lines)-1]
+	if !last.Total || last.Requests != 50 || sum.Requests != 50 || jsonSlots(last.LatencyUs) != jsonSlots(sum.LatencyUs) {
+		t.Fatalf("tracex3 -json: %d requests in the intervals (slots %s), the run's object %+v; want 50 in both, the same slots:\n%s",
+			sum.Requests, jsonSlots(sum.LatencyUs), last, out)
+	}
 }
 
 // TestToolsRejectBadArguments: every tool refuses bad arguments with one
-// line and status 2, before loading anything.
+// line and status 2, before loading anything: run as nobody (when the
+// test may), before it checks for root too.
 func TestToolsRejectBadArguments(t *testing.T) {
 	for _, c := range []struct {
 		tool string
@@ -116,15 +146,50 @@ func TestToolsRejectBadArguments(t *testing.T) {
 		{"dropmon", []string{"-stacks", "-events"}, "choose one"},
 		{"dropmon", []string{"-i", "5"}, "flag provided but not defined: -i"},
 		{"dropmon", []string{"5x"}, "want seconds (1, 0.5) or a duration with its unit"},
+		{"dropmon", []string{"86401"}, "interval \"86401\": at most 24h"},
+		{"dropmon", []string{"1000000h", "1"}, "interval \"1000000h\": at most 24h"},
+		{"dropmon", []string{"-listen", "127.0.0.1"}, "-listen \"127.0.0.1\": want HOST:PORT"},
+		{"dropmon", []string{"-listen", ":99999"}, "-listen \":99999\": want HOST:PORT"},
+		{"dropmon", []string{"-listen", "localhost:http"}, "the port a number"},
 		{"tracex2", []string{"-p", "-3"}, "-p -3: want a process id"},
 		{"tracex4", []string{"1", "0"}, "count \"0\""},
 		{"funccount", nil, "no pattern"},
 		{"funccount", []string{"vfs_[", "1"}, "syntax error in pattern"},
 		{"funccount", []string{"-max", "0", "vfs_read"}, "-max 0: want 1 or more"},
+		{"funccount", []string{"1", "2", "3"}, "pattern \"1\" is a number: the interval and count come last"},
+		{"funccount", []string{"vfs_read", "1", "2", "3"}, "pattern \"1\" is a number"},
+		{"funccount", []string{"0.5s", "vfs_read"}, "pattern \"0.5s\" is a number"},
 	} {
-		out, errOut, status := runTool(t, c.tool, c.args...)
+		cmd := exec.Command(toolPath(t, c.tool), c.args...)
+		if os.Geteuid() == 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		out, errOut, status := runCmd(t, cmd)
 		if status != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.msg) {
 			t.Errorf("%s %q: status %d, stdout %q, stderr %q; want 2 and one line with %q", c.tool, c.args, status, out, errOut, c.msg)
 		}
+	}
+}
+
+// TestDropmonListenBusy: -listen on a port in use is refused (status 1:
+// the system's, not a usage error) before anything is loaded, as the
+// journal of its bpf(2) calls shows.
+func TestDropmonListenBusy(t *testing.T) {
+	testutil.RequireRoot(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	journal := t.TempDir() + "/journal"
+	cmd := exec.Command(toolPath(t, "dropmon"), "-listen", ln.Addr().String(), "1", "1")
+	cmd.Env = append(os.Environ(), "BPFKIT_JOURNAL="+journal)
+	out, errOut, status := runCmd(t, cmd)
+	if status != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "address already in use") {
+		t.Fatalf("status %d, stdout %q, stderr %q; want 1 and one line saying the address is in use", status, out, errOut)
+	}
+	b, _ := os.ReadFile(journal)
+	if loads := regexp.MustCompile(`(?m)^bpf\((BPF_MAP_CREATE|BPF_PROG_LOAD)`).FindAllString(string(b), -1); len(loads) > 0 {
+		t.Fatalf("dropmon loaded %q before finding the port in use:\n%s", loads, b)
 	}
 }

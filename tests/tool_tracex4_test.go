@@ -11,8 +11,9 @@ import (
 // TestTracex4: a process makes writes of known sizes while tracex4 -p
 // watches vfs_write: the kprobe's histogram (the count argument, read from
 // pt_regs) and the kretprobe's (the return value) must both hold exactly
-// those sizes. On a kernel without kprobes tracex4 must say so in one line
-// and exit 1, before loading anything.
+// those sizes, in the text's histograms and in -json's. On a kernel
+// without kprobes tracex4 must say so in one line and exit 1, before
+// loading anything.
 func TestTracex4(t *testing.T) {
 	testutil.RequireRoot(t)
 	if !haveKprobes(t) {
@@ -22,15 +23,36 @@ func TestTracex4(t *testing.T) {
 		}
 		t.Skip("this kernel has no kprobes; tracex4 said so (tests/vm runs the rest on kernels that have them)")
 	}
-	pid, write := writerProcess(t, 1, 100, 100, 100, 5000, 5000, 70000)
-	r := startTool(t, "tracex4", "-p", strconv.Itoa(pid), "60")
-	r.waitFor("Ctrl-C to stop")
-	write()
-	out := r.stop()
-	for _, h := range []string{"asked bytes", "written bytes"} {
-		if got := histSlots(out[strings.LastIndex(out, h):]); got != writerSlots {
-			t.Errorf("%s: %v, want %v", h, got, writerSlots)
+	for _, asJSON := range []bool{false, true} {
+		pid, write := writerProcess(t, 1, 100, 100, 100, 5000, 5000, 70000)
+		args := []string{"-p", strconv.Itoa(pid), "60"}
+		if asJSON {
+			args = append([]string{"-json"}, args...)
 		}
+		r := startTool(t, "tracex4", args...)
+		r.waitFor("Ctrl-C to stop")
+		write()
+		out := r.stop()
+		got := map[string]string{}
+		if asJSON {
+			var asked, written [][]histSlot
+			for _, l := range jsonLines[struct {
+				Asked   []histSlot `json:"asked_bytes"`
+				Written []histSlot `json:"written_bytes"`
+			}](t, out) {
+				asked, written = append(asked, l.Asked), append(written, l.Written)
+			}
+			got["asked bytes"], got["written bytes"] = jsonSlots(asked...), jsonSlots(written...)
+		} else {
+			for _, h := range []string{"asked bytes", "written bytes"} {
+				got[h] = histSlots(out[strings.LastIndex(out, h):])
+			}
+		}
+		for h, slots := range got {
+			if slots != writerSlots {
+				t.Errorf("tracex4 %q: %s: %v, want %v", args, h, slots, writerSlots)
+			}
+		}
+		t.Log("\n" + out)
 	}
-	t.Log("\n" + out)
 }

@@ -1,42 +1,127 @@
 package tests
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
+	"golang.org/x/sys/unix"
 )
+
+// mmapCall is the mmap the workload makes, as tracex5 shows it.
+var mmapCall = fmt.Sprintf("mmap(addr=0x0, len=12289, prot=%#x, flags=%#x, fd=-1, off=0)", unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 
 // TestTracex5: the handlers reached by tail calls see exactly the calls a
 // workload makes after it is attached: its two openat with their paths,
-// its read of 123 bytes, and its seven writes with their sizes.
+// its read of 123 bytes, its mmap with its arguments, and its seven writes
+// with their sizes; in text and in -json, whose lines carry the arguments
+// as numbers too.
 func TestTracex5(t *testing.T) {
 	testutil.RequireRoot(t)
 	sizes := []int{1, 100, 100, 100, 5000, 5000, 70000}
-	pid, run := workload(t, 0, sizes...)
-	r := startTool(t, "tracex5", "-p", strconv.Itoa(pid), "60")
+	for _, asJSON := range []bool{false, true} {
+		pid, run := workload(t, 0, sizes...)
+		args := []string{"-p", strconv.Itoa(pid), "60"}
+		if asJSON {
+			args = append([]string{"-json"}, args...)
+		}
+		r := startTool(t, "tracex5", args...)
+		r.waitFor("Ctrl-C to stop")
+		run()
+		waitOutput(r, func(out string) bool { return strings.Count(out, "write(") >= len(sizes) })
+		out := r.stop()
+		calls := out
+		if asJSON {
+			var b strings.Builder
+			for _, e := range jsonLines[struct {
+				Name, Call string
+				PID        int
+				Args       [6]uint64
+			}](t, out) {
+				if e.Name == "" {
+					continue
+				}
+				fmt.Fprintln(&b, e.Call)
+				if e.PID != pid || e.Call == mmapCall && e.Args != [6]uint64{0, 12289, unix.PROT_READ, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS, ^uint64(0), 0} {
+					t.Errorf("%+v: want pid %d, and mmap's arguments as numbers", e, pid)
+				}
+			}
+			calls = b.String()
+		}
+		for _, want := range []string{`openat(dfd=-100, "/dev/null", `, `openat(dfd=-100, "/dev/zero", `, `, count=123)`, mmapCall} {
+			if n := strings.Count(calls, want); n != 1 {
+				t.Errorf("tracex5 %q: %q %d times, want once", args, want, n)
+			}
+		}
+		var writes []string
+		for line := range strings.SplitSeq(calls, "\n") {
+			if i := strings.Index(line, "write("); i >= 0 {
+				writes = append(writes, line[strings.LastIndex(line, "count=")+6:len(line)-1])
+			}
+		}
+		if strings.Join(writes, ",") != "1,100,100,100,5000,5000,70000" {
+			t.Errorf("tracex5 %q: write sizes %q, want %v", args, writes, sizes)
+		}
+		if t.Failed() {
+			t.Fatal("\n" + out)
+		}
+	}
+}
+
+// TestTracex5Drain: the calls a workload makes while tracex5 is stopped
+// (SIGSTOP) wait in its ring when Ctrl-C comes: it must print them all,
+// then its last report (the other calls' counts), and nothing after.
+func TestTracex5Drain(t *testing.T) {
+	testutil.RequireRoot(t)
+	pid, run := workload(t, 0, 1, 2, 3, 4, 5, 6, 7)
+	r := startTool(t, "tracex5", "-json", "-p", strconv.Itoa(pid), "60")
+	r.waitFor("Ctrl-C to stop")
+	r.cmd.Process.Signal(syscall.SIGSTOP)
+	run()
+	r.cmd.Process.Signal(syscall.SIGINT)
+	r.cmd.Process.Signal(syscall.SIGCONT)
+	out := r.wait()
+	lines := jsonLines[map[string]any](t, out)
+	writes := 0
+	for _, l := range lines {
+		if l["name"] == "write" {
+			writes++
+		}
+	}
+	if _, last := lines[len(lines)-1]["other_calls"]; writes != 7 || !last {
+		t.Fatalf("%d writes, want 7, then the report:\n%s", writes, out)
+	}
+}
+
+// TestTracex5OutputError: when its output fails (stdout is /dev/full),
+// tracex5 says so and exits 1 at the first event, not at the interval's
+// end.
+func TestTracex5OutputError(t *testing.T) {
+	testutil.RequireRoot(t)
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer full.Close()
+	pid, run := workload(t, 0, 1)
+	cmd := exec.Command(toolPath(t, "tracex5"), "-json", "-p", strconv.Itoa(pid), "60")
+	cmd.Stdout = full
+	r := startCmd(t, cmd)
 	r.waitFor("Ctrl-C to stop")
 	run()
-	waitOutput(r, func(out string) bool { return strings.Count(out, "write(") >= len(sizes) })
-	out := r.stop()
-	for _, want := range []string{`openat(dfd=-100, "/dev/null", `, `openat(dfd=-100, "/dev/zero", `, `, count=123)`} {
-		if n := strings.Count(out, want); n != 1 {
-			t.Errorf("%q %d times, want once", want, n)
-		}
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("tracex5 writing to /dev/full still runs 10 s after the workload's calls: %s", r.err.String())
 	}
-	var writes []string
-	for line := range strings.SplitSeq(out, "\n") {
-		if i := strings.Index(line, "write("); i >= 0 {
-			writes = append(writes, line[strings.LastIndex(line, "count=")+6:len(line)-1])
-		}
-	}
-	if strings.Join(writes, ",") != "1,100,100,100,5000,5000,70000" {
-		t.Errorf("write sizes %q, want %v", writes, sizes)
-	}
-	if t.Failed() {
-		t.Log("\n" + out)
+	if r.status != 1 || !strings.Contains(r.err.String(), "no space left on device") {
+		t.Fatalf("status %d, stderr %q; want 1 and the write's error", r.status, r.err.String())
 	}
 }
 

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -79,8 +80,18 @@ func (b *lockedBuffer) String() string {
 // startTool runs the tool with args in the background.
 func startTool(t *testing.T, name string, args ...string) *running {
 	t.Helper()
-	r := &running{t: t, cmd: exec.Command(toolPath(t, name), args...), done: make(chan struct{})}
-	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.err
+	return startCmd(t, exec.Command(toolPath(t, name), args...))
+}
+
+// startCmd runs a tool's command in the background, its stdout and stderr
+// kept in the running's buffers where cmd sends them nowhere else.
+func startCmd(t *testing.T, cmd *exec.Cmd) *running {
+	t.Helper()
+	r := &running{t: t, cmd: cmd, done: make(chan struct{})}
+	if r.cmd.Stdout == nil {
+		r.cmd.Stdout = &r.out
+	}
+	r.cmd.Stderr = &r.err
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -140,13 +151,48 @@ func (r *running) wait() string {
 // status.
 func runTool(t *testing.T, name string, args ...string) (string, string, int) {
 	t.Helper()
-	r := startTool(t, name, args...)
+	return runCmd(t, exec.Command(toolPath(t, name), args...))
+}
+
+// runCmd is runTool with a command of one.
+func runCmd(t *testing.T, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
+	r := startCmd(t, cmd)
 	select {
 	case <-r.done:
 	case <-time.After(time.Minute):
-		t.Fatalf("%s %q did not exit within a minute", name, args)
+		t.Fatalf("%q did not exit within a minute", cmd.Args)
 	}
 	return r.out.String(), r.err.String(), r.status
+}
+
+// jsonLines decodes each line of a tool's -json output into a T, failing
+// the test on a line that is not a JSON object.
+func jsonLines[T any](t *testing.T, out string) []T {
+	t.Helper()
+	var vs []T
+	for line := range strings.SplitSeq(strings.TrimSuffix(out, "\n"), "\n") {
+		var v T
+		if err := json.Unmarshal([]byte(line), &v); err != nil || !strings.HasPrefix(line, "{") {
+			t.Fatalf("not a JSON object: %q (%v) in:\n%s", line, err, out)
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// histSlot is a slot of a log2 histogram in the tools' -json.
+type histSlot struct{ From, To, Count uint64 }
+
+// jsonSlots sums histograms of -json as histSlots reads those of text.
+func jsonSlots(hists ...[]histSlot) string {
+	got := map[string]int{}
+	for _, h := range hists {
+		for _, s := range h {
+			got[fmt.Sprintf("%d -> %d", s.From, s.To)] += int(s.Count)
+		}
+	}
+	return fmt.Sprint(got)
 }
 
 // dropUDP sends n datagrams to a port of 127.0.0.1 nothing listens on:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -87,11 +86,6 @@ func (d *dropmon) stream(ctx context.Context, format *tracefs.Format) error {
 	}
 	defer l.Close()
 
-	if d.t.Count > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(d.t.Count)*d.t.Interval)
-		defer cancel()
-	}
 	// bpf_ktime_get_ns is CLOCK_MONOTONIC: wall time is its offset from now.
 	var mono unix.Timespec
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
@@ -100,46 +94,40 @@ func (d *dropmon) stream(ctx context.Context, format *tracefs.Format) error {
 	if !d.t.JSON {
 		fmt.Fprintf(d.t.Stdout, "%-12s %3s %7s %-16s %-6s %-18s %s\n", "TIME", "CPU", "PID", "COMM", "PROTO", "REASON", "LOCATION")
 	}
-	var drops, lost uint64
-	for {
-		_, err := r.ReadFunc(ctx, func(rec perfring.Record) error {
-			if rec.Lost > 0 {
-				lost += rec.Lost
-				if !d.t.JSON {
-					fmt.Fprintf(d.t.Stdout, "lost %d drops on CPU %d: the perf ring was full\n", rec.Lost, rec.CPU)
-				}
-				return nil
-			}
-			var ev event
-			if err := perfring.Decode(rec.Sample, &ev); err != nil {
-				return err
-			}
-			e := dropEvent{
-				Time: boot.Add(time.Duration(ev.Time)), PID: ev.PID, CPU: ev.CPU,
-				Reason: d.reasonName(ev.Reason), Protocol: protocolName(ev.Protocol),
-				Comm: unix.ByteSliceToString(ev.Comm[:]), Location: d.syms.Name(ev.Location),
-			}
-			drops++
-			if d.t.JSON {
-				return d.t.Emit(e)
-			}
-			_, err := fmt.Fprintf(d.t.Stdout, "%-12s %3d %7d %-16s %-6s %-18s %s\n", e.Time.Format("15:04:05.000"),
-				e.CPU, e.PID, e.Comm, e.Protocol, cmpOr(e.Reason, "-"), e.Location)
-			return err
-		})
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			break
-		}
-		if err != nil {
+	var drops uint64
+	err = d.t.Read(ctx, r, "drops", func(rec perfring.Record) error {
+		var ev event
+		if err := perfring.Decode(rec.Sample, &ev); err != nil {
 			return err
 		}
-	}
-	if !d.t.JSON {
-		fmt.Fprintf(d.t.Stdout, "%d drops", drops)
-		if lost > 0 {
-			fmt.Fprintf(d.t.Stdout, ", %d lost", lost)
+		e := dropEvent{
+			Time: boot.Add(time.Duration(ev.Time)), PID: ev.PID, CPU: ev.CPU,
+			Reason: d.reasonName(ev.Reason), Protocol: protocolName(ev.Protocol),
+			Comm: unix.ByteSliceToString(ev.Comm[:]), Location: d.syms.Name(ev.Location),
 		}
-		fmt.Fprintln(d.t.Stdout)
+		drops++
+		if d.t.JSON {
+			return d.t.Emit(e)
+		}
+		_, err := fmt.Fprintf(d.t.Stdout, "%-12s %3d %7d %-16s %-6s %-18s %s\n", e.Time.Format("15:04:05.000"),
+			e.CPU, e.PID, e.Comm, e.Protocol, cmpOr(e.Reason, "-"), e.Location)
+		return err
+	}, nil)
+	if err != nil || d.t.JSON {
+		return err
 	}
+	fmt.Fprintf(d.t.Stdout, "%d drops", drops)
+	if lost := sum(r.Lost()); lost > 0 {
+		fmt.Fprintf(d.t.Stdout, ", %d lost", lost)
+	}
+	fmt.Fprintln(d.t.Stdout)
 	return nil
+}
+
+func sum(vs []uint64) uint64 {
+	n := uint64(0)
+	for _, v := range vs {
+		n += v
+	}
+	return n
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"time"
 
@@ -55,6 +56,10 @@ func main() {
 		t.Exit(tool.Usagef("-stacks and -events: choose one"))
 	case o.listen != "" && (o.stacks || o.events):
 		t.Exit(tool.Usagef("-listen serves the counts by location and reason: not with -stacks or -events"))
+	case o.listen != "":
+		if err := checkListen(o.listen); err != nil {
+			t.Exit(err)
+		}
 	}
 	ctx, stop := tool.Context()
 	defer stop()
@@ -77,6 +82,7 @@ type dropmon struct {
 	reason  *tracefs.Field // nil before 5.17
 	reasons map[uint64]string
 	syms    *prog.Symbols
+	ln      net.Listener // -listen's, bound before anything is loaded
 }
 
 func run(ctx context.Context, t *tool.Tool, o options) error {
@@ -96,6 +102,12 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 	}
 	if d.syms, err = prog.Kallsyms(); err != nil {
 		return err
+	}
+	if o.listen != "" {
+		if d.ln, err = net.Listen("tcp", o.listen); err != nil {
+			return fmt.Errorf("-listen %s: %w", o.listen, err)
+		}
+		defer d.ln.Close()
 	}
 	if o.events {
 		return d.stream(ctx, format)
@@ -161,14 +173,9 @@ func (d *dropmon) count(ctx context.Context) error {
 	}
 	defer l.Close()
 
-	totals := func() ([]drop, error) { return d.rows(counts, stacks, nil) }
-	if d.o.listen != "" {
-		ln, err := serveMetrics(d.o.listen, totals)
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
-		fmt.Fprintf(d.t.Stderr, "dropmon: serving http://%s/metrics\n", ln.Addr())
+	if d.ln != nil {
+		serveMetrics(d.ln, func() ([]drop, error) { return d.rows(counts, stacks, nil) })
+		fmt.Fprintf(d.t.Stderr, "dropmon: serving http://%s/metrics\n", d.ln.Addr())
 	}
 	what := "drops at skb:kfree_skb"
 	if d.o.stacks {

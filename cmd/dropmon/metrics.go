@@ -6,8 +6,11 @@ import (
 	"io"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 )
 
 // drop is one row of dropmon's table: where (a location, or with -stacks
@@ -47,15 +50,23 @@ func labelValue(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, `"`, `\"`), "\n", `\n`)
 }
 
-// serveMetrics serves GET /metrics on addr with the totals of the moment,
-// until the listener is closed; it returns the listener once it listens.
-// It speaks just enough HTTP/1.1 for a scraper, one request per
-// connection: net/http would make dropmon several times larger.
-func serveMetrics(addr string, totals func() ([]drop, error)) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("-listen %s: %w", addr, err)
+// checkListen checks the syntax of -listen's address: host:port, the
+// port a number (0 for any free one).
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
 	}
+	if err != nil {
+		return tool.Usagef("-listen %q: want HOST:PORT or :PORT, the port a number up to 65535", addr)
+	}
+	return nil
+}
+
+// serveMetrics serves GET /metrics on ln with the totals of the moment,
+// until ln is closed. It speaks just enough HTTP/1.1 for a scraper, one
+// request per connection: net/http would make dropmon several times larger.
+func serveMetrics(ln net.Listener, totals func() ([]drop, error)) {
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -65,7 +76,6 @@ func serveMetrics(addr string, totals func() ([]drop, error)) (net.Listener, err
 			go serveOne(c, totals)
 		}
 	}()
-	return ln, nil
 }
 
 // serveOne answers one request: /metrics, or 404, or 405 for what is not

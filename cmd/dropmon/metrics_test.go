@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"testing"
@@ -42,11 +43,12 @@ func TestMetrics(t *testing.T) {
 // text with the exposition format's content type; other paths are 404 and
 // other methods 405.
 func TestServeMetrics(t *testing.T) {
-	ln, err := serveMetrics("127.0.0.1:0", func() ([]drop, error) { return totals, nil })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	serveMetrics(ln, func() ([]drop, error) { return totals, nil })
 	resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,11 @@ func main() {
 	case *maxEvents < 1:
 		t.Exit(tool.Usagef("-max %d: want 1 or more", *maxEvents))
 	}
+	for _, pat := range t.Args {
+		if err := checkPattern(pat); err != nil {
+			t.Exit(err)
+		}
+	}
 	ctx, stop := tool.Context()
 	defer stop()
 	t.Exit(run(ctx, t, uint32(*pid), *maxEvents))
@@ -189,6 +194,23 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, maxEvents int) error {
 	})
 }
 
+// checkPattern checks a pattern's glob syntax. The interval and count are
+// the last one or two arguments that read as numbers (tool.TakesArgs):
+// a pattern before them that starts as a number does would be neither
+// a kernel function, whose name cannot, nor a tracepoint, having no ':'.
+func checkPattern(pat string) error {
+	_, err := path.Match(pat, "")
+	switch {
+	case err != nil:
+		return tool.Usagef("pattern %q: %v", pat, err)
+	case pat == "":
+		return tool.Usagef("an empty pattern")
+	case strings.ContainsRune("0123456789.+-", rune(pat[0])) && !strings.Contains(pat, ":"):
+		return tool.Usagef("pattern %q is a number: the interval and count come last, after the patterns, at most two of them", pat)
+	}
+	return nil
+}
+
 // expand turns patterns into events: group:name globs against the
 // tracepoints in tracefs, other globs against the kernel functions
 // kprobes may probe (available_filter_functions), plain names as given.
@@ -204,9 +226,6 @@ func expand(patterns []string, maxEvents int) ([]event, error) {
 		}
 	}
 	for _, pat := range patterns {
-		if _, err := path.Match(pat, ""); err != nil {
-			return nil, tool.Usagef("pattern %q: %v", pat, err)
-		}
 		group, name, isTP := strings.Cut(pat, ":")
 		matched = 0
 		switch {

@@ -6,17 +6,19 @@
 // returns 1: when the packet's device is the one asked for. tracex1 reads
 // the rings with perfring and decodes each record with the tracepoint's
 // parsed format. With -printk the program instead calls bpf_trace_printk,
-// and tracex1 prints what it wrote, read back from tracefs's trace_pipe.
+// and tracex1 prints what it wrote, read back from tracefs's trace_pipe
+// (with -json, parsed into the fields of the perf ring's packets).
 package main
 
 import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,16 +43,8 @@ func main() {
 	if *dev == "" || len(*dev) > unix.IFNAMSIZ-1 || strings.ContainsAny(*dev, "/%: \t\n\x00") {
 		t.Exit(tool.Usagef("-dev %q: not a network device name", *dev))
 	}
-	if *printk && t.JSON {
-		t.Exit(tool.Usagef("-printk prints trace_pipe's lines: not with -json"))
-	}
 	ctx, stop := tool.Context()
 	defer stop()
-	if t.Count > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(t.Count)*t.Interval)
-		defer cancel()
-	}
 	t.Exit(run(ctx, t, *dev, *printk))
 }
 
@@ -106,47 +100,43 @@ func run(ctx context.Context, t *tool.Tool, dev string, printk bool) error {
 	if !t.JSON {
 		fmt.Fprintf(t.Stdout, "%-12s %3s %-16s %6s\n", "TIME", "CPU", "DEVICE", "LEN")
 	}
-	var packets, lost uint64
-	for {
-		_, err := r.ReadFunc(ctx, func(rec perfring.Record) error {
-			if rec.Lost > 0 {
-				lost += rec.Lost
-				if !t.JSON {
-					fmt.Fprintf(t.Stdout, "lost %d records on CPU %d: the perf ring was full\n", rec.Lost, rec.CPU)
-				}
-				return nil
-			}
-			d, n, err := decode(rec.Sample, name, length)
-			if err != nil {
-				return err
-			}
-			packets++
-			if t.JSON {
-				return t.Emit(struct {
-					Time   string `json:"time"`
-					CPU    int    `json:"cpu"`
-					Device string `json:"device"`
-					Len    uint32 `json:"len"`
-				}{time.Now().Format(time.RFC3339Nano), rec.CPU, d, n})
-			}
-			_, err = fmt.Fprintf(t.Stdout, "%-12s %3d %-16s %6d\n", time.Now().Format("15:04:05.000"), rec.CPU, d, n)
-			return err
-		})
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			break
-		}
+	var packets uint64
+	err = t.Read(ctx, r, "records", func(rec perfring.Record) error {
+		d, n, err := decode(rec.Sample, name, length)
 		if err != nil {
 			return err
 		}
-	}
-	if !t.JSON {
-		fmt.Fprintf(t.Stdout, "%d packets", packets)
-		if lost > 0 {
-			fmt.Fprintf(t.Stdout, ", %d records lost", lost)
+		packets++
+		if t.JSON {
+			return t.Emit(packet{Time: time.Now().Format(time.RFC3339Nano), CPU: rec.CPU, Device: d, Len: n})
 		}
-		fmt.Fprintln(t.Stdout)
+		_, err = fmt.Fprintf(t.Stdout, "%-12s %3d %-16s %6d\n", time.Now().Format("15:04:05.000"), rec.CPU, d, n)
+		return err
+	}, nil)
+	if err != nil || t.JSON {
+		return err
 	}
+	fmt.Fprintf(t.Stdout, "%d packets", packets)
+	lost := uint64(0)
+	for _, n := range r.Lost() {
+		lost += n
+	}
+	if lost > 0 {
+		fmt.Fprintf(t.Stdout, ", %d records lost", lost)
+	}
+	fmt.Fprintln(t.Stdout)
 	return nil
+}
+
+// packet is one packet as -json prints it; -printk adds the task (the
+// thread) the kernel was in when the packet came, as trace_pipe says.
+type packet struct {
+	Time   string `json:"time"`
+	CPU    int    `json:"cpu"`
+	TID    int    `json:"tid,omitempty"`
+	Comm   string `json:"comm,omitempty"`
+	Device string `json:"device"`
+	Len    uint32 `json:"len"`
 }
 
 // devFilter returns instructions that fall through when the record's
@@ -227,6 +217,11 @@ func traceprintk(ctx context.Context, t *tool.Tool, filter []Item, length tracef
 	if err != nil {
 		return err
 	}
+	if t.Count > 0 && int64(t.Count) <= math.MaxInt64/int64(t.Interval) { // past that, never
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(t.Count)*t.Interval)
+		defer cancel()
+	}
 	stop := context.AfterFunc(ctx, func() { pipe.Close() })
 	defer stop()
 	l, err := prog.AttachTracepoint(p, "net", "netif_receive_skb", prog.AttachOptions{})
@@ -237,12 +232,42 @@ func traceprintk(ctx context.Context, t *tool.Tool, filter []Item, length tracef
 	t.Started("bpf_trace_printk lines from %s/trace_pipe", dir)
 	s := bufio.NewScanner(pipe)
 	for s.Scan() {
-		if strings.Contains(s.Text(), "tracex1: ") {
+		if !strings.Contains(s.Text(), "tracex1: dev "+dev+" len ") {
+			continue // another program's, or another tracex1's
+		}
+		if !t.JSON {
 			fmt.Fprintln(t.Stdout, s.Text())
+		} else if p, ok := parsePrintk(s.Text(), dev); ok {
+			if err := t.Emit(p); err != nil {
+				return err
+			}
 		}
 	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	return s.Err()
+}
+
+// parsePrintk reads a packet from a line of trace_pipe, "comm-tid [cpu]
+// flags seconds: bpf_trace_printk: tracex1: dev lo len 805" (the process
+// id in parentheses may follow the thread's; before 5.9 "0: " comes in
+// place of "bpf_trace_printk: ").
+func parsePrintk(line, dev string) (packet, bool) {
+	msg := "tracex1: dev " + dev + " len "
+	i := strings.Index(line, msg)
+	j := strings.LastIndex(line[:max(i, 0)], " [")
+	if i < 0 || j < 0 {
+		return packet{}, false
+	}
+	task := strings.TrimSpace(line[:j])
+	if k := strings.LastIndex(task, " ("); k > 0 && strings.HasSuffix(task, ")") {
+		task = strings.TrimSpace(task[:k])
+	}
+	k := strings.LastIndex(task, "-")
+	tid, err1 := strconv.Atoi(task[k+1:])
+	n, err2 := strconv.ParseUint(line[i+len(msg):], 10, 32)
+	p := packet{Time: time.Now().Format(time.RFC3339Nano), TID: tid, Comm: task[:max(k, 0)], Device: dev, Len: uint32(n)}
+	_, err3 := fmt.Sscanf(line[j+2:], "%d]", &p.CPU)
+	return p, k > 0 && err1 == nil && err2 == nil && err3 == nil
 }

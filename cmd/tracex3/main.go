@@ -159,7 +159,7 @@ func run(ctx context.Context, t *tool.Tool, filter uint32, color bool) error {
 			return err
 		}
 		if t.JSON {
-			return t.Emit(jsonColumn(col))
+			return t.Emit(jsonColumn(col, false))
 		}
 		h.cols = append(h.cols, col)
 		if len(h.cols) > h.width {
@@ -171,10 +171,11 @@ func run(ctx context.Context, t *tool.Tool, filter uint32, color bool) error {
 	if err != nil {
 		return err
 	}
-	if !t.JSON {
-		fmt.Fprintln(t.Stdout)
-		tool.Log2Hist(t.Stdout, "usecs", h.total[:])
+	if t.JSON {
+		return t.Emit(jsonColumn(h.total[:], true))
 	}
+	fmt.Fprintln(t.Stdout)
+	tool.Log2Hist(t.Stdout, "usecs", h.total[:])
 	return nil
 }
 
@@ -254,8 +255,9 @@ func slotLabel(i int) string {
 }
 
 // jsonColumn is one interval as JSON: the time, the requests completed
-// and the latency slots that hold some, in µs.
-func jsonColumn(col []uint64) any {
+// and the latency slots that hold some, in µs; or, with total set, the
+// same of the whole run, which tracex3 prints last.
+func jsonColumn(col []uint64, total bool) any {
 	n := uint64(0)
 	for _, v := range col {
 		n += v
@@ -264,5 +266,6 @@ func jsonColumn(col []uint64) any {
 		Time      string          `json:"time"`
 		Requests  uint64          `json:"requests"`
 		LatencyUs []tool.HistSlot `json:"latency_us"`
-	}{time.Now().Format(time.RFC3339Nano), n, tool.HistSlots(col)}
+		Total     bool            `json:"total,omitempty"`
+	}{time.Now().Format(time.RFC3339Nano), n, tool.HistSlots(col), total}
 }

@@ -11,7 +11,6 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -181,25 +180,10 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, swap bool) error {
 	if !t.JSON {
 		fmt.Fprintf(t.Stdout, "%-12s %7s %-16s %s\n", "TIME", "PID", "COMM", "CALL")
 	}
-	var lost uint64
-	go func() { // the events, until the reader closes
-		for {
-			_, err := r.ReadFunc(context.Background(), func(rec perfring.Record) error {
-				if rec.Lost > 0 {
-					lost += rec.Lost
-					fmt.Fprintf(t.Stdout, "lost %d events on CPU %d: the perf ring was full\n", rec.Lost, rec.CPU)
-					return nil
-				}
-				return printEvent(t, rec.Sample)
-			})
-			if errors.Is(err, perfring.ErrClosed) {
-				return
-			}
-		}
-	}()
 	seen := map[uint64]uint64{}
 	useBytes := false
-	return t.Every(ctx, func(final bool) error {
+	show := func(rec perfring.Record) error { return printEvent(t, rec.Sample) }
+	return t.Read(ctx, r, "events", show, func(final bool) error {
 		type count struct {
 			NR    uint64 `json:"nr"`
 			Calls uint64 `json:"calls"`

@@ -300,11 +300,6 @@ func values(b []byte, fs []field, skip int) []any {
 func text(vs []any) string { return strings.TrimSuffix(strings.TrimPrefix(fmt.Sprint(vs), "["), "]") }
 
 func events(ctx context.Context, t *tool.Tool, r *perfring.PerfReader, fs []field) error {
-	if t.Count > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(t.Count)*t.Interval)
-		defer cancel()
-	}
 	// bpf_ktime_get_ns is CLOCK_MONOTONIC: wall time is its offset from now.
 	var mono unix.Timespec
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
@@ -312,33 +307,24 @@ func events(ctx context.Context, t *tool.Tool, r *perfring.PerfReader, fs []fiel
 	if !t.JSON {
 		fmt.Fprintf(t.Stdout, "%-12s %-7s %-16s %s\n", "TIME", "PID", "COMM", "ARGS")
 	}
-	for {
-		_, err := r.ReadFunc(ctx, func(rec perfring.Record) error {
-			s := rec.Sample
-			if rec.Lost > 0 || len(s) < header {
-				fmt.Fprintf(t.Stderr, "usdt: lost %d firings on CPU %d: the perf ring was full\n", rec.Lost, rec.CPU)
-				return nil
-			}
-			at := boot.Add(time.Duration(binary.LittleEndian.Uint64(s)))
-			pid, comm, vs := binary.LittleEndian.Uint32(s[8:]), unix.ByteSliceToString(s[16:32]), values(s, fs, 0)
-			if t.JSON {
-				return t.Emit(struct {
-					Time time.Time `json:"time"`
-					PID  uint32    `json:"pid"`
-					Comm string    `json:"comm"`
-					Args []any     `json:"args"`
-				}{at, pid, comm, vs})
-			}
-			_, err := fmt.Fprintf(t.Stdout, "%-12s %-7d %-16s %s\n", at.Format("15:04:05.000"), pid, comm, text(vs))
-			return err
-		})
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil
+	return t.Read(ctx, r, "firings", func(rec perfring.Record) error {
+		s := rec.Sample
+		if len(s) < header {
+			return fmt.Errorf("a record of %d bytes", len(s))
 		}
-		if err != nil {
-			return err
+		at := boot.Add(time.Duration(binary.LittleEndian.Uint64(s)))
+		pid, comm, vs := binary.LittleEndian.Uint32(s[8:]), unix.ByteSliceToString(s[16:32]), values(s, fs, 0)
+		if t.JSON {
+			return t.Emit(struct {
+				Time time.Time `json:"time"`
+				PID  uint32    `json:"pid"`
+				Comm string    `json:"comm"`
+				Args []any     `json:"args"`
+			}{at, pid, comm, vs})
 		}
-	}
+		_, err := fmt.Fprintf(t.Stdout, "%-12s %-7d %-16s %s\n", at.Format("15:04:05.000"), pid, comm, text(vs))
+		return err
+	}, nil)
 }
 
 func counts(ctx context.Context, t *tool.Tool, m *mapfd.Map, fs []field) error {

@@ -1,8 +1,9 @@
 // Package tool is what bpfkit's command line tools share: flags and the
 // bcc-style positional interval and count, -h with examples, -json, the
 // privilege check before anything is loaded, a clean exit on Ctrl-C or
-// SIGTERM that still prints the interval in progress, and the renderers
-// (log2 histograms, heatmaps).
+// SIGTERM that still prints the interval in progress, the reading of perf
+// rings with their losses reported, and the renderers (log2 histograms,
+// heatmaps).
 //
 // Exit status: 0 on success and on Ctrl-C, 1 when the kernel or the system
 // refuses (privilege, a missing tracepoint), 2 for bad flags or arguments.
@@ -15,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -23,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bpfkit/bpfkit/perfring"
 	"github.com/bpfkit/bpfkit/sys"
 )
 
@@ -144,20 +147,30 @@ func isNumber(s string) bool {
 	return s != "" && strings.ContainsRune("0123456789.-+", rune(s[0]))
 }
 
+// MaxInterval is the longest interval, in either form of ParseInterval.
+const MaxInterval = 24 * time.Hour
+
 // ParseInterval reads an interval as bcc's tools take it, whole or
 // fractional seconds ("1", "0.5"), or as a Go duration ("500ms", "2m");
-// it must be positive.
+// it must be positive and at most MaxInterval.
 func ParseInterval(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil || f > float64(24*time.Hour/time.Second) {
+		switch {
+		case ferr != nil || math.IsNaN(f):
 			return 0, Usagef("interval %q: want seconds (1, 0.5) or a duration with its unit (500ms)", s)
+		case f > MaxInterval.Seconds(): // before the conversion, which would overflow
+			d = MaxInterval + 1
+		default:
+			d = time.Duration(f * float64(time.Second))
 		}
-		d = time.Duration(f * float64(time.Second))
 	}
-	if d <= 0 {
+	switch {
+	case d <= 0:
 		return 0, Usagef("interval %q: must be more than zero", s)
+	case d > MaxInterval:
+		return 0, Usagef("interval %q: at most %gh", s, MaxInterval.Hours())
 	}
 	return d, nil
 }
@@ -222,6 +235,76 @@ func (t *Tool) Every(ctx context.Context, report func(final bool) error) error {
 		}
 	}
 	return nil
+}
+
+// Read reads the perf ring r until ctx ends or, with a count, for Count
+// intervals, handing each sample to sample and each loss report to Lost;
+// what names the samples for Lost. report, if not nil, is called at every
+// interval as Every calls it. Before each report, and before returning,
+// Read reads what the rings hold: a report comes after the samples of its
+// interval, and none is left unread at exit. The samples and the reports
+// are printed from this one goroutine, so their lines never interleave;
+// an error from sample, report or the reading stops it.
+func (t *Tool) Read(ctx context.Context, r *perfring.PerfReader, what string, sample func(perfring.Record) error, report func(final bool) error) error {
+	f := func(rec perfring.Record) error {
+		if rec.Lost > 0 {
+			return t.Lost(rec.CPU, rec.Lost, what)
+		}
+		return sample(rec)
+	}
+	ended := func(err error) bool {
+		return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	}
+	// ReadFunc with a context that has ended reads the rings the kernel
+	// woke us for; called again, it finds none and reads them all.
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	next := time.Now().Add(t.Interval)
+	for n := 1; ; n++ {
+		in, cancel := context.WithDeadline(ctx, next)
+		for in.Err() == nil {
+			if _, err := r.ReadFunc(in, f); err != nil && !ended(err) {
+				cancel()
+				return err
+			}
+		}
+		cancel()
+		for range 2 {
+			if _, err := r.ReadFunc(done, f); ended(err) {
+				break
+			} else if err != nil {
+				return err
+			}
+		}
+		final := ctx.Err() != nil
+		if report != nil {
+			if err := report(final); err != nil {
+				return err
+			}
+		}
+		if final || n == t.Count {
+			return nil
+		}
+		if next = next.Add(t.Interval); time.Until(next) < 0 { // a slow report: skip the intervals it took
+			next = time.Now().Add(t.Interval)
+		}
+	}
+}
+
+// Lost reports that the kernel dropped n samples (named by what) on cpu,
+// its perf ring being full: as a line of text, or with -json as the
+// object {"time", "lost", "cpu"}, the shape every tool that reads a ring
+// uses for it.
+func (t *Tool) Lost(cpu int, n uint64, what string) error {
+	if t.JSON {
+		return t.Emit(struct {
+			Time string `json:"time"`
+			Lost uint64 `json:"lost"`
+			CPU  int    `json:"cpu"`
+		}{time.Now().Format(time.RFC3339Nano), n, cpu})
+	}
+	_, err := fmt.Fprintf(t.Stdout, "lost %d %s on CPU %d: the perf ring was full\n", n, what, cpu)
+	return err
 }
 
 // Emit writes v as one line of JSON.

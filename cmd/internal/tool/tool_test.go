@@ -93,7 +93,15 @@ func TestParse(t *testing.T) {
 		{[]string{"1", "0"}, "count \"0\"", 0, 0},
 		{[]string{"1", "2", "3"}, "unexpected argument \"3\"", 0, 0},
 		{[]string{"-bogus"}, "flag provided but not defined", 0, 0},
-		{[]string{"1e300"}, "want seconds", 0, 0},
+		{[]string{"1e300"}, "at most 24h", 0, 0},
+		{[]string{"86400"}, "", 24 * time.Hour, 0},
+		{[]string{"24h"}, "", 24 * time.Hour, 0},
+		{[]string{"86400.5"}, "at most 24h", 0, 0},
+		{[]string{"24h1s"}, "at most 24h", 0, 0},
+		{[]string{"1000000h"}, "at most 24h", 0, 0},
+		{[]string{"NaN"}, "want seconds", 0, 0},
+		{[]string{"-Inf"}, "flag provided but not defined", 0, 0},
+		{[]string{"--", "-Inf"}, "must be more than zero", 0, 0},
 	} {
 		tl := New("x", "test", "[interval [count]]").Periodic(time.Second)
 		err := tl.Parse(c.args)
