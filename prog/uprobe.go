@@ -2,6 +2,8 @@ package prog
 
 import (
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,6 +40,9 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 	}
 	if strings.IndexByte(path+o.Symbol, 0) >= 0 || path == "" {
 		return fail(fmt.Errorf("%w: empty path, or a NUL in path %q or symbol %q", tracefs.ErrInvalid, path, o.Symbol))
+	}
+	if o.PID < 0 || o.PID > math.MaxInt32 { // pid_t is 32 bits: 1<<32 + pid would trace pid
+		return fail(fmt.Errorf("%w: pid %d is no process id", tracefs.ErrInvalid, o.PID))
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -78,7 +83,8 @@ func fileOffset(path, symbol string, off uint64) (uint64, error) {
 	defer file.Close()
 	// The kernel probes any file; a program meant for an executable that
 	// is not one is a mistake to report, not to attach.
-	f, err := readELF(file)
+	size, _ := file.Seek(0, io.SeekEnd)
+	f, err := readELF(file, size)
 	if err != nil {
 		return 0, fmt.Errorf("not an ELF binary: %w", err)
 	}
