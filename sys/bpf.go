@@ -338,7 +338,7 @@ func ObjGetInfoByFD(attr *InfoAttr) error {
 
 // InfoByFD fills info for the program, map or link fd.
 func InfoByFD[T ProgInfo | MapInfo | LinkInfo](fd int, info *T) error {
-	attr := InfoAttr{BPFFD: uint32(fd), InfoLen: uint32(unsafe.Sizeof(*info)), Info: NewPointer(unsafe.Pointer(info))}
+	attr := InfoAttr{BPFFD: uint32(arg32(fd)), InfoLen: uint32(unsafe.Sizeof(*info)), Info: NewPointer(unsafe.Pointer(info))}
 	return ObjGetInfoByFD(&attr)
 }
 
