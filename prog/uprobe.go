@@ -64,6 +64,9 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 // symbol of the ELF file at path (in its symbol table, else its dynamic
 // symbols): its address less its segment's, plus the segment's offset.
 func SymbolOffset(path, symbol string) (uint64, error) {
+	if symbol == "" || strings.IndexByte(symbol, 0) >= 0 { // "" would be file offset 0
+		return 0, fmt.Errorf("prog: uprobe target %s: %w: symbol %q", path, tracefs.ErrInvalid, symbol)
+	}
 	off, err := fileOffset(path, symbol, 0)
 	if err != nil {
 		return 0, fmt.Errorf("prog: uprobe target %s: %w", path, err)
