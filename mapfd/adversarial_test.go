@@ -2,8 +2,11 @@ package mapfd_test
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -421,5 +424,91 @@ func TestHostileSpecs(t *testing.T) {
 	}
 	if _, err := mapfd.OpenID(^uint32(0)); !errors.Is(err, unix.ENOENT) {
 		t.Fatalf("OpenID(max): %v", err)
+	}
+}
+
+// TestAdversarialSetFD: SetFD of fds that are none, a regular file, a map
+// where a program goes, and 1<<32 plus a program's fd (which the map took
+// for the program) are refused with the kernel's errno.
+func TestAdversarialSetFD(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	pa := newMap(t, mapfd.ProgArray, 4, 4, 2)
+	p, err := prog.Load(prog.Spec{Type: prog.SocketFilter, License: "GPL", Insns: []insn.Item{insn.Mov64Imm(insn.R0, 0), insn.Exit()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	file, err := os.Open(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	fds := map[int]unix.Errno{-1: unix.EBADF, math.MinInt: unix.EBADF, math.MaxInt: unix.EBADF, int(file.Fd()): unix.EINVAL, pa.FD(): unix.EINVAL}
+	if strconv.IntSize == 64 {
+		big := int64(1) << 32
+		fds[int(big)+p.FD()] = unix.EBADF
+		fds[int(-big)+p.FD()] = unix.EBADF
+	}
+	for fd, errno := range fds {
+		err := pa.SetFD(0, fd)
+		wantErr(t, fmt.Sprintf("SetFD of fd %d", fd), err, "update")
+		if !errors.Is(err, errno) {
+			t.Errorf("SetFD of fd %d: %v, want %s", fd, err, unix.ErrnoName(errno))
+		}
+	}
+	for _, index := range []uint32{2, math.MaxUint32} {
+		err := pa.SetFD(index, p.FD())
+		if !errors.Is(err, unix.E2BIG) {
+			t.Errorf("SetFD at index %d of 2: %v, want E2BIG", index, err)
+		}
+		// E2BIG said the attr set a field this kernel does not know.
+		if err := pa.ClearFD(index); err == nil || err.Error() != `mapfd: map "adv" delete: BPF_MAP_DELETE_ELEM: argument list too long (an fd array index is not below max_entries)` {
+			t.Errorf("ClearFD at index %d of 2: %v", index, err)
+		}
+	}
+	if err := pa.SetFD(1, p.FD()); err != nil {
+		t.Fatal(err)
+	}
+	h := newMap(t, mapfd.Hash, 8, 8, 1)
+	wantErr(t, "SetFD into a hash of 8-byte values", h.SetFD(0, p.FD()), "is not an fd array")
+}
+
+// TestAdversarialIDsAndTypes: ids at their limits, types that are none,
+// and typed maps of types that cannot be a map's.
+func TestAdversarialIDsAndTypes(t *testing.T) {
+	for _, typ := range []mapfd.Type{1000, 1<<31 - 1, 1 << 31, math.MaxUint32} {
+		if got, want := typ.String(), strconv.FormatUint(uint64(typ), 10); got != want || typ.PerCPU() {
+			t.Errorf("Type(%d): %q, per-CPU %v; want %q", uint32(typ), got, typ.PerCPU(), want)
+		}
+	}
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	if id, err := mapfd.NextID(math.MaxUint32); id != 0 || err != nil {
+		t.Errorf("NextID(MaxUint32) = %d, %v; want 0 (the end)", id, err)
+	}
+	m := newMap(t, mapfd.Array, 4, 4, 1)
+	info, err := m.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := mapfd.NextID(info.ID - 1); id != info.ID || err != nil {
+		t.Errorf("NextID(%d) = %d, %v; want %d", info.ID-1, id, err, info.ID)
+	}
+	_, err = mapfd.CreateTyped[string, uint32](mapfd.Spec{Type: mapfd.Hash, MaxEntries: 1, Name: "s"})
+	wantErr(t, "CreateTyped with a string key", err, `map "s"`, "string")
+	_, err = mapfd.CreateTyped[uint32, []byte](mapfd.Spec{Type: mapfd.Array, MaxEntries: 1, Name: "b"})
+	wantErr(t, "CreateTyped with a slice value", err, `map "b"`)
+	_, err = mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: mapfd.Array, KeySize: 8, MaxEntries: 1, Name: "k"})
+	wantErr(t, "CreateTyped with a KeySize of 8 for uint32", err, `map "k": key and value sizes 8 and 0, the types' are 4 and 8`)
+	_, err = mapfd.CreateTyped[struct{}, uint32](mapfd.Spec{Type: mapfd.Hash, MaxEntries: 1, Name: "z"})
+	wantErr(t, "CreateTyped with a zero-size key", err)
+	if !errors.Is(err, unix.EINVAL) {
+		t.Errorf("CreateTyped with a zero-size key: %v, want EINVAL", err)
+	}
+	_, err = mapfd.CreateTyped[uint32, uint32](mapfd.Spec{Type: mapfd.Type(math.MaxUint32), MaxEntries: 1, Name: "t"})
+	wantErr(t, "CreateTyped of type MaxUint32", err)
+	if !errors.Is(err, unix.EINVAL) {
+		t.Errorf("CreateTyped of type MaxUint32: %v, want EINVAL", err)
 	}
 }

@@ -204,7 +204,7 @@ func OpenID(id uint32) (*Map, error) {
 func NextID(after uint32) (uint32, error) {
 	attr := sys.GetIDAttr{ID: after}
 	err := sys.MapGetNextID(&attr)
-	if notExist(err) {
+	if notExist(err) || after >= math.MaxInt32 { // ids are below INT_MAX; past it the kernel answers EINVAL
 		return 0, nil
 	}
 	if err != nil {
@@ -405,6 +405,9 @@ func (m *Map) SetFD(index uint32, fd int) error {
 		return fmt.Errorf("mapfd: map %q is not an fd array", m.name)
 	}
 	v := uint32(fd)
+	if int(int32(fd)) != fd {
+		v = math.MaxUint32 // the kernel's EBADF, not the fd of fd's low 32 bits
+	}
 	return m.update(unsafe.Pointer(&index), unsafe.Pointer(&v), BPF_ANY)
 }
 

@@ -1,6 +1,7 @@
 package prog
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -12,7 +13,8 @@ import (
 // it, far more code than this, into every program that imports prog.
 type elfFile struct {
 	r     io.ReaderAt
-	wide  bool // ELF64
+	size  uint64 // of the file: what its headers say must fit in it
+	wide  bool   // ELF64
 	progs []elfProg
 	shoff uint64 // section headers
 	shent uint64
@@ -35,14 +37,14 @@ const (
 	sttFunc   = 2
 )
 
-// readELF reads the header and program headers of r.
-func readELF(r io.ReaderAt) (*elfFile, error) {
+// readELF reads the header and program headers of r, size bytes long.
+func readELF(r io.ReaderAt, size int64) (*elfFile, error) {
 	var h [64]byte
 	if n, _ := r.ReadAt(h[:], 0); n < 52 || string(h[:4]) != "\x7fELF" || h[5] != 1 || h[4] != 1 && h[4] != 2 {
 		return nil, errors.New("not a little-endian ELF file")
 	}
 	le := binary.LittleEndian
-	f := &elfFile{r: r, wide: h[4] == 2}
+	f := &elfFile{r: r, size: uint64(size), wide: h[4] == 2}
 	// e_phoff, e_phentsize, e_phnum, e_shoff, e_shentsize, e_shnum
 	phoff, phent, phnum := uint64(le.Uint32(h[28:])), uint64(le.Uint16(h[42:])), uint64(le.Uint16(h[44:]))
 	f.shoff, f.shent, f.shnum = uint64(le.Uint32(h[32:])), uint64(le.Uint16(h[46:])), uint64(le.Uint16(h[48:]))
@@ -50,12 +52,12 @@ func readELF(r io.ReaderAt) (*elfFile, error) {
 		phoff, phent, phnum = le.Uint64(h[32:]), uint64(le.Uint16(h[54:])), uint64(le.Uint16(h[56:]))
 		f.shoff, f.shent, f.shnum = le.Uint64(h[40:]), uint64(le.Uint16(h[58:])), uint64(le.Uint16(h[60:]))
 	}
-	if phent < map[bool]uint64{false: 32, true: 56}[f.wide] || phnum > 1<<12 {
+	if phent < map[bool]uint64{false: 32, true: 56}[f.wide] {
 		return nil, errors.New("bad ELF program headers")
 	}
-	buf := make([]byte, phent*phnum)
-	if _, err := r.ReadAt(buf, int64(phoff)); err != nil && phnum > 0 {
-		return nil, errors.New("ELF program headers outside the file")
+	buf, err := f.read(phoff, phent*phnum, "program headers")
+	if err != nil {
+		return nil, err
 	}
 	for i := range phnum {
 		ph := buf[i*phent:]
@@ -77,12 +79,9 @@ func (f *elfFile) notes() ([][]byte, error) {
 		if p.typ != ptNote {
 			continue
 		}
-		if p.filesz > 1<<20 {
-			return nil, errors.New("ELF note segment too large")
-		}
-		b := make([]byte, p.filesz)
-		if _, err := f.r.ReadAt(b, int64(p.off)); err != nil {
-			return nil, errors.New("ELF note segment outside the file")
+		b, err := f.read(p.off, p.filesz, "note segment")
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, b)
 	}
@@ -96,12 +95,12 @@ type elfSym struct{ value, size uint64 }
 // the dynamic symbols.
 func (f *elfFile) funcSymbol(name string) (elfSym, bool, error) {
 	le := binary.LittleEndian
-	if f.shent < map[bool]uint64{false: 40, true: 64}[f.wide] || f.shnum > 1<<16 {
+	if f.shent < map[bool]uint64{false: 40, true: 64}[f.wide] {
 		return elfSym{}, false, nil // no usable section headers: no symbols
 	}
-	sh := make([]byte, f.shent*f.shnum)
-	if _, err := f.r.ReadAt(sh, int64(f.shoff)); err != nil {
-		return elfSym{}, false, errors.New("ELF section headers outside the file")
+	sh, err := f.read(f.shoff, f.shent*f.shnum, "section headers")
+	if err != nil {
+		return elfSym{}, false, err
 	}
 	// section i: sh_type, sh_offset, sh_size, sh_link, sh_entsize
 	section := func(i uint64) (typ uint32, off, size uint64, link uint32, ent uint64) {
@@ -114,16 +113,14 @@ func (f *elfFile) funcSymbol(name string) (elfSym, bool, error) {
 	for _, want := range []uint32{shtSymtab, shtDynsym} {
 		for i := range f.shnum {
 			typ, off, size, link, ent := section(i)
-			if typ != want || uint64(link) >= f.shnum || ent < map[bool]uint64{false: 16, true: 24}[f.wide] || size > 1<<30 {
+			if typ != want || uint64(link) >= f.shnum || ent < map[bool]uint64{false: 16, true: 24}[f.wide] {
 				continue
 			}
 			_, stroff, strsize, _, _ := section(uint64(link))
-			syms, strs := make([]byte, size), make([]byte, min(strsize, 1<<30))
-			if _, err := f.r.ReadAt(syms, int64(off)); err != nil {
-				return elfSym{}, false, errors.New("ELF symbols outside the file")
-			}
-			if _, err := f.r.ReadAt(strs, int64(stroff)); err != nil {
-				return elfSym{}, false, errors.New("ELF symbol names outside the file")
+			syms, err := f.read(off, size, "symbols")
+			strs, err2 := f.read(stroff, strsize, "symbol names")
+			if err = cmp.Or(err, err2); err != nil {
+				return elfSym{}, false, err
 			}
 			for j := uint64(0); j+ent <= size; j += ent {
 				s := syms[j:]
@@ -141,4 +138,16 @@ func (f *elfFile) funcSymbol(name string) (elfSym, bool, error) {
 		}
 	}
 	return elfSym{}, false, nil
+}
+
+// read reads n bytes at off, allocating them only when they fit in the
+// file: a tiny hostile one may say gigabytes.
+func (f *elfFile) read(off, n uint64, what string) ([]byte, error) {
+	if off <= f.size && n <= f.size-off {
+		b := make([]byte, n)
+		if _, err := f.r.ReadAt(b, int64(off)); err == nil || n == 0 {
+			return b, nil
+		}
+	}
+	return nil, errors.New("ELF " + what + " outside the file")
 }

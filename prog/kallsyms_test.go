@@ -3,6 +3,7 @@ package prog
 import (
 	"bufio"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,4 +149,14 @@ func FuzzKallsymsLine(f *testing.F) {
 			t.Fatalf("parseKallsymsLine(%q) = %#x, %q", line, addr, name)
 		}
 	})
+}
+
+// TestNameOf: on 32-bit, int(v) of a kernel value past 1<<31 was negative,
+// passed the bound and indexed out of range (or printed negative).
+func TestNameOf(t *testing.T) {
+	for v, want := range map[uint32]string{0: "a", 1: "b", 2: "2", 1 << 31: "2147483648", math.MaxUint32: "4294967295"} {
+		if got := nameOf([]string{"a", "b"}, v); got != want {
+			t.Errorf("nameOf(%d) = %q, want %q", v, got, want)
+		}
+	}
 }

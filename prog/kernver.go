@@ -48,7 +48,7 @@ func vdsoVersion() (uint32, error) {
 		return 0, err
 	}
 	defer mem.Close()
-	f, err := readELF(io.NewSectionReader(mem, int64(base), 1<<20))
+	f, err := readELF(io.NewSectionReader(mem, int64(base), 1<<20), 1<<20)
 	var notes [][]byte
 	if err == nil {
 		notes, err = f.notes()

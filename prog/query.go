@@ -3,6 +3,7 @@ package prog
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 
@@ -20,7 +21,7 @@ func NextLinkID(after uint32) (uint32, error) { return nextID(sys.LinkGetNextID,
 func nextID(get func(*sys.GetIDAttr) error, after uint32, what string) (uint32, error) {
 	attr := sys.GetIDAttr{ID: after}
 	err := get(&attr)
-	if errors.Is(err, unix.ENOENT) {
+	if errors.Is(err, unix.ENOENT) || after >= math.MaxInt32 { // ids are below INT_MAX; past it the kernel answers EINVAL
 		return 0, nil
 	}
 	if err != nil {
@@ -100,6 +101,9 @@ type FDAttachment struct {
 // (BPF_TASK_FD_QUERY, 4.18; needs CAP_SYS_ADMIN): other files answer
 // sys.ENOTSUPP, a perf event without a program ENOENT.
 func QueryFD(pid, fd int) (*FDAttachment, error) {
+	if int(int32(pid)) != pid || int(int32(fd)) != fd { // the kernel reads 32 bits: 1<<32 + pid is pid
+		return nil, fmt.Errorf("prog: query fd %d of pid %d: %w", fd, pid, unix.EINVAL)
+	}
 	buf := make([]byte, 4096) // PATH_MAX
 	attr := sys.TaskFDQueryAttr{PID: uint32(pid), FD: uint32(fd), Buf: sys.SlicePointer(buf), BufLen: uint32(len(buf))}
 	if err := sys.TaskFDQuery(&attr); err != nil {

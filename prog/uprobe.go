@@ -2,6 +2,8 @@ package prog
 
 import (
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +41,9 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 	if strings.IndexByte(path+o.Symbol, 0) >= 0 || path == "" {
 		return fail(fmt.Errorf("%w: empty path, or a NUL in path %q or symbol %q", tracefs.ErrInvalid, path, o.Symbol))
 	}
+	if o.PID < 0 || o.PID > math.MaxInt32 { // pid_t is 32 bits: 1<<32 + pid would trace pid
+		return fail(fmt.Errorf("%w: pid %d is no process id", tracefs.ErrInvalid, o.PID))
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return fail(err)
@@ -59,6 +64,9 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 // symbol of the ELF file at path (in its symbol table, else its dynamic
 // symbols): its address less its segment's, plus the segment's offset.
 func SymbolOffset(path, symbol string) (uint64, error) {
+	if symbol == "" || strings.IndexByte(symbol, 0) >= 0 { // "" would be file offset 0
+		return 0, fmt.Errorf("prog: uprobe target %s: %w: symbol %q", path, tracefs.ErrInvalid, symbol)
+	}
 	off, err := fileOffset(path, symbol, 0)
 	if err != nil {
 		return 0, fmt.Errorf("prog: uprobe target %s: %w", path, err)
@@ -78,7 +86,8 @@ func fileOffset(path, symbol string, off uint64) (uint64, error) {
 	defer file.Close()
 	// The kernel probes any file; a program meant for an executable that
 	// is not one is a mistake to report, not to attach.
-	f, err := readELF(file)
+	size, _ := file.Seek(0, io.SeekEnd)
+	f, err := readELF(file, size)
 	if err != nil {
 		return 0, fmt.Errorf("not an ELF binary: %w", err)
 	}

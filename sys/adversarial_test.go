@@ -5,16 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/mapfd"
+	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
@@ -227,13 +232,27 @@ func TestBPFFSPath(t *testing.T) {
 }
 
 // TestE2BIGHint: every E2BIG said the attr set an unknown field, also for a
-// program over the instruction limit.
+// program over the instruction limit; a map whose value is too large for
+// its type is told so first.
 func TestE2BIGHint(t *testing.T) {
 	testutil.RequireRoot(t)
 	code := make([]byte, 8)
 	_, err := sys.ProgLoad(&sys.ProgLoadAttr{ProgType: unix.BPF_PROG_TYPE_SOCKET_FILTER, InsnCnt: 1<<20 + 1,
 		Insns: sys.NewPointer(unsafe.Pointer(&code[0])), License: cstr("GPL")})
 	wantErr(t, "load of 1M+1 instructions", err, unix.E2BIG, "the program is too large")
+	// Map sizes over what the type allows: the hint names them first.
+	for _, a := range []sys.MapCreateAttr{
+		{MapType: unix.BPF_MAP_TYPE_ARRAY, KeySize: 4, ValueSize: math.MaxUint32, MaxEntries: 1},    // over KMALLOC_MAX_SIZE
+		{MapType: unix.BPF_MAP_TYPE_PERCPU_ARRAY, KeySize: 4, ValueSize: 1 << 16, MaxEntries: 1},    // over PCPU_MIN_UNIT_SIZE
+		{MapType: unix.BPF_MAP_TYPE_HASH, KeySize: 4, ValueSize: math.MaxUint32 - 8, MaxEntries: 1}, // over KMALLOC_MAX_SIZE
+	} {
+		fd, err := sys.MapCreate(&a)
+		if err == nil {
+			unix.Close(fd)
+		}
+		wantErr(t, fmt.Sprintf("map type %d of key %d, value %d bytes", a.MapType, a.KeySize, a.ValueSize), err, unix.E2BIG,
+			"BPF_MAP_CREATE: argument list too long (the key, value or max_entries is larger than this map type allows, or the attr sets a field this kernel does not know)")
+	}
 }
 
 // TestUprobePMUNamesSysAdmin: with CAP_BPF and CAP_PERFMON but not
@@ -330,4 +349,395 @@ func TestJournalFailsClosed(t *testing.T) {
 		t.Fatalf("best-effort journal to /dev/full: %v", err)
 	}
 	unix.Close(fd)
+}
+
+// hostileFDs are fds that are none, or not what a call wants: -1, one just
+// closed, a regular file, math.MaxInt and math.MinInt, and (on 64-bit)
+// 1<<32 plus the regular file's, which the kernel, reading 32 bits, would
+// take for it.
+type hostileFDs struct {
+	closed, file int
+	wrap         []int // 1<<32 + file, on 64-bit
+}
+
+func newHostileFDs(t *testing.T) hostileFDs {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(p, make([]byte, 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file, err := unix.Open(p, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(file) })
+	closed := 1000 // a number no other fd of the test takes
+	if err := unix.Dup3(file, closed, unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(closed)
+	h := hostileFDs{closed: closed, file: file}
+	if strconv.IntSize == 64 {
+		big := int64(1) << 32
+		h.wrap = []int{int(big) + file, int(-big) + file}
+	}
+	return h
+}
+
+// bad are the fds that are none at all.
+func (h hostileFDs) bad() []int {
+	return append([]int{-1, h.closed, math.MaxInt, math.MinInt}, h.wrap...)
+}
+
+// TestAdversarialFDCalls: the calls on fds answer EBADF for an fd that is
+// none, past 32 bits too (1<<32 + fd was fd), and the kernel's error for a
+// regular file; a timeout past 32 bits waits (it was cut to 0, or to a few
+// milliseconds). Nothing is left open.
+func TestAdversarialFDCalls(t *testing.T) {
+	testutil.CheckNoLeaks(t)
+	h := newHostileFDs(t)
+	fdsBefore := openFDs(t)
+	defer func() {
+		if after := openFDs(t); after != fdsBefore {
+			t.Errorf("fds before: %s; after: %s", fdsBefore, after)
+		}
+	}()
+	ebadf := func(what string, err error, op string) {
+		t.Helper()
+		errno := unix.EBADF
+		if op == "BPF_OBJ_GET_INFO_BY_FD" {
+			errno = unix.EBADFD // bpf(2)'s word for it
+		}
+		if want := op + ": " + errno.Error(); err == nil || err.Error() != want || !errors.Is(err, errno) {
+			t.Errorf("%s: %v, want %q", what, err, want)
+		}
+	}
+	ep, err := sys.EpollCreate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(ep)
+	efd, err := sys.Eventfd(0, unix.EFD_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(efd)
+	events := make([]unix.EpollEvent, 1)
+	for _, fd := range h.bad() {
+		what := fmt.Sprintf("fd %d", fd)
+		nfd, err := sys.Dup(fd)
+		if err == nil {
+			unix.Close(nfd)
+		}
+		ebadf("Dup of "+what, err, "fcntl F_DUPFD_CLOEXEC")
+		ebadf("EpollCtl of "+what, sys.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, unix.EPOLLIN, 0), "epoll_ctl")
+		ebadf("EpollCtl on "+what, sys.EpollCtl(fd, unix.EPOLL_CTL_ADD, efd, unix.EPOLLIN, 0), "epoll_ctl")
+		_, err = sys.EpollWait(fd, events, 0)
+		ebadf("EpollWait on "+what, err, "epoll_wait")
+		_, err = sys.EpollWaitHoldingP(fd, events, 0)
+		ebadf("EpollWaitHoldingP on "+what, err, "epoll_wait")
+		_, err = sys.EventfdRead(fd)
+		ebadf("EventfdRead of "+what, err, "eventfd read")
+		ebadf("EventfdWrite of "+what, sys.EventfdWrite(fd, 1), "eventfd write")
+		mem, err := sys.Mmap(fd, 0, 4096, unix.PROT_READ)
+		if err == nil {
+			sys.Munmap(mem)
+		}
+		ebadf("Mmap of "+what, err, "mmap")
+		ebadf("PerfEventEnable of "+what, sys.PerfEventEnable(fd), "PERF_EVENT_IOC_ENABLE")
+		ebadf("PerfEventDisable of "+what, sys.PerfEventDisable(fd), "PERF_EVENT_IOC_DISABLE")
+		ebadf("PerfEventPauseOutput of "+what, sys.PerfEventPauseOutput(fd, true), "PERF_EVENT_IOC_PAUSE_OUTPUT")
+		ebadf("PerfEventSetBPF of "+what, sys.PerfEventSetBPF(fd, -1), "PERF_EVENT_IOC_SET_BPF")
+		var info sys.MapInfo
+		ebadf("InfoByFD of "+what, sys.InfoByFD(fd, &info), "BPF_OBJ_GET_INFO_BY_FD")
+		if _, err := sys.ObjKind(fd); err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("sys: kind of fd %d: readlink /proc/self/fd/%d: ", fd, fd)) {
+			t.Errorf("ObjKind of %s: %v", what, err)
+		}
+		var f sys.FD
+		if f.Set(fd); fd != h.closed && int64(fd) != math.MaxInt32 && (f.Int() != -1 || f.Close() != nil) {
+			t.Errorf("FD set to %s holds %d", what, f.Int())
+		}
+	}
+	// A regular file: the kernel's error for what it is not.
+	for what, c := range map[string]struct {
+		err   error
+		errno unix.Errno
+	}{
+		"EpollCtl of a file":        {sys.EpollCtl(ep, unix.EPOLL_CTL_ADD, h.file, unix.EPOLLIN, 0), unix.EPERM},
+		"EpollCtl on a file":        {sys.EpollCtl(h.file, unix.EPOLL_CTL_ADD, efd, unix.EPOLLIN, 0), unix.EINVAL},
+		"EpollWait on a file":       {func() error { _, err := sys.EpollWait(h.file, events, 0); return err }(), unix.EINVAL},
+		"PerfEventEnable of a file": {sys.PerfEventEnable(h.file), unix.ENOTTY},
+		"PerfEventSetBPF of a file": {sys.PerfEventSetBPF(h.file, h.file), unix.ENOTTY},
+		"InfoByFD of a file":        {sys.InfoByFD(h.file, &sys.ProgInfo{}), unix.EINVAL},
+		"EventfdRead of an empty pipe's end": {func() error {
+			var p [2]int
+			unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK)
+			defer unix.Close(p[0])
+			defer unix.Close(p[1])
+			_, err := sys.EventfdRead(p[0])
+			return err
+		}(), unix.EAGAIN},
+	} {
+		if !errors.Is(c.err, c.errno) {
+			t.Errorf("%s: %v, want %s", what, c.err, unix.ErrnoName(c.errno))
+		}
+	}
+	// A short read is no eventfd's: a file at its end reads 0 bytes.
+	unix.Seek(h.file, 0, io.SeekEnd)
+	if n, err := sys.EventfdRead(h.file); err == nil || err.Error() != "eventfd read: invalid argument (read 0 of 8 bytes: not an eventfd)" {
+		t.Errorf("EventfdRead of a file at its end: %d, %v", n, err)
+	}
+	// Ops, flags and counts past 32 bits or out of range.
+	for what, err := range map[string]error{
+		"EpollCtl op 99":       sys.EpollCtl(ep, 99, efd, unix.EPOLLIN, 0),
+		"EpollCtl op -1":       sys.EpollCtl(ep, -1, efd, unix.EPOLLIN, 0),
+		"EpollCtl op MaxInt":   sys.EpollCtl(ep, math.MaxInt, efd, unix.EPOLLIN, 0),
+		"Eventfd flags -1":     func() error { _, err := sys.Eventfd(0, -1); return err }(),
+		"Eventfd flags MaxInt": func() error { _, err := sys.Eventfd(0, math.MaxInt); return err }(),
+		"Mmap of 0 bytes":      func() error { _, err := sys.Mmap(h.file, 0, 0, unix.PROT_READ); return err }(),
+		"Mmap of -1 bytes":     func() error { _, err := sys.Mmap(h.file, 0, -1, unix.PROT_READ); return err }(),
+		"Mmap at 1":            func() error { _, err := sys.Mmap(h.file, 1, 4096, unix.PROT_READ); return err }(),
+		"Munmap of nil":        sys.Munmap(nil),
+		"Munmap of a slice":    sys.Munmap(make([]byte, 4096)),
+	} {
+		if !errors.Is(err, unix.EINVAL) {
+			t.Errorf("%s: %v, want EINVAL", what, err)
+		}
+	}
+	if _, err := sys.Mmap(h.file, -4096, 4096, unix.PROT_READ); !errors.Is(err, unix.EOVERFLOW) && !errors.Is(err, unix.EINVAL) {
+		t.Errorf("Mmap at -4096: %v, want EOVERFLOW (EINVAL on 32-bit)", err)
+	}
+	if mem, err := sys.Mmap(h.file, 0, math.MaxInt, unix.PROT_READ); err == nil {
+		sys.Munmap(mem) // 2 GiB may fit a 32-bit address space
+	} else if !errors.Is(err, unix.ENOMEM) {
+		t.Errorf("Mmap of MaxInt bytes: %v, want ENOMEM", err)
+	}
+	if strconv.IntSize == 64 {
+		big := int64(1) << 32
+		for what, err := range map[string]error{
+			"EpollCtl op 1<<32 + EPOLL_CTL_ADD": sys.EpollCtl(ep, int(big)+unix.EPOLL_CTL_ADD, efd, unix.EPOLLIN, 0),
+			"Eventfd flags 1<<32":               func() error { fd, err := sys.Eventfd(0, int(big)); unix.Close(fd); return err }(),
+			"Eventfd count 1<<32":               func() error { fd, err := sys.Eventfd(uint(big), 0); unix.Close(fd); return err }(),
+		} {
+			if !errors.Is(err, unix.EINVAL) {
+				t.Errorf("%s: %v, want EINVAL", what, err)
+			}
+		}
+		// A wait of 1<<32 ms (or of -1<<32: none) is a wait, not a look.
+		for _, msec := range []int64{1 << 32, -1 << 32, 1<<32 + 1, math.MaxInt64, math.MinInt64} {
+			for _, wait := range []func(int, []unix.EpollEvent, int) (int, error){sys.EpollWait, sys.EpollWaitHoldingP} {
+				w := waitReady(t, ep, efd, events, func() (int, error) { return wait(ep, events, int(msec)) })
+				if w != 1 {
+					t.Errorf("a wait of %d ms returned %d events before the eventfd was written", msec, w)
+				}
+			}
+		}
+	}
+	// The regular file can be mapped, and unmapped once.
+	mem, err := sys.Mmap(h.file, 0, 4096, unix.PROT_READ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sys.Munmap(mem); err != nil {
+		t.Fatal(err)
+	}
+	if err := sys.Munmap(mem); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("second Munmap: %v", err)
+	}
+}
+
+// waitReady runs wait while another goroutine writes efd, registered in ep,
+// after 50 ms, and returns what wait returned: 1 for a wait, 0 for a look.
+func waitReady(t *testing.T, ep, efd int, events []unix.EpollEvent, wait func() (int, error)) int {
+	t.Helper()
+	if err := sys.EpollCtl(ep, unix.EPOLL_CTL_ADD, efd, unix.EPOLLIN, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer sys.EpollCtl(ep, unix.EPOLL_CTL_DEL, efd, 0, 0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(50 * time.Millisecond)
+		sys.EventfdWrite(efd, 1)
+	}()
+	n, err := wait()
+	for errors.Is(err, unix.EINTR) {
+		n, err = wait()
+	}
+	<-done
+	sys.EventfdRead(efd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// openFDs lists this process's open fds.
+func openFDs(t *testing.T) string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, " ")
+}
+
+// TestAdversarialPaths: Mount and WriteControl with paths and texts that
+// are empty, hold a NUL, a newline or 0xA0, or are too long, answer the
+// kernel's errno (a NUL, which the kernel would read as the end, EINVAL).
+// Nothing is mounted.
+func TestAdversarialPaths(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("a", 300)
+	mountsBefore, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, c := range []struct {
+		source, target, fstype string
+		errno                  unix.Errno
+	}{
+		{"", "", "", unix.ENOENT},
+		{"nodev", dir + "/missing", "tmpfs", unix.ENOENT},
+		{"nodev", dir + "/a\x00b", "tmpfs", unix.EINVAL},
+		{"no\x00dev", dir, "tmpfs", unix.EINVAL},
+		{"nodev", dir, "tmp\x00fs", unix.EINVAL},
+		{"nodev", dir, long, unix.ENODEV},
+		{"nodev", dir, "tmpfs\n", unix.ENODEV},
+		{"nodev", dir, "tmpfs\xa0", unix.ENODEV},
+		{"nodev", dir + "/" + long, "tmpfs", unix.ENAMETOOLONG},
+		{"nodev", file, "bpf\x00", unix.EINVAL},
+	} {
+		err := sys.Mount(c.source, c.target, c.fstype)
+		if err == nil {
+			unix.Unmount(c.target, 0)
+		}
+		wantErr(t, fmt.Sprintf("Mount(%q, %q, %q)", c.source, c.target, c.fstype), err, c.errno, "mount "+c.fstype+" at "+c.target+": ")
+	}
+	if after, _ := os.ReadFile("/proc/self/mountinfo"); !bytes.Equal(after, mountsBefore) {
+		t.Error("the mounts changed")
+	}
+	for _, c := range []struct {
+		path, text string
+		errno      unix.Errno
+	}{
+		{"", "x", unix.ENOENT},
+		{dir, "x", unix.EISDIR},
+		{dir + "/a\x00b", "x", unix.EINVAL},
+		{dir + "/" + long, "x", unix.ENAMETOOLONG},
+		{dir + "/missing", "x", unix.ENOENT},
+	} {
+		wantErr(t, fmt.Sprintf("WriteControl(%q, %q)", c.path, c.text), sys.WriteControl(c.path, c.text), c.errno, "write "+c.path+": ")
+	}
+	// To a file, the text goes as it is; uprobe_events refuses a command
+	// with a NUL (trace_parse_run_command finds no newline before it).
+	for _, text := range []string{"", "a\nb\xa0\x00" + long} {
+		if err := sys.WriteControl(file, text); err != nil {
+			t.Errorf("WriteControl of %q to a file: %v", text, err)
+		}
+	}
+	events := "/sys/kernel/tracing/uprobe_events"
+	if _, err := os.Stat(events); err != nil {
+		t.Skipf("no %s: %v", events, err)
+	}
+	exe, _ := os.Executable()
+	wantErr(t, "WriteControl of a command with a NUL", sys.WriteControl(events, "p:bpfkit_nul/e "+exe+":0x0\x00p:bpfkit_nul/f "+exe+":0x0\n"), unix.EINVAL)
+	if b, _ := os.ReadFile(events); bytes.Contains(b, []byte("bpfkit_nul")) {
+		t.Errorf("uprobe_events holds the command with a NUL:\n%s", b)
+		sys.WriteControl(events, "-:bpfkit_nul/e\n")
+		sys.WriteControl(events, "-:bpfkit_nul/f\n")
+	}
+}
+
+// TestAdversarialPerfEventOpen: the probe target's C string refuses a NUL
+// and leaves no address behind; pids, cpus and group fds past 32 bits are
+// refused, not cut to another.
+func TestAdversarialPerfEventOpen(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	b, err := os.ReadFile("/sys/bus/event_source/devices/uprobe/type")
+	if err != nil {
+		t.Skipf("no uprobe PMU: %v", err)
+	}
+	typ, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	exe, _ := os.Executable()
+	for target, errno := range map[string]unix.Errno{
+		exe + "\x00x":                  unix.EINVAL,
+		"":                             unix.EINVAL,
+		"/" + strings.Repeat("a", 300): unix.ENAMETOOLONG,
+		exe + "\n":                     unix.ENOENT,
+		exe + "\xa0":                   unix.ENOENT,
+	} {
+		attr := unix.PerfEventAttr{Type: uint32(typ), Ext2: 0}
+		fd, err := sys.PerfEventOpenProbe(&attr, "uprobe", target, -1, 0, -1, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		wantErr(t, fmt.Sprintf("PerfEventOpenProbe(%q)", target), err, errno, "perf_event_open: ")
+		if attr.Ext1 != 0 {
+			t.Errorf("PerfEventOpenProbe(%q) left config1 %#x", target, attr.Ext1)
+		}
+	}
+	if _, err := sys.PerfEventOpenProbe(nil, "uprobe", exe, -1, 0, -1, 0); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("PerfEventOpenProbe(nil): %v", err)
+	}
+	if strconv.IntSize == 64 {
+		big := int64(1) << 32
+		sw := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_DUMMY}
+		for what, args := range map[string][3]int{
+			"pid 1<<32 + own": {int(big) + os.Getpid(), -1, -1},
+			"cpu 1<<32":       {-1, int(big), -1},
+			"group 1<<32 - 1": {-1, 0, int(big) - 1},
+		} {
+			fd, err := sys.PerfEventOpen(&sw, args[0], args[1], args[2], 0)
+			if err == nil {
+				unix.Close(fd)
+				t.Errorf("PerfEventOpen with %s: opened", what)
+			}
+		}
+	}
+}
+
+// TestAdversarialNames: the name tables answer a number for any value, up
+// to the top of uint32, on 32-bit too, where int(v) was negative.
+func TestAdversarialNames(t *testing.T) {
+	for _, v := range []uint32{1000, 1<<31 - 1, 1 << 31, math.MaxUint32} {
+		want := strconv.FormatUint(uint64(v), 10)
+		for what, got := range map[string]string{
+			"MapTypeName": sys.MapTypeName(v), "ProgTypeName": sys.ProgTypeName(v), "AttachTypeName": sys.AttachTypeName(v),
+			"mapfd.Type": mapfd.Type(v).String(), "prog.Type": prog.Type(v).String(),
+		} {
+			if got != want {
+				t.Errorf("%s(%d) = %q, want %q", what, v, got, want)
+			}
+		}
+	}
+	for what, got := range map[string]string{"MapTypeName(1)": sys.MapTypeName(1), "ProgTypeName(2)": sys.ProgTypeName(2), "AttachTypeName(0)": sys.AttachTypeName(0)} {
+		if want := map[string]string{"MapTypeName(1)": "hash", "ProgTypeName(2)": "kprobe", "AttachTypeName(0)": "cgroup_inet_ingress"}[what]; got != want {
+			t.Errorf("%s = %q, want %q", what, got, want)
+		}
+	}
+}
+
+// TestAdversarialTaskFDQuery: a nil attr, and pids and fds that are none.
+func TestAdversarialTaskFDQuery(t *testing.T) {
+	testutil.RequireRoot(t)
+	wantErr(t, "TaskFDQuery(nil)", sys.TaskFDQuery(nil), unix.EFAULT, "nil attr")
+	for _, c := range []struct {
+		pid, fd uint32
+		errno   unix.Errno
+	}{
+		{0, 0, unix.ENOENT}, {math.MaxUint32, 0, unix.ENOENT}, {uint32(os.Getpid()), math.MaxUint32, unix.EBADF},
+		{uint32(os.Getpid()), 0, sys.ENOTSUPP},
+	} {
+		buf := make([]byte, 16)
+		attr := sys.TaskFDQueryAttr{PID: c.pid, FD: c.fd, Buf: sys.SlicePointer(buf), BufLen: uint32(len(buf))}
+		wantErr(t, fmt.Sprintf("TaskFDQuery(pid %d, fd %d)", c.pid, c.fd), sys.TaskFDQuery(&attr), c.errno)
+	}
 }

@@ -179,6 +179,8 @@ func e2bigHint(cmd int) string {
 	switch cmd {
 	case unix.BPF_MAP_UPDATE_ELEM:
 		return "the map is full (max_entries elements are in it), or an array index is not below max_entries"
+	case unix.BPF_MAP_DELETE_ELEM: // fd_array_map_delete_elem
+		return "an fd array index is not below max_entries"
 	case unix.BPF_MAP_CREATE:
 		return "the key, value or max_entries is larger than this map type allows, " + unknownField
 	case unix.BPF_PROG_LOAD:
@@ -346,7 +348,7 @@ func ObjGetInfoByFD(attr *InfoAttr) error {
 
 // InfoByFD fills info for the program, map or link fd.
 func InfoByFD[T ProgInfo | MapInfo | LinkInfo](fd int, info *T) error {
-	attr := InfoAttr{BPFFD: uint32(fd), InfoLen: uint32(unsafe.Sizeof(*info)), Info: NewPointer(unsafe.Pointer(info))}
+	attr := InfoAttr{BPFFD: uint32(arg32(fd)), InfoLen: uint32(unsafe.Sizeof(*info)), Info: NewPointer(unsafe.Pointer(info))}
 	return ObjGetInfoByFD(&attr)
 }
 

@@ -45,10 +45,12 @@ func readCPUList(which string) ([]int, error) {
 const MaxCPUs = 8192
 
 // ParseCPUList expands a kernel CPU list such as "0-3,5" into the CPU
-// numbers, in order; numbers must be below MaxCPUs.
+// numbers, in order; numbers must be below MaxCPUs. The list must be as the
+// kernel writes it (bitmap_list_string): no signs, leading zeros or spaces,
+// and runs apart, as "a-b" when of two CPUs or more.
 func ParseCPUList(s string) ([]int, error) {
 	var cpus []int
-	for part := range strings.SplitSeq(strings.TrimSpace(s), ",") {
+	for part := range strings.SplitSeq(strings.TrimSuffix(s, "\n"), ",") {
 		lo, top, isRange := strings.Cut(part, "-")
 		if !isRange {
 			top = lo
@@ -56,7 +58,8 @@ func ParseCPUList(s string) ([]int, error) {
 		// In 64 bits: a 32-bit int cannot hold what a bad list may say.
 		a, err1 := strconv.ParseInt(lo, 10, 64)
 		b, err2 := strconv.ParseInt(top, 10, 64)
-		if err1 != nil || err2 != nil || a < 0 || b < a || len(cpus) > 0 && a <= int64(cpus[len(cpus)-1]) {
+		if err1 != nil || err2 != nil || strconv.FormatInt(a, 10) != lo || strconv.FormatInt(b, 10) != top ||
+			b < a || isRange && b == a || len(cpus) > 0 && a <= int64(cpus[len(cpus)-1])+1 {
 			return nil, fmt.Errorf("sys: bad CPU list %q", s)
 		}
 		if b >= MaxCPUs {

@@ -2,6 +2,7 @@ package sys
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -14,8 +15,8 @@ type FD struct {
 	n atomic.Int64 // the fd plus one; 0 holds none
 }
 
-// Set makes f hold fd; a negative fd holds none.
-func (f *FD) Set(fd int) { f.n.Store(int64(max(fd, -1)) + 1) }
+// Set makes f hold fd; a negative fd, or one past 32 bits, holds none.
+func (f *FD) Set(fd int) { f.n.Store(int64(max(arg32(fd), -1)) + 1) }
 
 // Int is the fd, or -1 when f holds none (a zero FD, or after Close).
 func (f *FD) Int() int { return int(f.n.Load()) - 1 }
@@ -36,6 +37,17 @@ func (f *FD) Close() error {
 // fd (fcntl F_DUPFD_CLOEXEC).
 func Dup(fd int) (int, error) {
 	nfd, err := traced("fcntl", func() string { return fmt.Sprintf("%d, F_DUPFD_CLOEXEC, 3", fd) },
-		func() (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3) })
+		func() (int, error) { return unix.FcntlInt(uintptr(arg32(fd)), unix.F_DUPFD_CLOEXEC, 3) })
 	return newFD(nfd, err, "fcntl F_DUPFD_CLOEXEC")
+}
+
+// arg32 is v as the kernel reads an int argument (fd, pid, cpu, op,
+// timeout), in 32 bits: one past them is math.MinInt32, which the kernel
+// refuses (EBADF, ESRCH, EINVAL) or, as a timeout, waits without limit,
+// where its low bits would name another fd or process, or no wait.
+func arg32(v int) int {
+	if int(int32(v)) != v {
+		return math.MinInt32
+	}
+	return v
 }

@@ -18,7 +18,7 @@ func Mmap(fd int, offset int64, length int, prot int) ([]byte, error) {
 		return fmt.Sprintf("NULL, %d, %s, MAP_SHARED, %d, %#x", length, protNames(prot), fd, offset)
 	}, func() (int, error) {
 		var err error
-		mem, err = unix.Mmap(fd, offset, length, prot, unix.MAP_SHARED)
+		mem, err = unix.Mmap(arg32(fd), offset, length, prot, unix.MAP_SHARED)
 		if err != nil {
 			return -1, err
 		}

@@ -49,7 +49,7 @@ func perfEventOpen(attr *unix.PerfEventAttr, pmu, target string, pid, cpu, group
 	fd, err := traced("perf_event_open", func() string {
 		return fmt.Sprintf("%s sample_type=%#x wakeup=%d bits=%#x, pid=%d, cpu=%d, group_fd=%d, flags=%#x",
 			describePerf(attr, pmu, target), attr.Sample_type, attr.Wakeup, attr.Bits, pid, cpu, groupFD, flags)
-	}, func() (int, error) { return unix.PerfEventOpen(attr, pid, cpu, groupFD, flags) })
+	}, func() (int, error) { return unix.PerfEventOpen(attr, arg32(pid), arg32(cpu), arg32(groupFD), flags) })
 	if errors.Is(err, ErrJournal) {
 		if fd >= 0 {
 			unix.Close(fd)
@@ -131,7 +131,7 @@ func perfPermHint(pmu string) string {
 
 func perfIoctl(fd int, req uint, arg int, op string) error {
 	_, err := traced("ioctl", func() string { return fmt.Sprintf("%d, %s, %d", fd, op, arg) },
-		func() (int, error) { return 0, unix.IoctlSetInt(fd, req, arg) })
+		func() (int, error) { return 0, unix.IoctlSetInt(arg32(fd), req, arg32(arg)) })
 	return withHint(sysErr(op, err), CAP_PERFMON)
 }
 

@@ -49,7 +49,7 @@ func objPath(path string, fd int) (*ObjAttr, error) {
 		return nil, err
 	}
 	p, _ := StringPointer(real)
-	return &ObjAttr{Pathname: p, BPFFD: uint32(fd)}, nil
+	return &ObjAttr{Pathname: p, BPFFD: uint32(arg32(fd))}, nil
 }
 
 // Pin is BPF_OBJ_PIN of fd at path, checked by BPFFSPath.

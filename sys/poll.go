@@ -3,6 +3,7 @@ package sys
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unsafe"
 
@@ -22,15 +23,16 @@ func EpollCtl(epfd, op, fd int, events uint32, data int32) error {
 	ev := unix.EpollEvent{Events: events, Fd: data}
 	_, err := traced("epoll_ctl", func() string {
 		return fmt.Sprintf("%d, %s, %d, {events=%#x, data=%d}", epfd, lookupName(epollOps, uint32(op)), fd, events, data)
-	}, func() (int, error) { return 0, unix.EpollCtl(epfd, op, fd, &ev) })
+	}, func() (int, error) { return 0, unix.EpollCtl(arg32(epfd), arg32(op), arg32(fd), &ev) })
 	return sysErr("epoll_ctl", err)
 }
 
 var epollOps = []string{"", "EPOLL_CTL_ADD", "EPOLL_CTL_DEL", "EPOLL_CTL_MOD"}
 
 // EpollWait is epoll_wait(2), as epoll_pwait with no mask (newer ports such
-// as arm64 have no epoll_wait): it waits up to msec milliseconds (-1: no
-// limit) and fills events, without allocating, even for the frequent EINTR.
+// as arm64 have no epoll_wait): it waits up to msec milliseconds (negative,
+// or past 32 bits: no limit) and fills events, without allocating, even for
+// the frequent EINTR.
 func EpollWait(epfd int, events []unix.EpollEvent, msec int) (int, error) {
 	return epollWait(epfd, events, msec, false)
 }
@@ -61,9 +63,9 @@ func epollWait(epfd int, events []unix.EpollEvent, msec int, holdP bool) (int, e
 		var r uintptr
 		var errno unix.Errno
 		if holdP {
-			r, _, errno = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
+			r, _, errno = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(arg32(epfd)), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(arg32(msec)), 0, 0)
 		} else {
-			r, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(msec), 0, 0)
+			r, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(arg32(epfd)), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(arg32(msec)), 0, 0)
 		}
 		if errno != 0 {
 			return -1, errno // no allocation: Go boxes values below 256 without one
@@ -84,14 +86,19 @@ func epollWait(epfd int, events []unix.EpollEvent, msec int, holdP bool) (int, e
 func Eventfd(initval uint, flags int) (int, error) {
 	flags |= unix.EFD_CLOEXEC
 	fd, err := traced("eventfd2", func() string { return fmt.Sprintf("%d, %#x", initval, flags) },
-		func() (int, error) { return unix.Eventfd(initval, flags) })
+		func() (int, error) {
+			if uint64(initval) > math.MaxUint32 { // eventfd2 takes an unsigned int
+				return -1, unix.EINVAL
+			}
+			return unix.Eventfd(initval, arg32(flags))
+		})
 	return newFD(fd, err, "eventfd2")
 }
 
 // EventfdWrite adds n to eventfd fd's counter: write(2) of 8 bytes.
 func EventfdWrite(fd int, n uint64) error {
 	_, err := traced("write", func() string { return fmt.Sprintf("%d, %d, 8", fd, n) }, func() (int, error) {
-		return unix.Write(fd, unsafe.Slice((*byte)(unsafe.Pointer(&n)), 8))
+		return unix.Write(arg32(fd), unsafe.Slice((*byte)(unsafe.Pointer(&n)), 8))
 	})
 	return sysErr("eventfd write", err)
 }
@@ -100,9 +107,12 @@ func EventfdWrite(fd int, n uint64) error {
 // A non-blocking eventfd whose counter is 0 answers EAGAIN.
 func EventfdRead(fd int) (uint64, error) {
 	var n uint64
-	_, err := traced("read", func() string { return fmt.Sprintf("%d, %d, 8", fd, n) }, func() (int, error) {
-		return unix.Read(fd, unsafe.Slice((*byte)(unsafe.Pointer(&n)), 8))
+	got, err := traced("read", func() string { return fmt.Sprintf("%d, %d, 8", fd, n) }, func() (int, error) {
+		return unix.Read(arg32(fd), unsafe.Slice((*byte)(unsafe.Pointer(&n)), 8))
 	})
+	if err == nil && got != 8 {
+		return 0, &Error{Op: "eventfd read", Errno: unix.EINVAL, Hint: fmt.Sprintf("read %d of 8 bytes: not an eventfd", got)}
+	}
 	return n, sysErr("eventfd read", err)
 }
 

@@ -3,11 +3,14 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -158,6 +161,11 @@ func TestUprobeOffsets(t *testing.T) {
 	exe, off := testutil.FuncOffset(t, uprobeTarget)
 	_, semOff := testutil.AddrOffset(t, uintptr(unsafe.Pointer(&semaphore)))
 	before := allEvents(t)
+	wrapPID := math.MinInt
+	if strconv.IntSize == 64 { // pid_t is 32 bits: 1<<32 + our pid traced us
+		big := int64(1) << 32
+		wrapPID = int(big) + os.Getpid()
+	}
 	for _, c := range []struct {
 		o    prog.UprobeOptions
 		says string
@@ -166,6 +174,9 @@ func TestUprobeOffsets(t *testing.T) {
 		{prog.UprobeOptions{Offset: math.MaxUint64, Tracefs: true}, "in no executable segment"},
 		{prog.UprobeOptions{Offset: semOff}, "in no executable segment"},
 		{prog.UprobeOptions{Offset: off, RefCtrOffset: math.MaxUint64, Tracefs: true}, "past the end of"},
+		{prog.UprobeOptions{Offset: off, PID: -1}, "pid -1 is no process id"},
+		{prog.UprobeOptions{Offset: off, PID: math.MinInt}, "is no process id"},
+		{prog.UprobeOptions{Offset: off, PID: wrapPID}, "is no process id"},
 	} {
 		l, err := prog.AttachUprobe(p, exe, c.o)
 		if err == nil {
@@ -197,9 +208,33 @@ func TestUprobeOffsets(t *testing.T) {
 		if _, err := prog.SymbolOffset(libs[0], "getpid"); err != nil {
 			t.Fatal(err)
 		}
-		_, err = prog.AttachUprobe(p, libs[0], prog.UprobeOptions{Symbol: "getpid", Offset: 1 << 20})
-		if !errors.Is(err, tracefs.ErrInvalid) || !strings.Contains(err.Error(), "is outside getpid") {
-			t.Errorf("an offset past the end of the function: %v", err)
+		ef, err := elf.Open(libs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		syms, _ := ef.DynamicSymbols()
+		ef.Close()
+		var size uint64
+		for _, s := range syms {
+			if s.Name == "getpid" {
+				size = s.Size
+			}
+		}
+		if size == 0 {
+			t.Fatalf("%s: no size for getpid", libs[0])
+		}
+		// Its size, or more, is outside getpid, with a wrap too.
+		for _, o := range []uint64{size, size + 1, 1 << 20, math.MaxUint64, math.MaxUint64 - size} {
+			_, err = prog.AttachUprobe(p, libs[0], prog.UprobeOptions{Symbol: "getpid", Offset: o})
+			if !errors.Is(err, tracefs.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("offset %#x is outside getpid (%d bytes)", o, size)) {
+				t.Errorf("offset %#x into getpid of %d bytes: %v", o, size, err)
+			}
+		}
+		l, err := prog.AttachUprobe(p, libs[0], prog.UprobeOptions{Symbol: "getpid", PID: os.Getpid()})
+		if err != nil {
+			t.Errorf("getpid's entry: %v", err)
+		} else {
+			l.Close()
 		}
 	}
 	if after := allEvents(t); after != before {

@@ -2,10 +2,12 @@ package tracefs_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
@@ -151,6 +153,89 @@ func TestAdversarialParseFormat(t *testing.T) {
 		f, err := tracefs.ParseFormat(field + pf)
 		if err != nil || !reflect.DeepEqual(f.Symbols["x"], want) {
 			t.Errorf("print fmt %s: symbols %v, %v; want %v", pf, f.Symbols["x"], err, want)
+		}
+	}
+}
+
+// TestAdversarialOwner: event names of hostile bytes and groups that only
+// look like bpfkit's are no bpfkit event or are kept with the reason; a
+// group of this namespace whose owner is provably gone is stale.
+func TestAdversarialOwner(t *testing.T) {
+	group, err := tracefs.Group()
+	if err != nil {
+		t.Skip(err)
+	}
+	parts := strings.Split(group, "_") // bpfkit, namespace, pid, start
+	ns, pid, start := parts[1], parts[2], parts[3]
+	older := "the group is not bpfkit_<pid namespace>_<pid>_<start>: an older bpfkit's, whose owner cannot be told apart"
+	for _, c := range []struct {
+		event         string
+		bpfkit, stale bool
+		why           string
+	}{
+		{"", false, false, ""},
+		{"kprobes/p_do_sys_openat2", false, false, ""},
+		{"bpfkit/e", false, false, ""},
+		{"BPFKIT_" + ns + "_1_1/e", false, false, ""},
+		{"bpfkit_/e", true, false, older},
+		{"bpfkit_1_2/e", true, false, older},
+		{"bpfkit_" + ns + "_" + pid + "_" + start + "\x00/e", true, false, older},
+		{"bpfkit_" + ns + "_" + pid + "_" + start + "\n/e", true, false, older},
+		{"bpfkit_" + ns + "_" + pid + "\xa0_" + start + "/e", true, false, older},
+		{"bpfkit_" + ns + "_0" + pid + "_" + start + "/e", true, false, older},
+		{"bpfkit_" + ns + "_+" + pid + "_" + start + "/e", true, false, older},
+		{"bpfkit_" + ns + "_-1_" + start + "/e", true, false, older},
+		{"bpfkit_" + ns + "_18446744073709551616_1/e", true, false, older},
+		{"bpfkit_" + ns + "_" + pid + "_" + start + "_x/e", true, false, older},
+		{"bpfkit_" + strings.Repeat("1", 300) + "_1_1/e", true, false, older},
+		{"bpfkit_1_" + pid + "_" + start + "/e", true, false, "the owner, pid " + pid + ", runs in another PID namespace (pid:[1]; this is pid:[" + ns + "]): it cannot be seen from here"},
+		{group + "/e", true, false, "the owner, pid " + pid + ", is alive"},
+		{group + "/" + strings.Repeat("e", 300), true, false, "the owner, pid " + pid + ", is alive"},
+		{group, true, false, "the owner, pid " + pid + ", is alive"},
+		// This pid with another start time, no pid at all, a pid past
+		// pid_t: owners provably gone.
+		{"bpfkit_" + ns + "_" + pid + "_" + start + "1/e", true, true, ""},
+		{"bpfkit_" + ns + "_0_1/e", true, true, ""},
+		{"bpfkit_" + ns + "_4294967297_1/e", true, true, ""},
+	} {
+		bpfkit, stale, why := tracefs.Owner(c.event)
+		if bpfkit != c.bpfkit || stale != c.stale || why != c.why {
+			t.Errorf("Owner(%q) = %v, %v, %q\nwant %v, %v, %q", c.event, bpfkit, stale, why, c.bpfkit, c.stale, c.why)
+		}
+	}
+}
+
+// TestAdversarialSweep: two Sweeps at once, over an event whose owner is
+// gone, both succeed: the second's removal of what the first removed is
+// no error.
+func TestAdversarialSweep(t *testing.T) {
+	testutil.RequireRoot(t)
+	group, err := tracefs.Group()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, off := fileOffset(t, "")
+	parts := strings.Split(group, "_")
+	for i := range 20 {
+		// This process's pid with another start time: a dead owner.
+		dead := fmt.Sprintf("bpfkit_%s_%s_%s%d", parts[1], parts[2], parts[3], i)
+		if err := writeUprobeEvents(fmt.Sprintf("p:%s/e %s:%#x", dead, exe, off)); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		removed := make([][]string, 2)
+		errs := make([]error, 2)
+		for j := range 2 {
+			wg.Add(1)
+			go func() { defer wg.Done(); removed[j], _, errs[j] = tracefs.Sweep() }()
+		}
+		wg.Wait()
+		if contains(events(t, tracefs.Uprobe), dead+"/e") {
+			(&tracefs.ProbeEvent{Kind: tracefs.Uprobe, Group: dead, Name: "e"}).Remove()
+			t.Fatalf("%s/e is still there after two Sweeps", dead)
+		}
+		if errs[0] != nil || errs[1] != nil || !contains(append(removed[0], removed[1]...), dead+"/e") {
+			t.Fatalf("two Sweeps at once: removed %q and %q, errors %v and %v", removed[0], removed[1], errs[0], errs[1])
 		}
 	}
 }

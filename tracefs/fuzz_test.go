@@ -1,6 +1,7 @@
 package tracefs
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -79,4 +80,44 @@ func TestNewError(t *testing.T) {
 			t.Errorf("newError(%q, %q) = %q, want %q", c.before, c.after, got, c.want)
 		}
 	}
+}
+
+// mountinfo is two lines of /proc/self/mountinfo: a tracefs mount whose
+// path holds a space, after a line with optional fields.
+const mountinfo = "22 1 0:21 / /proc rw,nosuid shared:12 master:1 - proc proc rw\n" +
+	`30 22 0:12 / /mnt/my\040trace rw,relatime shared:9 - tracefs nodev rw` + "\n"
+
+func TestFindMount(t *testing.T) {
+	for text, want := range map[string]string{
+		mountinfo:                             "/mnt/my trace",
+		"":                                    "",
+		"1 2 3 4 /a\u00a0b rw - tracefs t rw": "/a\u00a0b", // U+00A0, a space to strings.Fields
+		"1 2 3 4 - tracefs\n":                 "",          // fewer than 6 fields before " - "
+		"1 2 3 4 /x rw - tracefs":             "/x",        // no newline at the end
+		"1 2 3 4 /x rw -\n":                   "",          // no type after " - "
+		"1 2 3 4 /d rw - debugfs d rw\n":      "",          // a debugfs without tracing/events
+	} {
+		if got := findMount(text); got != want {
+			t.Errorf("findMount(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// FuzzFindMount: any mountinfo text gives "", or the unescaped mount point
+// (field 5) of a line, with /tracing for a debugfs.
+func FuzzFindMount(f *testing.F) {
+	f.Add(mountinfo)
+	f.Add("1 2 3 4 /sys/kernel/debug rw - debugfs debugfs rw\n- - - - - - - -")
+	f.Fuzz(func(t *testing.T, text string) {
+		got := findMount(text)
+		if got == "" {
+			return
+		}
+		for line := range strings.SplitSeq(text, "\n") {
+			if fields := strings.Split(line, " "); slices.Index(fields, "-") >= 6 && (unescape(fields[4]) == got || unescape(fields[4])+"/tracing" == got) {
+				return
+			}
+		}
+		t.Fatalf("findMount(%q) = %q, the mount point of no line", text, got)
+	})
 }

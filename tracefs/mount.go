@@ -28,10 +28,11 @@ func Path() (string, error) {
 	if root.path != "" {
 		return root.path, nil
 	}
-	p, err := findMount()
+	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return "", fmt.Errorf("tracefs: %w", err)
 	}
+	p := findMount(string(b))
 	if p == "" {
 		if err := sys.Mount("nodev", DefaultMount, "tracefs"); err != nil {
 			return "", fmt.Errorf("tracefs: not mounted, and mounting it at %s failed (%w): "+
@@ -43,30 +44,27 @@ func Path() (string, error) {
 	return p, nil
 }
 
-// findMount scans /proc/self/mountinfo: field 5 is the mount point, the
-// type follows " - ".
-func findMount() (string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
-	}
+// findMount finds in mountinfo, /proc/self/mountinfo's text, a tracefs
+// mount, else a debugfs mount's tracing/: field 5 is the mount point, the
+// type follows " - " after six fields or more (proc_pid_mountinfo(5)).
+func findMount(mountinfo string) string {
 	debugfs := ""
-	for line := range strings.Lines(string(b)) {
-		fields := strings.Fields(line)
+	for line := range strings.SplitSeq(mountinfo, "\n") {
+		fields := strings.Split(line, " ") // not Fields: U+00A0 in a path is no separator
 		sep := slices.Index(fields, "-")
-		if sep < 0 || sep+1 >= len(fields) || len(fields) < 5 {
+		if sep < 6 || sep+1 >= len(fields) {
 			continue
 		}
 		switch fields[sep+1] {
 		case "tracefs":
-			return unescape(fields[4]), nil
+			return unescape(fields[4])
 		case "debugfs":
 			if _, err := os.Stat(unescape(fields[4]) + "/tracing/events"); err == nil && debugfs == "" {
 				debugfs = unescape(fields[4]) + "/tracing"
 			}
 		}
 	}
-	return debugfs, nil
+	return debugfs
 }
 
 // unescape undoes mountinfo's escapes (mangle_path): a space, tab, newline

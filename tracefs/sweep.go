@@ -125,7 +125,8 @@ func Sweep() (removed []string, kept []Kept, err error) {
 				kept = append(kept, Kept{ev, why})
 				continue
 			}
-			if err := writeEvents(k, "-:"+ev); err != nil {
+			// ENOENT: another Sweep removed it since the listing; it is gone.
+			if err := writeEvents(k, "-:"+ev); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				kept = append(kept, Kept{ev, "the kernel refused to remove it: " + err.Error()})
 				errs = append(errs, err)
 				continue

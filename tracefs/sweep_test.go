@@ -21,6 +21,11 @@ import (
 // /proc mounted, as in a container) it then sweeps and prints what it
 // kept; then it waits to be killed.
 func sweepChild(t *testing.T, mode string) {
+	if mode == "group" { // for TestGroupPIDNamespaces
+		g, err := tracefs.Group()
+		fmt.Println("created", g, err)
+		return
+	}
 	exe, off := fileOffset(t, "")
 	if mode == "pidns-proc" {
 		// In a mount namespace of its own: no mount may reach the host's.
@@ -177,4 +182,50 @@ func writeUprobeEvents(cmd string) error {
 	defer f.Close()
 	_, err = f.WriteString(cmd + "\n")
 	return err
+}
+
+// TestGroupPIDNamespaces: two processes, each pid 1 of a PID namespace of
+// its own, started together, often in the same clock tick (when their
+// pids and start times are the same), have groups that differ in the
+// namespace: neither's Sweep takes the other's events for its own.
+func TestGroupPIDNamespaces(t *testing.T) {
+	testutil.RequireRoot(t)
+	sameTick := 0
+	for try := 0; try < 10; try++ {
+		var groups [2][]string
+		var cmds [2]*exec.Cmd
+		var outs [2]*bufio.Reader
+		for i := range cmds {
+			cmds[i] = exec.Command(os.Args[0], "-test.run=^TestSweep$")
+			cmds[i].Env = append(os.Environ(), "BPFKIT_SWEEP_CHILD=group")
+			cmds[i].SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+			out, _ := cmds[i].StdoutPipe()
+			outs[i] = bufio.NewReader(out)
+		}
+		for _, c := range cmds { // one right after the other
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, c := range cmds {
+			line, _ := outs[i].ReadString('\n')
+			c.Wait()
+			f := strings.Fields(line)
+			if len(f) != 3 || f[0] != "created" || f[2] != "<nil>" {
+				t.Fatalf("child: %q", line)
+			}
+			groups[i] = strings.Split(f[1], "_")
+		}
+		a, b := groups[0], groups[1]
+		if len(a) != 4 || len(b) != 4 || a[2] != "1" || b[2] != "1" {
+			t.Fatalf("the children's groups %q and %q are not of pid 1", a, b)
+		}
+		if a[1] == b[1] || strings.Join(a, "_") == strings.Join(b, "_") {
+			t.Fatalf("two pid 1s of two PID namespaces have the groups %s and %s", strings.Join(a, "_"), strings.Join(b, "_"))
+		}
+		if a[3] == b[3] {
+			sameTick++
+		}
+	}
+	t.Logf("%d of 10 pairs started in the same clock tick", sameTick)
 }

@@ -1,10 +1,13 @@
 package usdt
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -57,17 +60,25 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("usdt: %w", err)
 	}
-	f, err := elf.Open(abs)
+	r, err := os.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("usdt: %w", err)
+	}
+	defer r.Close()
+	size, _ := r.Seek(0, io.SeekEnd)
+	f, err := elf.NewFile(r)
 	if err != nil {
 		return nil, fmt.Errorf("usdt: %s: %w", path, err)
 	}
-	defer f.Close()
 	sec := f.Section(".note.stapsdt")
 	switch {
 	case f.Data != elf.ELFDATA2LSB:
 		return nil, fmt.Errorf("usdt: %s: a big-endian ELF file: only little-endian ones are supported", path)
 	case sec == nil:
 		return nil, fmt.Errorf("%w in %s: it has no .note.stapsdt section", ErrNoProbes, path)
+	case sec.Flags&elf.SHF_COMPRESSED != 0 || sec.Offset > uint64(size) || sec.FileSize > uint64(size)-sec.Offset:
+		// Data would allocate what the header says, or decompress it.
+		return nil, fmt.Errorf("usdt: %s: .note.stapsdt of %d bytes at %#x is compressed or past the end of the file", path, sec.Size, sec.Offset)
 	}
 	data, err := sec.Data()
 	var notes []note
@@ -187,5 +198,5 @@ func (f *File) Probe(name string) (*Probe, error) {
 		}
 		all = append(all, p.String())
 	}
-	return nil, fmt.Errorf("usdt: %s has no probe %s; it has %s", f.Path, name, strings.Join(all, ", "))
+	return nil, fmt.Errorf("usdt: %s has no probe %s; it has %s", f.Path, name, cmp.Or(strings.Join(all, ", "), "none"))
 }
