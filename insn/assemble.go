@@ -88,12 +88,8 @@ func Assemble(items []Item) ([]Instruction, error) {
 				return nil, at(n, pc, fmt.Errorf("%w %d", ErrBadFD, fd))
 			}
 			ins.Imm = int32(fd)
-		case refHelper:
-			h, ok := HelperByName(it.name)
-			if !ok {
-				return nil, at(n, pc, fmt.Errorf("%w %q", ErrUnknownHelper, it.name))
-			}
-			ins.Imm = int32(h)
+		case refHelper: // CallName of a name not in the table
+			return nil, at(n, pc, fmt.Errorf("%w %q", ErrUnknownHelper, it.name))
 		}
 		if err := check(ins, it.kind == kindWide, it.hi); err != nil {
 			return nil, at(n, pc, err)
@@ -257,7 +253,7 @@ func check(in Instruction, wide bool, hi int32) error {
 				zero("src imm")
 			}
 			need(op != BPF_CALL || in.Off == 0 || in.Src == BPF_PSEUDO_KFUNC_CALL, "off must be 0")
-			need(op != BPF_CALL || in.Src != 0 || in.Imm > 0 && int(in.Imm) < len(helperNames), "unknown helper")
+			need(op != BPF_CALL || in.Src != 0 || in.Imm > 0 && Helper(in.Imm) < numHelpers, "unknown helper")
 		case op == BPF_JA:
 			need(k, "goto takes no source")
 			if zero("src dst"); jmp32 { // gotol: the offset is in imm

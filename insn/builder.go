@@ -22,7 +22,7 @@ const (
 	refOff            // label resolved into Off (16-bit)
 	refImm            // label resolved into Imm (32-bit: gotol, bpf-to-bpf call)
 	refMap            // map fd resolved into Imm
-	refHelper         // helper name resolved into Imm
+	refHelper         // a helper name not in the table: an error at Assemble
 )
 
 // Item is one element of a program being built: an instruction (a 64-bit
@@ -314,8 +314,11 @@ func Call(h Helper) Item { return JumpImmOff(BPF_CALL, 0, int32(h), 0) }
 // CallName calls the helper named name ("map_lookup_elem" or
 // "bpf_map_lookup_elem"); an unknown name is an error at Assemble.
 func CallName(name string) Item {
-	it := Call(0)
-	it.ref, it.name = refHelper, name
+	h, ok := HelperByName(name)
+	it := Call(h)
+	if !ok {
+		it.ref, it.name = refHelper, name
+	}
 	return it
 }
 

@@ -1,8 +1,10 @@
 package insn
 
 import (
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Helper is a BPF helper function id (enum bpf_func_id), the imm of a
@@ -224,10 +226,11 @@ const (
 	BPF_FUNC_user_ringbuf_drain                           // 209: bpf_user_ringbuf_drain
 	BPF_FUNC_cgrp_storage_get                             // 210: bpf_cgrp_storage_get
 	BPF_FUNC_cgrp_storage_delete                          // 211: bpf_cgrp_storage_delete
+	numHelpers                                            // the table's end
 )
 
-// helperNames lists the helpers in id order, without the "bpf_" prefix.
-var helperNames = strings.Fields(`
+// helperList names the helpers in id order, without the "bpf_" prefix.
+const helperList = `
 unspec map_lookup_elem map_update_elem map_delete_elem probe_read ktime_get_ns trace_printk get_prandom_u32
 get_smp_processor_id skb_store_bytes l3_csum_replace l4_csum_replace tail_call clone_redirect get_current_pid_tgid
 get_current_uid_gid get_current_comm get_cgroup_classid skb_vlan_push skb_vlan_pop skb_get_tunnel_key
@@ -258,16 +261,19 @@ get_retval set_retval xdp_get_buff_len xdp_load_bytes xdp_store_bytes copy_from_
 kptr_xchg map_lookup_percpu_elem skc_to_mptcp_sock dynptr_from_mem ringbuf_reserve_dynptr ringbuf_submit_dynptr
 ringbuf_discard_dynptr dynptr_read dynptr_write dynptr_data tcp_raw_gen_syncookie_ipv4 tcp_raw_gen_syncookie_ipv6
 tcp_raw_check_syncookie_ipv4 tcp_raw_check_syncookie_ipv6 ktime_get_tai_ns user_ringbuf_drain cgrp_storage_get
-cgrp_storage_delete
-`)
+cgrp_storage_delete`
 
-var helperByName = func() map[string]Helper {
-	m := make(map[string]Helper, len(helperNames))
-	for i, n := range helperNames {
-		m[n] = Helper(i)
-	}
-	return m
-}()
+var helperTable struct {
+	once  sync.Once
+	names []string
+}
+
+// helperNames is helperList split, on first use: a program that never
+// names a helper does not carry the list.
+func helperNames() []string {
+	helperTable.once.Do(func() { helperTable.names = strings.Fields(helperList) })
+	return helperTable.names
+}
 
 // String returns the kernel's name for h, "bpf_map_lookup_elem" for
 // BPF_FUNC_map_lookup_elem, or "unknown#NNN" for an id outside the table.
@@ -279,15 +285,18 @@ func (h Helper) String() string {
 }
 
 func (h Helper) name() (string, bool) {
-	if h < 0 || int(h) >= len(helperNames) {
+	if h < 0 || h >= numHelpers {
 		return "", false
 	}
-	return "bpf_" + helperNames[h], true
+	return "bpf_" + helperNames()[h], true
 }
 
 // HelperByName looks a helper up by name, with or without the "bpf_" prefix
 // ("bpf_map_lookup_elem" or "map_lookup_elem").
 func HelperByName(name string) (Helper, bool) {
-	h, ok := helperByName[strings.TrimPrefix(name, "bpf_")]
-	return h, ok
+	i := slices.Index(helperNames(), strings.TrimPrefix(name, "bpf_"))
+	if i < 0 {
+		return 0, false
+	}
+	return Helper(i), true
 }

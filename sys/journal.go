@@ -82,16 +82,16 @@ func init() {
 
 // errnoBase names errnos 1 to 34, the same on every Linux port
 // (asm-generic/errno-base.h), as strace does.
-var errnoBase = strings.Fields(`EPERM ENOENT ESRCH EINTR EIO ENXIO E2BIG ENOEXEC EBADF ECHILD EAGAIN ENOMEM
+const errnoBase = `EPERM ENOENT ESRCH EINTR EIO ENXIO E2BIG ENOEXEC EBADF ECHILD EAGAIN ENOMEM
 	EACCES EFAULT ENOTBLK EBUSY EEXIST EXDEV ENODEV ENOTDIR EISDIR EINVAL ENFILE EMFILE ENOTTY ETXTBSY EFBIG
-	ENOSPC ESPIPE EROFS EMLINK EPIPE EDOM ERANGE`)
+	ENOSPC ESPIPE EROFS EMLINK EPIPE EDOM ERANGE`
 
 // errnoName is errno's name: from errno-base.h, or one of the few others
 // bpf(2), perf_event_open and tracefs return, or its number.
 func errnoName(e unix.Errno) string {
-	switch {
-	case e > 0 && int(e) <= len(errnoBase):
-		return errnoBase[e-1]
+	switch base := strings.Fields(errnoBase); {
+	case e > 0 && int(e) <= len(base):
+		return base[e-1]
 	case e == unix.EOPNOTSUPP:
 		return "EOPNOTSUPP"
 	case e == unix.ENOSYS:
