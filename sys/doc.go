@@ -33,19 +33,19 @@
 // not recorded. Lines of one run of `BPFKIT_JOURNAL=1 dropmon -events 1 1`
 // on Linux 6.18, in their order, the rest left out:
 //
-//	bpf(0xbfbf (no command: sizing union bpf_attr), byte 168 set, 256) = -1 E2BIG (argument list too long) <700ns>
-//	bpf(BPF_MAP_CREATE, map_type=perf_event_array key_size=4 value_size=4 max_entries=2 map_flags=0x0 name="drop_events") = 5 <20.5µs>
-//	bpf(BPF_PROG_LOAD, prog_type=tracepoint insn_cnt=34 license="GPL" name="dropmon_events" kern_version=0x0 prog_flags=0x0 log_level=0) = 8 <2.1946ms>
-//	epoll_create1(EPOLL_CLOEXEC) = 9 <3.7µs>
-//	perf_event_open(type=software config=0xa sample_type=0x400 wakeup=1 bits=0x0, pid=-1, cpu=0, group_fd=-1, flags=0x8) = 12 <25.3µs>
-//	mmap(NULL, 266240, PROT_READ|PROT_WRITE, MAP_SHARED, 12, 0x0) = 0x7f55bd23b000 <91.2µs>
-//	bpf(BPF_MAP_UPDATE_ELEM, map_fd=5 flags=0x0) = 0 <5µs>
-//	epoll_ctl(9, EPOLL_CTL_ADD, 12, {events=0x1, data=0}) = 0 <2.4µs>
-//	perf_event_open(type=tracepoint config=0x906 sample_type=0x0 wakeup=1 bits=0x1, pid=-1, cpu=0, group_fd=-1, flags=0x8) = 14 <124.3µs>
-//	bpf(BPF_LINK_CREATE, prog_fd=8 target_fd=14 attach_type=perf_event flags=0x0 cookie=0x0) = 15 <30.8µs>
-//	ioctl(14, PERF_EVENT_IOC_ENABLE, 0) = 0 <6.3µs>
-//	epoll_pwait(9, [{events=0x1, data=1}], 3, -1, NULL) = 1 <462.419ms>
-//	munmap(0x7f55bd23b000, 266240) = 0 <31.5µs>
+//	bpf(0xbfbf (no command: sizing union bpf_attr), byte 168 set, 256) = -1 E2BIG (argument list too long) <1.4µs>
+//	bpf(BPF_MAP_CREATE, map_type=perf_event_array key_size=4 value_size=4 max_entries=2 map_flags=0x0 name="drop_events") = 8 <28µs>
+//	bpf(BPF_PROG_LOAD, prog_type=tracepoint insn_cnt=35 license="GPL" name="dropmon_events" kern_version=0x0 prog_flags=0x0 log_level=0) = 9 <236.5µs>
+//	epoll_create1(EPOLL_CLOEXEC) = 11 <5.9µs>
+//	perf_event_open(type=software config=0xa sample_type=0x400 wakeup=1 bits=0x0, pid=-1, cpu=0, group_fd=-1, flags=0x8) = 13 <44.7µs>
+//	mmap(NULL, 266240, PROT_READ|PROT_WRITE, MAP_SHARED, 13, 0x0) = 0x7f8cafffd000 <183.1µs>
+//	bpf(BPF_MAP_UPDATE_ELEM, map_fd=8 flags=0x0) = 0 <10µs>
+//	epoll_ctl(11, EPOLL_CTL_ADD, 13, {events=0x1, data=0}) = 0 <4.6µs>
+//	perf_event_open(type=tracepoint config=0x906 sample_type=0x0 wakeup=1 bits=0x1, pid=-1, cpu=0, group_fd=-1, flags=0x8) = 15 <135.7µs>
+//	bpf(BPF_LINK_CREATE, prog_fd=9 target_fd=15 attach_type=perf_event flags=0x0 cookie=0x0) = 16 <9.1µs>
+//	ioctl(15, PERF_EVENT_IOC_ENABLE, 0) = 0 <44.2µs>
+//	epoll_pwait(11, [{events=0x1, data=1}], 3, -1, NULL) = 1 <515.3554ms>
+//	munmap(0x7f8cafffd000, 266240) = 0 <60.5µs>
 //
 // Enable it with SetJournal, or with BPFKIT_JOURNAL=1 (or stderr) for stderr
 // or BPFKIT_JOURNAL=/absolute/path to append to a file, which records the
