@@ -57,6 +57,13 @@ func raw(code uint8, dst, src Register, off int16, imm int32) Item {
 	return Item{ins: Instruction{Code: code, Dst: dst, Src: src, Off: off, Imm: imm}}
 }
 
+// withRef returns it with a label or helper name, or a map, for Assemble to
+// resolve.
+func withRef(it Item, ref refKind, name string, m MapFD) Item {
+	it.ref, it.name, it.m = ref, name, m
+	return it
+}
+
 // ALU64Imm is BPF_ALU64_IMM: dst op= imm.
 func ALU64Imm(op ALUOp, dst Register, imm int32) Item { return ALU64ImmOff(op, dst, imm, 0) }
 
@@ -91,9 +98,8 @@ func ALU32RegOff(op ALUOp, dst, src Register, off int16) Item {
 }
 
 // AddrSpaceCast is BPF_ADDR_SPACE_CAST (6.9): dst = src converted from
-// address space srcAS to dstAS, "r1 = addr_space_cast(r2, 0, 1)". The
-// kernel converts between an arena's user (1) and kernel (0) addresses,
-// in programs that use the arena map.
+// address space srcAS to dstAS, "r1 = addr_space_cast(r2, 0, 1)", between
+// an arena's user (1) and kernel (0) addresses.
 func AddrSpaceCast(dst, src Register, dstAS, srcAS uint16) Item {
 	return raw(BPF_ALU64|uint8(BPF_MOV)|BPF_X, dst, src, BPF_ADDR_SPACE_CAST, int32(dstAS)<<16|int32(srcAS))
 }
@@ -182,19 +188,17 @@ func StoreImm(size Size, dst Register, off int16, imm int32) Item {
 // with src. op is BPF_ADD.Atomic() (or BPF_OR, BPF_AND, BPF_XOR), optionally
 // |BPF_FETCH, or BPF_XCHG or BPF_CMPXCHG; size is BPF_W or BPF_DW:
 // Atomic(BPF_DW, BPF_ADD.Atomic(), R0, R1, 0) is "lock *(u64 *)(r0 +0) += r1".
-// BPF_LOAD_ACQ and BPF_STORE_REL have builders of their own.
 func Atomic(size Size, op AtomicOp, dst, src Register, off int16) Item {
 	return raw(BPF_STX|uint8(size)|BPF_ATOMIC, dst, src, off, int32(op))
 }
 
-// LoadAcquire (6.15) is dst = load_acquire((size *)(src + off)):
-// Atomic(size, BPF_LOAD_ACQ, dst, src, off).
+// LoadAcquire (6.15) is dst = load_acquire((size *)(src + off)).
 func LoadAcquire(size Size, dst, src Register, off int16) Item {
 	return Atomic(size, BPF_LOAD_ACQ, dst, src, off)
 }
 
-// StoreRelease (6.15) is store_release((size *)(dst + off), src):
-// Atomic(size, BPF_STORE_REL, dst, src, off), the arguments in StoreMem's order.
+// StoreRelease (6.15) is store_release((size *)(dst + off), src), the
+// arguments in StoreMem's order.
 func StoreRelease(size Size, dst Register, off int16, src Register) Item {
 	return Atomic(size, BPF_STORE_REL, dst, src, off)
 }
@@ -230,22 +234,11 @@ func LoadMapValueRaw(dst Register, fd int32, off uint32) Item {
 }
 
 // LoadMapFD is BPF_LD_MAP_FD with the fd taken from m.FD() at Assemble.
-func LoadMapFD(dst Register, m MapFD) Item {
-	it := LoadMapFDRaw(dst, 0)
-	it.ref, it.m = refMap, m
-	return it
-}
+func LoadMapFD(dst Register, m MapFD) Item { return withRef(LoadMapFDRaw(dst, 0), refMap, "", m) }
 
 // LoadMapValue is BPF_LD_MAP_VALUE with the fd taken from m.FD() at Assemble.
 func LoadMapValue(dst Register, m MapFD, off uint32) Item {
-	it := LoadMapValueRaw(dst, 0, off)
-	it.ref, it.m = refMap, m
-	return it
-}
-
-func withLabel(it Item, ref refKind, label string) Item {
-	it.ref, it.name = ref, label
-	return it
+	return withRef(LoadMapValueRaw(dst, 0, off), refMap, "", m)
 }
 
 // JumpImmOff is BPF_JMP_IMM: if dst op imm goto pc+off.
@@ -280,33 +273,33 @@ func Ja32Off(imm int32) Item { return Jump32ImmOff(BPF_JA, 0, imm, 0) }
 func MayGotoOff(off int16) Item { return JumpImmOff(BPF_JCOND, 0, 0, off) }
 
 // MayGoto is MayGotoOff with the offset taken from label.
-func MayGoto(label string) Item { return withLabel(MayGotoOff(0), refOff, label) }
+func MayGoto(label string) Item { return withRef(MayGotoOff(0), refOff, label, nil) }
 
 // JumpImm is JumpImmOff with the offset taken from label.
 func JumpImm(op JumpOp, dst Register, imm int32, label string) Item {
-	return withLabel(JumpImmOff(op, dst, imm, 0), refOff, label)
+	return withRef(JumpImmOff(op, dst, imm, 0), refOff, label, nil)
 }
 
 // JumpReg is JumpRegOff with the offset taken from label.
 func JumpReg(op JumpOp, dst, src Register, label string) Item {
-	return withLabel(JumpRegOff(op, dst, src, 0), refOff, label)
+	return withRef(JumpRegOff(op, dst, src, 0), refOff, label, nil)
 }
 
 // Jump32Imm is Jump32ImmOff with the offset taken from label.
 func Jump32Imm(op JumpOp, dst Register, imm int32, label string) Item {
-	return withLabel(Jump32ImmOff(op, dst, imm, 0), refOff, label)
+	return withRef(Jump32ImmOff(op, dst, imm, 0), refOff, label, nil)
 }
 
 // Jump32Reg is Jump32RegOff with the offset taken from label.
 func Jump32Reg(op JumpOp, dst, src Register, label string) Item {
-	return withLabel(Jump32RegOff(op, dst, src, 0), refOff, label)
+	return withRef(Jump32RegOff(op, dst, src, 0), refOff, label, nil)
 }
 
 // Ja is an unconditional jump to label.
-func Ja(label string) Item { return withLabel(JaOff(0), refOff, label) }
+func Ja(label string) Item { return withRef(JaOff(0), refOff, label, nil) }
 
 // Ja32 is an unconditional jump to label with a 32-bit offset (gotol).
-func Ja32(label string) Item { return withLabel(Ja32Off(0), refImm, label) }
+func Ja32(label string) Item { return withRef(Ja32Off(0), refImm, label, nil) }
 
 // Call is BPF_EMIT_CALL: call helper h.
 func Call(h Helper) Item { return JumpImmOff(BPF_CALL, 0, int32(h), 0) }
@@ -314,19 +307,17 @@ func Call(h Helper) Item { return JumpImmOff(BPF_CALL, 0, int32(h), 0) }
 // CallName calls the helper named name ("map_lookup_elem" or
 // "bpf_map_lookup_elem"); an unknown name is an error at Assemble.
 func CallName(name string) Item {
-	h, ok := HelperByName(name)
-	it := Call(h)
-	if !ok {
-		it.ref, it.name = refHelper, name
+	if h, ok := HelperByName(name); ok {
+		return Call(h)
 	}
-	return it
+	return withRef(Call(0), refHelper, name, nil)
 }
 
 // CallRel is BPF_CALL_REL: a bpf-to-bpf call to pc+imm.
 func CallRel(imm int32) Item { return raw(BPF_JMP|uint8(BPF_CALL), 0, BPF_PSEUDO_CALL, 0, imm) }
 
 // CallFunc is a bpf-to-bpf call to the function starting at label.
-func CallFunc(label string) Item { return withLabel(CallRel(0), refImm, label) }
+func CallFunc(label string) Item { return withRef(CallRel(0), refImm, label, nil) }
 
 // Exit is BPF_EXIT_INSN: return r0.
 func Exit() Item { return JumpImmOff(BPF_EXIT, 0, 0, 0) }
