@@ -67,17 +67,13 @@ func Assemble(items []Item) ([]Instruction, error) {
 			if !ok {
 				return nil, at(n, pc, fmt.Errorf("%w %q", ErrUnknownLabel, it.name))
 			}
-			d := target - (pc + 1)
-			if it.ref == refImm {
-				if d < math.MinInt32 || d > math.MaxInt32 {
-					return nil, at(n, pc, fmt.Errorf("%w: %d to %q", ErrOffsetRange, d, it.name))
-				}
-				ins.Imm = int32(d)
-			} else {
-				if d < math.MinInt16 || d > math.MaxInt16 {
-					return nil, at(n, pc, fmt.Errorf("%w: %d to %q does not fit 16 bits", ErrOffsetRange, d, it.name))
-				}
+			switch d := target - (pc + 1); {
+			case it.ref == refOff && d == int(int16(d)):
 				ins.Off = int16(d)
+			case it.ref == refImm && d == int(int32(d)):
+				ins.Imm = int32(d)
+			default: // off holds 16 bits, imm 32
+				return nil, at(n, pc, fmt.Errorf("%w: %d to %q does not fit %d bits", ErrOffsetRange, d, it.name, 16<<(it.ref-refOff)))
 			}
 		case refMap:
 			if it.m == nil {

@@ -7,10 +7,8 @@ import (
 
 // Tables from kernel/bpf/disasm.c, indexed by BPF_OP >> 4 or BPF_SIZE >> 3.
 var (
-	aluOpStr = [16]string{"+=", "-=", "*=", "/=", "|=", "&=", "<<=", ">>=",
-		"neg", "%=", "^=", "=", "s>>=", "endian"}
-	jmpOpStr = [16]string{"jmp", "==", ">", ">=", "&", "!=", "s>", "s>=",
-		"call", "exit", "<", "<=", "s<", "s<="}
+	aluOpStr    = [16]string{"+=", "-=", "*=", "/=", "|=", "&=", "<<=", ">>=", "neg", "%=", "^=", "=", "s>>=", "endian"}
+	jmpOpStr    = [16]string{"jmp", "==", ">", ">=", "&", "!=", "s>", "s>=", "call", "exit", "<", "<=", "s<", "s<="}
 	atomicOpStr = [16]string{BPF_ADD >> 4: "add", BPF_OR >> 4: "or", BPF_AND >> 4: "and", BPF_XOR >> 4: "xor"}
 	ldstStr     = [4]string{"u32", "u16", "u8", "u64"}
 	ldsxStr     = [4]string{"s32", "s16", "s8", ""}
@@ -128,8 +126,7 @@ func format(in Instruction) (string, bool) {
 }
 
 func formatALU(in Instruction) (string, bool) {
-	wide := in.Class() == BPF_ALU64
-	op := in.ALUOp()
+	wide, op := in.Class() == BPF_ALU64, in.ALUOp()
 	d := reg(wide, in.Dst)
 	switch {
 	case op == BPF_END && !wide:
@@ -145,8 +142,7 @@ func formatALU(in Instruction) (string, bool) {
 	case op > BPF_END:
 		return "", false
 	case in.Code == BPF_ALU64|uint8(BPF_MOV)|BPF_X && in.Off == BPF_ADDR_SPACE_CAST:
-		return fmt.Sprintf("r%d = addr_space_cast(r%d, %d, %d)",
-			in.Dst, in.Src, uint32(in.Imm)>>16, uint16(in.Imm)), true
+		return fmt.Sprintf("r%d = addr_space_cast(r%d, %d, %d)", in.Dst, in.Src, uint32(in.Imm)>>16, uint16(in.Imm)), true
 	case in.Code == BPF_ALU64|uint8(BPF_MOV)|BPF_X && in.Off == -1:
 		return fmt.Sprintf("r%d = &(void __percpu *)(r%d)", in.Dst, in.Src), true
 	}
@@ -190,8 +186,7 @@ func formatSTX(in Instruction, size string) (string, bool) {
 	case op != int32(BPF_ADD) && op != int32(BPF_OR) && op != int32(BPF_AND) && op != int32(BPF_XOR):
 		return "", false
 	case in.Imm&int32(BPF_FETCH) != 0:
-		return fmt.Sprintf("r%d = atomic%s_fetch_%s(%s, r%d)",
-			in.Src, bits, atomicOpStr[op>>4], mem, in.Src), true
+		return fmt.Sprintf("r%d = atomic%s_fetch_%s(%s, r%d)", in.Src, bits, atomicOpStr[op>>4], mem, in.Src), true
 	default:
 		return fmt.Sprintf("lock *%s %s r%d", mem, aluOpStr[op>>4], in.Src), true
 	}
@@ -225,11 +220,9 @@ func formatJump(in Instruction) (string, bool) {
 	case op == BPF_JA || op == BPF_CALL || op == BPF_EXIT || op > BPF_JSLE:
 		return "", false
 	case in.Source() == BPF_X:
-		return fmt.Sprintf("if %s %s %s goto pc%+d",
-			reg(wide, in.Dst), jmpOpStr[op>>4], reg(wide, in.Src), in.Off), true
+		return fmt.Sprintf("if %s %s %s goto pc%+d", reg(wide, in.Dst), jmpOpStr[op>>4], reg(wide, in.Src), in.Off), true
 	default:
-		return fmt.Sprintf("if %s %s 0x%x goto pc%+d",
-			reg(wide, in.Dst), jmpOpStr[op>>4], uint32(in.Imm), in.Off), true
+		return fmt.Sprintf("if %s %s 0x%x goto pc%+d", reg(wide, in.Dst), jmpOpStr[op>>4], uint32(in.Imm), in.Off), true
 	}
 }
 
