@@ -68,7 +68,6 @@ type keyNotExist struct{}
 
 func (keyNotExist) Error() string        { return "mapfd: key does not exist" }
 func (keyNotExist) Is(target error) bool { return target == unix.ENOENT }
-func (keyNotExist) Unwrap() error        { return nil }
 func notExist(err error) bool            { return errors.Is(err, unix.ENOENT) }
 
 // ErrClosed is returned by every operation on a closed Map.
@@ -84,24 +83,16 @@ func (m *Map) wrap(op string, err error) error {
 
 // Spec describes a map to create.
 type Spec struct {
-	// Type is the map type.
-	Type Type
-	// KeySize is the size of a key in bytes. Zero for a PerfEventArray or
-	// ProgArray means 4.
-	KeySize uint32
-	// ValueSize is the size of a value in bytes, per CPU for per-CPU maps.
-	// Zero for a PerfEventArray or ProgArray means 4 (an fd).
-	ValueSize uint32
+	Type      Type   // the map type
+	KeySize   uint32 // bytes; zero for a PerfEventArray or ProgArray means 4
+	ValueSize uint32 // bytes, per CPU for per-CPU maps; zero for a PerfEventArray or ProgArray means 4 (an fd)
 	// MaxEntries is the capacity. Zero for a PerfEventArray means one entry
 	// per possible CPU, what bpf_perf_event_output with BPF_F_CURRENT_CPU
 	// and perfring.NewPerfReader need.
 	MaxEntries uint32
-	// Flags is map_flags: BPF_F_NO_PREALLOC, BPF_F_RDONLY_PROG, ...
-	Flags uint32
-	// Name is kept to its first 15 bytes, of [A-Za-z0-9_.].
-	Name string
-	// InnerMap is the template of an array or hash of maps.
-	InnerMap *Map
+	Flags      uint32 // map_flags: BPF_F_NO_PREALLOC, BPF_F_RDONLY_PROG, ...
+	Name       string // kept to its first 15 bytes, of [A-Za-z0-9_.]
+	InnerMap   *Map   // the template of an array or hash of maps
 }
 
 // Map is an open BPF map. Its methods may be called from several goroutines,
@@ -132,14 +123,8 @@ func Create(spec Spec) (*Map, error) {
 		}
 		spec.MaxEntries = uint32(n)
 	}
-	attr := sys.MapCreateAttr{
-		MapType:    uint32(spec.Type),
-		KeySize:    spec.KeySize,
-		ValueSize:  spec.ValueSize,
-		MaxEntries: spec.MaxEntries,
-		MapFlags:   spec.Flags,
-		MapName:    name,
-	}
+	attr := sys.MapCreateAttr{MapType: uint32(spec.Type), KeySize: spec.KeySize, ValueSize: spec.ValueSize,
+		MaxEntries: spec.MaxEntries, MapFlags: spec.Flags, MapName: name}
 	if spec.InnerMap != nil {
 		if spec.InnerMap.fd.Int() < 0 {
 			return nil, fmt.Errorf("%w: the inner map of %q", ErrClosed, spec.Name)
@@ -166,15 +151,13 @@ func newMap(fd int, typ Type, key, value, max uint32, name string) (*Map, error)
 	m.fd.Set(fd)
 	if typ.PerCPU() {
 		n, err := sys.PossibleCPUs()
+		size := uint64(n) * ((uint64(value) + 7) &^ 7) // in 64 bits: value+7 and the product both wrap in 32
+		if err == nil && size > math.MaxUint32 {
+			err = fmt.Errorf("per-CPU value of %d bytes times %d CPUs is more than a lookup can take", value, n)
+		}
 		if err != nil {
 			unix.Close(fd)
 			return nil, fmt.Errorf("mapfd: map %q: %w", name, err)
-		}
-		// In 64 bits: value+7 and the product both wrap in 32.
-		size := uint64(n) * ((uint64(value) + 7) &^ 7)
-		if size > math.MaxUint32 {
-			unix.Close(fd)
-			return nil, fmt.Errorf("mapfd: map %q: per-CPU value of %d bytes times %d CPUs is more than a lookup can take", name, value, n)
 		}
 		m.valueSize = uint32(size)
 	}

@@ -25,15 +25,14 @@ var ErrNotTyped = errors.New("mapfd: Typed not made by NewTyped")
 // NewTyped checks that K and V fit m. For a per-CPU map, V is one CPU's
 // value and its size must be a multiple of 8; use LookupPerCPU.
 func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
-	var k K
-	var v V
 	if m == nil {
 		return nil, errors.New("mapfd: NewTyped of a nil map")
 	}
-	if err := cmp.Or(sys.CheckPlain(reflect.TypeFor[K]()), sys.CheckPlain(reflect.TypeFor[V]())); err != nil {
+	kt, vt := reflect.TypeFor[K](), reflect.TypeFor[V]()
+	if err := cmp.Or(sys.CheckPlain(kt), sys.CheckPlain(vt)); err != nil {
 		return nil, fmt.Errorf("mapfd: map %q: %w", m.name, err)
 	}
-	vs := uint64(unsafe.Sizeof(v))
+	vs := uint64(vt.Size())
 	if m.typ.PerCPU() {
 		n, _ := sys.PossibleCPUs()
 		if vs%8 != 0 || vs*uint64(n) != uint64(m.valueSize) {
@@ -42,7 +41,7 @@ func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
 	} else if vs != uint64(m.valueSize) {
 		return nil, fmt.Errorf("mapfd: map %q: value type of %d bytes, the map's values are %d", m.name, vs, m.valueSize)
 	}
-	if ks := uint64(unsafe.Sizeof(k)); ks != uint64(m.keySize) {
+	if ks := uint64(kt.Size()); ks != uint64(m.keySize) {
 		return nil, fmt.Errorf("mapfd: map %q: key type of %d bytes, the map's keys are %d", m.name, ks, m.keySize)
 	}
 	return &Typed[K, V]{m}, nil
@@ -51,9 +50,7 @@ func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
 // CreateTyped creates a map of keys K and values V (one CPU's, for a
 // per-CPU map): sizes in spec must be theirs or zero.
 func CreateTyped[K, V any](spec Spec) (*Typed[K, V], error) {
-	var k K
-	var v V
-	ks, vs := uint32(unsafe.Sizeof(k)), uint32(unsafe.Sizeof(v))
+	ks, vs := uint32(unsafe.Sizeof(*new(K))), uint32(unsafe.Sizeof(*new(V)))
 	if spec.KeySize != 0 && spec.KeySize != ks || spec.ValueSize != 0 && spec.ValueSize != vs {
 		return nil, fmt.Errorf("mapfd: map %q: key and value sizes %d and %d, the types' are %d and %d", spec.Name, spec.KeySize, spec.ValueSize, ks, vs)
 	}
