@@ -26,9 +26,8 @@ const (
 // String returns "r0" ... "r10".
 func (r Register) String() string { return "r" + strconv.Itoa(int(r)) }
 
-// The fields of an opcode byte. Operations and sizes are typed so that
-// one cannot stand for another; classes, modes and sources are untyped
-// constants (see the package documentation).
+// The fields of an opcode byte; which are typed and why: see the package
+// documentation.
 type (
 	Class  uint8 // Class is BPF_CLASS(code)
 	Size   uint8 // Size is BPF_SIZE(code) of a load or store: BPF_W, BPF_H, BPF_B, BPF_DW
