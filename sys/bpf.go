@@ -53,8 +53,8 @@ func doCall(cmd int, attr unsafe.Pointer, noSleep bool) (int, error) {
 }
 
 // kernelAttrSize is the size passed with every attr: the running kernel's
-// sizeof(union bpf_attr). More would only make the kernel check the excess
-// for zeroes on every map lookup. It is learned once by trying: __sys_bpf
+// sizeof(union bpf_attr); more would make the kernel check the excess for
+// zeroes on every map lookup. It is learned once by bisection: __sys_bpf
 // checks the bytes past its union are zero (bpf_check_uarg_tail_zero)
 // before the command, so a command that does not exist answers E2BIG for a
 // non-zero byte past the union, EINVAL inside it; the union is aligned(8).
@@ -71,20 +71,18 @@ func kernelAttrSize() (uintptr, error) {
 		probe[mid] = 1
 		_, err := traced("bpf", func() string {
 			return fmt.Sprintf("%#x (no command: sizing union bpf_attr), byte %d set, %d", invalidCmd, mid, AttrSize)
-		},
-			func() (int, error) {
-				r, _, errno := unix.Syscall(unix.SYS_BPF, invalidCmd, uintptr(unsafe.Pointer(&probe)), AttrSize)
-				if errno != 0 {
-					return -1, errno
-				}
-				return int(r), nil
-			})
+		}, func() (int, error) {
+			r, _, errno := unix.Syscall(unix.SYS_BPF, invalidCmd, uintptr(unsafe.Pointer(&probe)), AttrSize)
+			if errno != 0 {
+				return -1, errno
+			}
+			return int(r), nil
+		})
 		if errors.Is(err, ErrJournal) {
 			return 0, err
 		}
-		errno := errnoOf(err)
 		probe[mid] = 0
-		switch errno {
+		switch errnoOf(err) {
 		case unix.E2BIG: // mid is past the union
 			hi = mid
 		case unix.EINVAL: // mid is inside it
@@ -111,13 +109,7 @@ func do(cmd int, attr unsafe.Pointer) error {
 // callFD is call for the commands that return a new file descriptor.
 func callFD(cmd int, attr unsafe.Pointer) (int, error) {
 	fd, err := call(cmd, attr)
-	if err != nil {
-		if fd >= 0 { // made, but the journal failed
-			unix.Close(fd)
-		}
-		return -1, err
-	}
-	return safeFD(fd, cmdName(cmd))
+	return newFD(fd, err, cmdName(cmd))
 }
 
 // safeFD moves fd above 2, where no careless write or close to a standard
@@ -175,21 +167,21 @@ func bpfError(cmd int, attr unsafe.Pointer, errno unix.Errno) error {
 // e2bigHint lists, most likely first, what makes cmd answer E2BIG; last a
 // byte set past the kernel's union, which kernelAttrSize prevents.
 func e2bigHint(cmd int) string {
-	const unknownField = "or the attr sets a field this kernel does not know"
+	const unknownField = "the attr sets a field this kernel does not know"
 	switch cmd {
 	case unix.BPF_MAP_UPDATE_ELEM:
 		return "the map is full (max_entries elements are in it), or an array index is not below max_entries"
 	case unix.BPF_MAP_DELETE_ELEM: // fd_array_map_delete_elem
 		return "an fd array index is not below max_entries"
 	case unix.BPF_MAP_CREATE:
-		return "the key, value or max_entries is larger than this map type allows, " + unknownField
+		return "the key, value or max_entries is larger than this map type allows, or " + unknownField
 	case unix.BPF_PROG_LOAD:
 		return "the program is too large: over 1M instructions (4096 without CAP_BPF), over 1M processed by the verifier, " +
-			"or bpf-to-bpf calls nested too deep, " + unknownField
+			"or bpf-to-bpf calls nested too deep, or " + unknownField
 	case unix.BPF_LINK_CREATE:
-		return "too many programs are attached to the target (64 on a perf event), " + unknownField
+		return "too many programs are attached to the target (64 on a perf event), or " + unknownField
 	}
-	return "the attr sets a field this kernel does not know"
+	return unknownField
 }
 
 // MapCreate is BPF_MAP_CREATE; it returns the new map's fd.
@@ -220,11 +212,11 @@ func MapGetNextKey(attr *MapElemAttr) error {
 
 // MapElemNoSleep runs cmd (BPF_MAP_LOOKUP_ELEM, _UPDATE_ELEM, _DELETE_ELEM
 // or BPF_MAP_GET_NEXT_KEY) without the Go runtime's system call bookkeeping
-// (entersyscall/exitsyscall, a measurable share of a lookup), which lets a
-// thread blocked in the kernel give its P to another. For maps whose
-// element operations never sleep (hash and array, per-CPU and LRU): one
-// that does (a prog array's mutex, a sockmap's socket lock, a page fault)
-// holds its P meanwhile. The caller, who knows the map type, decides.
+// (entersyscall/exitsyscall), which lets a thread blocked in the kernel
+// give its P to another. For maps whose element operations never sleep
+// (hash and array, per-CPU and LRU): one that does (a prog array's mutex, a
+// sockmap's socket lock, a page fault) holds its P meanwhile. The caller,
+// who knows the map type, decides.
 func MapElemNoSleep(cmd int, attr *MapElemAttr) error {
 	switch cmd {
 	case unix.BPF_MAP_LOOKUP_ELEM, unix.BPF_MAP_UPDATE_ELEM, unix.BPF_MAP_DELETE_ELEM, unix.BPF_MAP_GET_NEXT_KEY:
@@ -259,18 +251,16 @@ func MapLookupBatch(attr *MapBatchAttr) error {
 // goes without: blocking costs two system calls.
 func ProgLoad(attr *ProgLoadAttr) (int, error) {
 	fd, err := callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
-	if !errors.Is(err, unix.EAGAIN) {
-		return fd, err
-	}
-	defer blockRuntimeSignals()()
-	for range progLoadAttempts - 2 {
-		fd, err := callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
-		if !errors.Is(err, unix.EAGAIN) {
-			return fd, err
+	if errors.Is(err, unix.EAGAIN) {
+		defer blockRuntimeSignals()()
+		for i := 1; i < progLoadAttempts && errors.Is(err, unix.EAGAIN); i++ {
+			fd, err = callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
 		}
 	}
-	return callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
+	return fd, err
 }
+
+const progLoadAttempts = 10
 
 // blockRuntimeSignals locks the goroutine to its thread and blocks the
 // runtime's SIGURG and SIGPROF there until the returned function is called.
@@ -285,8 +275,6 @@ func blockRuntimeSignals() (restore func()) {
 		runtime.UnlockOSThread()
 	}
 }
-
-const progLoadAttempts = 10
 
 // runtimeSignals is {SIGURG, SIGPROF}: bit n-1 stands for signal n, in
 // words of 64 bits or, on 32-bit ports, 32.
@@ -312,8 +300,7 @@ func ProgQuery(attr *ProgQueryAttr) error { return do(unix.BPF_PROG_QUERY, unsaf
 // effects again: so the runtime's signals are blocked for its duration.
 func ProgTestRun(attr *TestRunAttr) error {
 	defer blockRuntimeSignals()()
-	_, err := call(unix.BPF_PROG_TEST_RUN, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_PROG_TEST_RUN, unsafe.Pointer(attr))
 }
 
 // ProgGetNextID is BPF_PROG_GET_NEXT_ID: the smallest program id above ID,

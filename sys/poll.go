@@ -116,24 +116,23 @@ func EventfdRead(fd int) (uint64, error) {
 	return n, sysErr("eventfd read", err)
 }
 
-// newFD finishes a call that makes an fd: a journal failure closes it, an
-// error becomes an *Error, and the fd is moved above 2.
+// newFD finishes a call that makes an fd: an error (kept if an *Error or
+// the journal's) closes an fd made all the same, when the journal failed,
+// and the fd is moved above 2.
 func newFD(fd int, err error, op string) (int, error) {
-	if errors.Is(err, ErrJournal) {
+	if err != nil {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
-		return -1, err
-	}
-	if err != nil {
-		return -1, &Error{Op: op, Errno: errnoOf(err)}
+		return -1, sysErr(op, err)
 	}
 	return safeFD(fd, op)
 }
 
-// sysErr makes a call's error an *Error, keeping a journal failure as it is.
+// sysErr makes a call's error an *Error, keeping an *Error or a journal
+// failure as it is.
 func sysErr(op string, err error) error {
-	if err == nil || errors.Is(err, ErrJournal) {
+	if _, ok := err.(*Error); ok || err == nil || errors.Is(err, ErrJournal) {
 		return err
 	}
 	return &Error{Op: op, Errno: errnoOf(err)}
