@@ -185,30 +185,20 @@ func e2bigHint(cmd int) string {
 }
 
 // MapCreate is BPF_MAP_CREATE; it returns the new map's fd.
-func MapCreate(attr *MapCreateAttr) (int, error) {
-	return callFD(unix.BPF_MAP_CREATE, unsafe.Pointer(attr))
-}
+func MapCreate(a *MapCreateAttr) (int, error) { return callFD(unix.BPF_MAP_CREATE, unsafe.Pointer(a)) }
 
 // MapLookupElem is BPF_MAP_LOOKUP_ELEM: it copies the value of Key into Value.
-func MapLookupElem(attr *MapElemAttr) error {
-	return do(unix.BPF_MAP_LOOKUP_ELEM, unsafe.Pointer(attr))
-}
+func MapLookupElem(a *MapElemAttr) error { return do(unix.BPF_MAP_LOOKUP_ELEM, unsafe.Pointer(a)) }
 
 // MapUpdateElem is BPF_MAP_UPDATE_ELEM; Flags is BPF_ANY, BPF_NOEXIST or BPF_EXIST.
-func MapUpdateElem(attr *MapElemAttr) error {
-	return do(unix.BPF_MAP_UPDATE_ELEM, unsafe.Pointer(attr))
-}
+func MapUpdateElem(a *MapElemAttr) error { return do(unix.BPF_MAP_UPDATE_ELEM, unsafe.Pointer(a)) }
 
 // MapDeleteElem is BPF_MAP_DELETE_ELEM.
-func MapDeleteElem(attr *MapElemAttr) error {
-	return do(unix.BPF_MAP_DELETE_ELEM, unsafe.Pointer(attr))
-}
+func MapDeleteElem(a *MapElemAttr) error { return do(unix.BPF_MAP_DELETE_ELEM, unsafe.Pointer(a)) }
 
 // MapGetNextKey is BPF_MAP_GET_NEXT_KEY: it writes the key after Key (the
 // first key if Key is nil) to Value, the next_key member.
-func MapGetNextKey(attr *MapElemAttr) error {
-	return do(unix.BPF_MAP_GET_NEXT_KEY, unsafe.Pointer(attr))
-}
+func MapGetNextKey(a *MapElemAttr) error { return do(unix.BPF_MAP_GET_NEXT_KEY, unsafe.Pointer(a)) }
 
 // MapElemNoSleep runs cmd (BPF_MAP_LOOKUP_ELEM, _UPDATE_ELEM, _DELETE_ELEM
 // or BPF_MAP_GET_NEXT_KEY) without the Go runtime's system call bookkeeping
@@ -234,13 +224,11 @@ func MapLookupAndDeleteElem(attr *MapElemAttr) error {
 }
 
 // MapFreeze is BPF_MAP_FREEZE (5.2): the map becomes read-only to user space.
-func MapFreeze(attr *MapElemAttr) error { return do(unix.BPF_MAP_FREEZE, unsafe.Pointer(attr)) }
+func MapFreeze(a *MapElemAttr) error { return do(unix.BPF_MAP_FREEZE, unsafe.Pointer(a)) }
 
 // MapLookupBatch is BPF_MAP_LOOKUP_BATCH (5.6). On return Count holds the
 // number of elements copied; ENOENT means the walk reached the end.
-func MapLookupBatch(attr *MapBatchAttr) error {
-	return do(unix.BPF_MAP_LOOKUP_BATCH, unsafe.Pointer(attr))
-}
+func MapLookupBatch(a *MapBatchAttr) error { return do(unix.BPF_MAP_LOOKUP_BATCH, unsafe.Pointer(a)) }
 
 // ProgLoad is BPF_PROG_LOAD; it returns the program's fd. The verifier
 // abandons a program with EAGAIN when a signal is pending, and the Go
@@ -287,13 +275,13 @@ var runtimeSignals = func() (set unix.Sigset_t) {
 }()
 
 // ObjPin is BPF_OBJ_PIN: it pins BPFFD at Pathname in a BPF file system.
-func ObjPin(attr *ObjAttr) error { return do(unix.BPF_OBJ_PIN, unsafe.Pointer(attr)) }
+func ObjPin(a *ObjAttr) error { return do(unix.BPF_OBJ_PIN, unsafe.Pointer(a)) }
 
 // ObjGet is BPF_OBJ_GET: it opens the object pinned at Pathname.
-func ObjGet(attr *ObjAttr) (int, error) { return callFD(unix.BPF_OBJ_GET, unsafe.Pointer(attr)) }
+func ObjGet(a *ObjAttr) (int, error) { return callFD(unix.BPF_OBJ_GET, unsafe.Pointer(a)) }
 
 // ProgQuery is BPF_PROG_QUERY: the programs attached to a cgroup or device.
-func ProgQuery(attr *ProgQueryAttr) error { return do(unix.BPF_PROG_QUERY, unsafe.Pointer(attr)) }
+func ProgQuery(a *ProgQueryAttr) error { return do(unix.BPF_PROG_QUERY, unsafe.Pointer(a)) }
 
 // ProgTestRun is BPF_PROG_TEST_RUN (4.12). A run with Repeat stops with
 // EINTR when a signal is pending, and retrying would run the program's side
@@ -305,13 +293,13 @@ func ProgTestRun(attr *TestRunAttr) error {
 
 // ProgGetNextID is BPF_PROG_GET_NEXT_ID: the smallest program id above ID,
 // in NextID; ENOENT after the last.
-func ProgGetNextID(attr *GetIDAttr) error { return do(unix.BPF_PROG_GET_NEXT_ID, unsafe.Pointer(attr)) }
+func ProgGetNextID(a *GetIDAttr) error { return do(unix.BPF_PROG_GET_NEXT_ID, unsafe.Pointer(a)) }
 
 // MapGetNextID is BPF_MAP_GET_NEXT_ID.
-func MapGetNextID(attr *GetIDAttr) error { return do(unix.BPF_MAP_GET_NEXT_ID, unsafe.Pointer(attr)) }
+func MapGetNextID(a *GetIDAttr) error { return do(unix.BPF_MAP_GET_NEXT_ID, unsafe.Pointer(a)) }
 
 // LinkGetNextID is BPF_LINK_GET_NEXT_ID (5.8).
-func LinkGetNextID(attr *GetIDAttr) error { return do(unix.BPF_LINK_GET_NEXT_ID, unsafe.Pointer(attr)) }
+func LinkGetNextID(a *GetIDAttr) error { return do(unix.BPF_LINK_GET_NEXT_ID, unsafe.Pointer(a)) }
 
 // ProgGetFDByID is BPF_PROG_GET_FD_BY_ID.
 func ProgGetFDByID(attr *GetIDAttr) (int, error) {
@@ -329,9 +317,7 @@ func LinkGetFDByID(attr *GetIDAttr) (int, error) {
 }
 
 // ObjGetInfoByFD is BPF_OBJ_GET_INFO_BY_FD; InfoByFD fills the typed structs.
-func ObjGetInfoByFD(attr *InfoAttr) error {
-	return do(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(attr))
-}
+func ObjGetInfoByFD(a *InfoAttr) error { return do(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(a)) }
 
 // InfoByFD fills info for the program, map or link fd.
 func InfoByFD[T ProgInfo | MapInfo | LinkInfo](fd int, info *T) error {
@@ -360,13 +346,11 @@ func LinkCreateKprobeMulti(attr *LinkCreateKprobeMultiAttr) (int, error) {
 // FD of process PID (a perf event or raw tracepoint link), and where.
 // ENOSPC: the name did not fit Buf; ENOENT: no program; ENOTSUPP: another
 // kind of file.
-func TaskFDQuery(attr *TaskFDQueryAttr) error {
-	return do(unix.BPF_TASK_FD_QUERY, unsafe.Pointer(attr))
-}
+func TaskFDQuery(a *TaskFDQueryAttr) error { return do(unix.BPF_TASK_FD_QUERY, unsafe.Pointer(a)) }
 
 // LinkDetach is BPF_LINK_DETACH (5.9): the link stays open but its program
 // no longer runs.
-func LinkDetach(attr *LinkDetachAttr) error { return do(unix.BPF_LINK_DETACH, unsafe.Pointer(attr)) }
+func LinkDetach(a *LinkDetachAttr) error { return do(unix.BPF_LINK_DETACH, unsafe.Pointer(a)) }
 
 // EnableStats is BPF_ENABLE_STATS (5.8): run time and count statistics stay
 // on while the returned fd is open.

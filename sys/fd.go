@@ -23,12 +23,8 @@ func (f *FD) Int() int { return int(f.n.Load()) - 1 }
 
 // Close closes the fd once and makes f hold none; again, it returns nil.
 func (f *FD) Close() error {
-	n := f.n.Swap(0)
-	if n == 0 {
-		return nil
-	}
-	if err := unix.Close(int(n - 1)); err != nil {
-		return &Error{Op: "close", Errno: errnoOf(err)}
+	if n := f.n.Swap(0); n != 0 {
+		return sysErr("close", unix.Close(int(n-1)))
 	}
 	return nil
 }
