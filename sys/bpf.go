@@ -112,20 +112,6 @@ func callFD(cmd int, attr unsafe.Pointer) (int, error) {
 	return newFD(fd, err, cmdName(cmd))
 }
 
-// safeFD moves fd above 2, where no careless write or close to a standard
-// stream (closed when a daemon started) reaches it, keeping O_CLOEXEC.
-func safeFD(fd int, op string) (int, error) {
-	if fd > 2 {
-		return fd, nil
-	}
-	nfd, err := Dup(fd)
-	unix.Close(fd)
-	if e, ok := err.(*Error); ok {
-		e.Op = op + " (moving fd above 2)"
-	}
-	return nfd, err
-}
-
 // enoent holds one ENOENT error per command: a lookup miss or the end of a
 // key walk is everyday and must not allocate.
 var enoent = func() (errs [len(cmdNames)]*Error) {

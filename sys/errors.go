@@ -46,9 +46,9 @@ const (
 
 var capNames = map[int]string{CAP_NET_ADMIN: "CAP_NET_ADMIN", CAP_SYS_ADMIN: "CAP_SYS_ADMIN", CAP_PERFMON: "CAP_PERFMON", CAP_BPF: "CAP_BPF"}
 
-// missingCaps names the capabilities of need the calling thread lacks ("CAP_BPF
-// and CAP_PERFMON"), or is ""; CAP_SYS_ADMIN stands in for all of them (and
-// alone is enough before 5.8).
+// missingCaps names the capabilities of need the calling thread lacks
+// ("CAP_BPF and CAP_PERFMON"), or is ""; CAP_SYS_ADMIN stands in for all of
+// them (and alone is enough before 5.8).
 func missingCaps(need ...int) (string, error) {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
@@ -115,11 +115,50 @@ func progCaps(progType uint32) []int {
 	return []int{CAP_BPF, CAP_SYS_ADMIN}
 }
 
-// Wrap returns err, or nil for nil, behind pkg's prefix and the context
-// that format and args make: "mapfd: map \"x\" update: " and err's text. An
-// error that already starts with "pkg: " loses it, so that a package
-// wrapping one of its own errors names itself once. errors.Is and As see
-// err.
+// newFD finishes a call that makes an fd: on an error, which sysErr keeps
+// or makes an *Error, it closes the fd if one was made (the journal failed);
+// else it moves the fd above 2.
+func newFD(fd int, err error, op string) (int, error) {
+	if err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return -1, sysErr(op, err)
+	}
+	return safeFD(fd, op)
+}
+
+// sysErr makes a call's error an *Error, keeping an *Error or a journal
+// failure as it is.
+func sysErr(op string, err error) error {
+	if _, ok := err.(*Error); ok || err == nil || errors.Is(err, ErrJournal) {
+		return err
+	}
+	return &Error{Op: op, Errno: errnoOf(err)}
+}
+
+// withHint adds to an EPERM *Error the capabilities of need missing.
+func withHint(err error, need ...int) error {
+	if e, ok := err.(*Error); ok && e.Errno == unix.EPERM {
+		e.Hint = permHint(need...)
+	}
+	return err
+}
+
+// errnoOf is err's errno: EINVAL for another error, 0 for nil.
+func errnoOf(err error) unix.Errno {
+	if e, ok := errors.AsType[unix.Errno](err); ok {
+		return e
+	}
+	if err != nil {
+		return unix.EINVAL
+	}
+	return 0
+}
+
+// Wrap returns err (nil for nil) behind pkg's prefix and the context that
+// format and args make: "mapfd: map \"x\" update: " and err's text, less a
+// leading "pkg: ", so that a package names itself once. errors.Is and As see err.
 func Wrap(pkg string, err error, format string, args ...any) error {
 	if err == nil {
 		return nil

@@ -37,6 +37,20 @@ func Dup(fd int) (int, error) {
 	return newFD(nfd, err, "fcntl F_DUPFD_CLOEXEC")
 }
 
+// safeFD moves fd above 2, where no careless write or close to a standard
+// stream (closed when a daemon started) reaches it, keeping O_CLOEXEC.
+func safeFD(fd int, op string) (int, error) {
+	if fd > 2 {
+		return fd, nil
+	}
+	nfd, err := Dup(fd)
+	unix.Close(fd)
+	if e, ok := err.(*Error); ok {
+		e.Op = op + " (moving fd above 2)"
+	}
+	return nfd, err
+}
+
 // arg32 is v as the kernel reads an int argument (fd, pid, cpu, op,
 // timeout), in 32 bits: one past them is math.MinInt32, which the kernel
 // refuses (EBADF, ESRCH, EINVAL) or, as a timeout, waits without limit,

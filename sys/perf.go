@@ -2,7 +2,6 @@ package sys
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -126,16 +125,6 @@ func perfIoctl(fd int, req uint, arg int, op string) error {
 	_, err := traced("ioctl", func() string { return fmt.Sprintf("%d, %s, %d", fd, op, arg) },
 		func() (int, error) { return 0, unix.IoctlSetInt(arg32(fd), req, arg32(arg)) })
 	return withHint(sysErr(op, err), CAP_PERFMON)
-}
-
-func errnoOf(err error) unix.Errno {
-	if e, ok := errors.AsType[unix.Errno](err); ok {
-		return e
-	}
-	if err != nil {
-		return unix.EINVAL
-	}
-	return 0
 }
 
 // PerfEventPauseOutput is the PERF_EVENT_IOC_PAUSE_OUTPUT ioctl (4.7): while
