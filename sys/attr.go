@@ -27,8 +27,8 @@ func SlicePointer(b []byte) Pointer {
 	return Pointer{ptr: unsafe.Pointer(&b[0])}
 }
 
-// StringPointer points at a NUL-terminated copy of s. A NUL inside s is an
-// EINVAL error: the kernel would read "a\x00b" as "a".
+// StringPointer points at a NUL-terminated copy of s; a NUL inside s is
+// EINVAL (the kernel would read "a\x00b" as "a").
 func StringPointer(s string) (Pointer, error) {
 	if i := strings.IndexByte(s, 0); i >= 0 {
 		return Pointer{}, fmt.Errorf("sys: string %q holds a NUL byte at %d, where the kernel would end it: %w", s, i, unix.EINVAL)
@@ -79,8 +79,7 @@ func NewObjName(name string) (ObjName, error) {
 // String is the name up to its NUL.
 func (n ObjName) String() string { return unix.ByteSliceToString(n[:]) }
 
-// MapCreateAttr is the BPF_MAP_CREATE member of union bpf_attr, its fields
-// as the uapi names them.
+// MapCreateAttr is union bpf_attr for BPF_MAP_CREATE, fields as the uapi names them.
 type MapCreateAttr struct {
 	MapType               uint32
 	KeySize               uint32
@@ -101,10 +100,9 @@ type MapCreateAttr struct {
 	_                     [AttrSize - 80]byte
 }
 
-// MapElemAttr is the member of union bpf_attr used by
-// BPF_MAP_{LOOKUP,UPDATE,DELETE}_ELEM, BPF_MAP_GET_NEXT_KEY,
-// BPF_MAP_LOOKUP_AND_DELETE_ELEM and BPF_MAP_FREEZE, its fields as the uapi
-// names them. Value doubles as next_key.
+// MapElemAttr is union bpf_attr for the BPF_MAP_*_ELEM commands,
+// BPF_MAP_GET_NEXT_KEY (Value is next_key) and BPF_MAP_FREEZE, fields as
+// the uapi names them.
 type MapElemAttr struct {
 	MapFD uint32
 	_     uint32
@@ -114,8 +112,7 @@ type MapElemAttr struct {
 	_     [AttrSize - 32]byte
 }
 
-// MapBatchAttr is the batch member of union bpf_attr, for
-// BPF_MAP_LOOKUP_BATCH (5.6), its fields as the uapi names them.
+// MapBatchAttr is union bpf_attr's batch, fields as the uapi names them.
 type MapBatchAttr struct {
 	InBatch   Pointer
 	OutBatch  Pointer
@@ -128,8 +125,7 @@ type MapBatchAttr struct {
 	_         [AttrSize - 56]byte
 }
 
-// ProgLoadAttr is the BPF_PROG_LOAD member of union bpf_attr, its fields as
-// the uapi names them.
+// ProgLoadAttr is union bpf_attr for BPF_PROG_LOAD, fields as the uapi names them.
 type ProgLoadAttr struct {
 	ProgType           uint32
 	InsnCnt            uint32
@@ -162,8 +158,7 @@ type ProgLoadAttr struct {
 	_                  [AttrSize - 152]byte
 }
 
-// ObjAttr is the member of union bpf_attr used by BPF_OBJ_PIN and
-// BPF_OBJ_GET, its fields as the uapi names them.
+// ObjAttr is union bpf_attr for BPF_OBJ_PIN and BPF_OBJ_GET, fields as the uapi names them.
 type ObjAttr struct {
 	Pathname  Pointer
 	BPFFD     uint32
@@ -172,8 +167,7 @@ type ObjAttr struct {
 	_         [AttrSize - 20]byte
 }
 
-// ProgQueryAttr is the query member of union bpf_attr, for BPF_PROG_QUERY,
-// its fields as the uapi names them.
+// ProgQueryAttr is union bpf_attr's query, fields as the uapi names them.
 type ProgQueryAttr struct {
 	TargetFD        uint32
 	AttachType      uint32
@@ -189,8 +183,7 @@ type ProgQueryAttr struct {
 	_               [AttrSize - 64]byte
 }
 
-// TestRunAttr is the test member of union bpf_attr, for BPF_PROG_TEST_RUN,
-// its fields as the uapi names them.
+// TestRunAttr is union bpf_attr's test, fields as the uapi names them.
 type TestRunAttr struct {
 	ProgFD      uint32
 	Retval      uint32
@@ -210,9 +203,8 @@ type TestRunAttr struct {
 	_           [AttrSize - 76]byte
 }
 
-// GetIDAttr is the member of union bpf_attr used by BPF_*_GET_NEXT_ID and
-// BPF_*_GET_FD_BY_ID, its fields as the uapi names them. ID is start_id,
-// prog_id, map_id or link_id.
+// GetIDAttr is union bpf_attr for BPF_*_GET_NEXT_ID and BPF_*_GET_FD_BY_ID,
+// fields as the uapi names them; ID is start_id, prog_id, map_id or link_id.
 type GetIDAttr struct {
 	ID        uint32
 	NextID    uint32
@@ -220,8 +212,7 @@ type GetIDAttr struct {
 	_         [AttrSize - 12]byte
 }
 
-// InfoAttr is the info member of union bpf_attr, for BPF_OBJ_GET_INFO_BY_FD,
-// its fields as the uapi names them.
+// InfoAttr is union bpf_attr's info, fields as the uapi names them.
 type InfoAttr struct {
 	BPFFD   uint32
 	InfoLen uint32
@@ -229,8 +220,7 @@ type InfoAttr struct {
 	_       [AttrSize - 16]byte
 }
 
-// RawTracepointAttr is the raw_tracepoint member of union bpf_attr, for
-// BPF_RAW_TRACEPOINT_OPEN, its fields as the uapi names them.
+// RawTracepointAttr is union bpf_attr's raw_tracepoint, fields as the uapi names them.
 type RawTracepointAttr struct {
 	Name   Pointer
 	ProgFD uint32
@@ -239,9 +229,8 @@ type RawTracepointAttr struct {
 	_      [AttrSize - 24]byte
 }
 
-// LinkCreateAttr is the link_create member of union bpf_attr, for
-// BPF_LINK_CREATE (5.7), its fields as the uapi names them, with only
-// perf_event.bpf_cookie (5.15) of the union at offset 16.
+// LinkCreateAttr is union bpf_attr's link_create, fields as the uapi names
+// them, with only perf_event.bpf_cookie (5.15) of its union at offset 16.
 type LinkCreateAttr struct {
 	ProgFD     uint32
 	TargetFD   uint32
@@ -251,11 +240,10 @@ type LinkCreateAttr struct {
 	_          [AttrSize - 24]byte
 }
 
-// LinkCreateKprobeMultiAttr is the link_create member of union bpf_attr
-// with kprobe_multi, its fields as the uapi names them, for BPF_LINK_CREATE
-// with BPF_TRACE_KPROBE_MULTI (5.18): one link, through
-// fprobe, on Cnt kernel functions, Syms pointing at pointers to C strings
-// or Addrs at addresses.
+// LinkCreateKprobeMultiAttr is union bpf_attr's link_create with
+// kprobe_multi (5.18), fields as the uapi names them: one link, through
+// fprobe, on Cnt kernel functions: Syms points at C string pointers, or
+// Addrs at addresses.
 type LinkCreateKprobeMultiAttr struct {
 	ProgFD      uint32
 	TargetFD    uint32
@@ -269,18 +257,15 @@ type LinkCreateKprobeMultiAttr struct {
 	_           [AttrSize - 48]byte
 }
 
-// LinkDetachAttr is the link_detach member of union bpf_attr, for
-// BPF_LINK_DETACH (5.9), its fields as the uapi names them.
+// LinkDetachAttr is union bpf_attr's link_detach, fields as the uapi names them.
 type LinkDetachAttr struct {
 	LinkFD uint32
 	_      [AttrSize - 4]byte
 }
 
-// TaskFDQueryAttr is the task_fd_query member of union bpf_attr, for
-// BPF_TASK_FD_QUERY (4.18), its fields as the uapi names them: for file FD
-// of process PID, the kernel answers the program, FDType (BPF_FD_TYPE_*),
-// the tracepoint, function or path in Buf (its length in BufLen), and a
-// probe's offset or address.
+// TaskFDQueryAttr is union bpf_attr's task_fd_query, fields as the uapi
+// names them: for file FD of process PID, the kernel answers the program,
+// FDType (BPF_FD_TYPE_*), the name in Buf (BufLen), a probe's offset or address.
 type TaskFDQueryAttr struct {
 	PID         uint32
 	FD          uint32
@@ -294,8 +279,7 @@ type TaskFDQueryAttr struct {
 	_           [AttrSize - 48]byte
 }
 
-// EnableStatsAttr is the enable_stats member of union bpf_attr, for
-// BPF_ENABLE_STATS (5.8), its fields as the uapi names them.
+// EnableStatsAttr is union bpf_attr's enable_stats, fields as the uapi names them.
 type EnableStatsAttr struct {
 	Type uint32
 	_    [AttrSize - 4]byte

@@ -53,8 +53,8 @@ func doCall(cmd int, attr unsafe.Pointer, noSleep bool) (int, error) {
 }
 
 // kernelAttrSize is the size passed with every attr: the running kernel's
-// sizeof(union bpf_attr). More would only make the kernel check the excess
-// for zeroes on every map lookup. It is learned once by trying: __sys_bpf
+// sizeof(union bpf_attr); more would make the kernel check the excess for
+// zeroes on every map lookup. It is learned once by bisection: __sys_bpf
 // checks the bytes past its union are zero (bpf_check_uarg_tail_zero)
 // before the command, so a command that does not exist answers E2BIG for a
 // non-zero byte past the union, EINVAL inside it; the union is aligned(8).
@@ -71,20 +71,18 @@ func kernelAttrSize() (uintptr, error) {
 		probe[mid] = 1
 		_, err := traced("bpf", func() string {
 			return fmt.Sprintf("%#x (no command: sizing union bpf_attr), byte %d set, %d", invalidCmd, mid, AttrSize)
-		},
-			func() (int, error) {
-				r, _, errno := unix.Syscall(unix.SYS_BPF, invalidCmd, uintptr(unsafe.Pointer(&probe)), AttrSize)
-				if errno != 0 {
-					return -1, errno
-				}
-				return int(r), nil
-			})
+		}, func() (int, error) {
+			r, _, errno := unix.Syscall(unix.SYS_BPF, invalidCmd, uintptr(unsafe.Pointer(&probe)), AttrSize)
+			if errno != 0 {
+				return -1, errno
+			}
+			return int(r), nil
+		})
 		if errors.Is(err, ErrJournal) {
 			return 0, err
 		}
-		errno := errnoOf(err)
 		probe[mid] = 0
-		switch errno {
+		switch errnoOf(err) {
 		case unix.E2BIG: // mid is past the union
 			hi = mid
 		case unix.EINVAL: // mid is inside it
@@ -111,27 +109,7 @@ func do(cmd int, attr unsafe.Pointer) error {
 // callFD is call for the commands that return a new file descriptor.
 func callFD(cmd int, attr unsafe.Pointer) (int, error) {
 	fd, err := call(cmd, attr)
-	if err != nil {
-		if fd >= 0 { // made, but the journal failed
-			unix.Close(fd)
-		}
-		return -1, err
-	}
-	return safeFD(fd, cmdName(cmd))
-}
-
-// safeFD moves fd above 2, where no careless write or close to a standard
-// stream (closed when a daemon started) reaches it, keeping O_CLOEXEC.
-func safeFD(fd int, op string) (int, error) {
-	if fd > 2 {
-		return fd, nil
-	}
-	nfd, err := Dup(fd)
-	unix.Close(fd)
-	if e, ok := err.(*Error); ok {
-		e.Op = op + " (moving fd above 2)"
-	}
-	return nfd, err
+	return newFD(fd, err, cmdName(cmd))
 }
 
 // enoent holds one ENOENT error per command: a lookup miss or the end of a
@@ -175,56 +153,46 @@ func bpfError(cmd int, attr unsafe.Pointer, errno unix.Errno) error {
 // e2bigHint lists, most likely first, what makes cmd answer E2BIG; last a
 // byte set past the kernel's union, which kernelAttrSize prevents.
 func e2bigHint(cmd int) string {
-	const unknownField = "or the attr sets a field this kernel does not know"
+	const unknownField = "the attr sets a field this kernel does not know"
 	switch cmd {
 	case unix.BPF_MAP_UPDATE_ELEM:
 		return "the map is full (max_entries elements are in it), or an array index is not below max_entries"
 	case unix.BPF_MAP_DELETE_ELEM: // fd_array_map_delete_elem
 		return "an fd array index is not below max_entries"
 	case unix.BPF_MAP_CREATE:
-		return "the key, value or max_entries is larger than this map type allows, " + unknownField
+		return "the key, value or max_entries is larger than this map type allows, or " + unknownField
 	case unix.BPF_PROG_LOAD:
 		return "the program is too large: over 1M instructions (4096 without CAP_BPF), over 1M processed by the verifier, " +
-			"or bpf-to-bpf calls nested too deep, " + unknownField
+			"or bpf-to-bpf calls nested too deep, or " + unknownField
 	case unix.BPF_LINK_CREATE:
-		return "too many programs are attached to the target (64 on a perf event), " + unknownField
+		return "too many programs are attached to the target (64 on a perf event), or " + unknownField
 	}
-	return "the attr sets a field this kernel does not know"
+	return unknownField
 }
 
 // MapCreate is BPF_MAP_CREATE; it returns the new map's fd.
-func MapCreate(attr *MapCreateAttr) (int, error) {
-	return callFD(unix.BPF_MAP_CREATE, unsafe.Pointer(attr))
-}
+func MapCreate(a *MapCreateAttr) (int, error) { return callFD(unix.BPF_MAP_CREATE, unsafe.Pointer(a)) }
 
 // MapLookupElem is BPF_MAP_LOOKUP_ELEM: it copies the value of Key into Value.
-func MapLookupElem(attr *MapElemAttr) error {
-	return do(unix.BPF_MAP_LOOKUP_ELEM, unsafe.Pointer(attr))
-}
+func MapLookupElem(a *MapElemAttr) error { return do(unix.BPF_MAP_LOOKUP_ELEM, unsafe.Pointer(a)) }
 
 // MapUpdateElem is BPF_MAP_UPDATE_ELEM; Flags is BPF_ANY, BPF_NOEXIST or BPF_EXIST.
-func MapUpdateElem(attr *MapElemAttr) error {
-	return do(unix.BPF_MAP_UPDATE_ELEM, unsafe.Pointer(attr))
-}
+func MapUpdateElem(a *MapElemAttr) error { return do(unix.BPF_MAP_UPDATE_ELEM, unsafe.Pointer(a)) }
 
 // MapDeleteElem is BPF_MAP_DELETE_ELEM.
-func MapDeleteElem(attr *MapElemAttr) error {
-	return do(unix.BPF_MAP_DELETE_ELEM, unsafe.Pointer(attr))
-}
+func MapDeleteElem(a *MapElemAttr) error { return do(unix.BPF_MAP_DELETE_ELEM, unsafe.Pointer(a)) }
 
 // MapGetNextKey is BPF_MAP_GET_NEXT_KEY: it writes the key after Key (the
 // first key if Key is nil) to Value, the next_key member.
-func MapGetNextKey(attr *MapElemAttr) error {
-	return do(unix.BPF_MAP_GET_NEXT_KEY, unsafe.Pointer(attr))
-}
+func MapGetNextKey(a *MapElemAttr) error { return do(unix.BPF_MAP_GET_NEXT_KEY, unsafe.Pointer(a)) }
 
 // MapElemNoSleep runs cmd (BPF_MAP_LOOKUP_ELEM, _UPDATE_ELEM, _DELETE_ELEM
 // or BPF_MAP_GET_NEXT_KEY) without the Go runtime's system call bookkeeping
-// (entersyscall/exitsyscall, a measurable share of a lookup), which lets a
-// thread blocked in the kernel give its P to another. For maps whose
-// element operations never sleep (hash and array, per-CPU and LRU): one
-// that does (a prog array's mutex, a sockmap's socket lock, a page fault)
-// holds its P meanwhile. The caller, who knows the map type, decides.
+// (entersyscall/exitsyscall), which lets a thread blocked in the kernel
+// give its P to another. For maps whose element operations never sleep
+// (hash and array, per-CPU and LRU): one that does (a prog array's mutex, a
+// sockmap's socket lock, a page fault) holds its P meanwhile. The caller,
+// who knows the map type, decides.
 func MapElemNoSleep(cmd int, attr *MapElemAttr) error {
 	switch cmd {
 	case unix.BPF_MAP_LOOKUP_ELEM, unix.BPF_MAP_UPDATE_ELEM, unix.BPF_MAP_DELETE_ELEM, unix.BPF_MAP_GET_NEXT_KEY:
@@ -242,13 +210,11 @@ func MapLookupAndDeleteElem(attr *MapElemAttr) error {
 }
 
 // MapFreeze is BPF_MAP_FREEZE (5.2): the map becomes read-only to user space.
-func MapFreeze(attr *MapElemAttr) error { return do(unix.BPF_MAP_FREEZE, unsafe.Pointer(attr)) }
+func MapFreeze(a *MapElemAttr) error { return do(unix.BPF_MAP_FREEZE, unsafe.Pointer(a)) }
 
 // MapLookupBatch is BPF_MAP_LOOKUP_BATCH (5.6). On return Count holds the
 // number of elements copied; ENOENT means the walk reached the end.
-func MapLookupBatch(attr *MapBatchAttr) error {
-	return do(unix.BPF_MAP_LOOKUP_BATCH, unsafe.Pointer(attr))
-}
+func MapLookupBatch(a *MapBatchAttr) error { return do(unix.BPF_MAP_LOOKUP_BATCH, unsafe.Pointer(a)) }
 
 // ProgLoad is BPF_PROG_LOAD; it returns the program's fd. The verifier
 // abandons a program with EAGAIN when a signal is pending, and the Go
@@ -259,18 +225,16 @@ func MapLookupBatch(attr *MapBatchAttr) error {
 // goes without: blocking costs two system calls.
 func ProgLoad(attr *ProgLoadAttr) (int, error) {
 	fd, err := callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
-	if !errors.Is(err, unix.EAGAIN) {
-		return fd, err
-	}
-	defer blockRuntimeSignals()()
-	for range progLoadAttempts - 2 {
-		fd, err := callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
-		if !errors.Is(err, unix.EAGAIN) {
-			return fd, err
+	if errors.Is(err, unix.EAGAIN) {
+		defer blockRuntimeSignals()()
+		for i := 1; i < progLoadAttempts && errors.Is(err, unix.EAGAIN); i++ {
+			fd, err = callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
 		}
 	}
-	return callFD(unix.BPF_PROG_LOAD, unsafe.Pointer(attr))
+	return fd, err
 }
+
+const progLoadAttempts = 10
 
 // blockRuntimeSignals locks the goroutine to its thread and blocks the
 // runtime's SIGURG and SIGPROF there until the returned function is called.
@@ -286,8 +250,6 @@ func blockRuntimeSignals() (restore func()) {
 	}
 }
 
-const progLoadAttempts = 10
-
 // runtimeSignals is {SIGURG, SIGPROF}: bit n-1 stands for signal n, in
 // words of 64 bits or, on 32-bit ports, 32.
 var runtimeSignals = func() (set unix.Sigset_t) {
@@ -299,32 +261,31 @@ var runtimeSignals = func() (set unix.Sigset_t) {
 }()
 
 // ObjPin is BPF_OBJ_PIN: it pins BPFFD at Pathname in a BPF file system.
-func ObjPin(attr *ObjAttr) error { return do(unix.BPF_OBJ_PIN, unsafe.Pointer(attr)) }
+func ObjPin(a *ObjAttr) error { return do(unix.BPF_OBJ_PIN, unsafe.Pointer(a)) }
 
 // ObjGet is BPF_OBJ_GET: it opens the object pinned at Pathname.
-func ObjGet(attr *ObjAttr) (int, error) { return callFD(unix.BPF_OBJ_GET, unsafe.Pointer(attr)) }
+func ObjGet(a *ObjAttr) (int, error) { return callFD(unix.BPF_OBJ_GET, unsafe.Pointer(a)) }
 
 // ProgQuery is BPF_PROG_QUERY: the programs attached to a cgroup or device.
-func ProgQuery(attr *ProgQueryAttr) error { return do(unix.BPF_PROG_QUERY, unsafe.Pointer(attr)) }
+func ProgQuery(a *ProgQueryAttr) error { return do(unix.BPF_PROG_QUERY, unsafe.Pointer(a)) }
 
 // ProgTestRun is BPF_PROG_TEST_RUN (4.12). A run with Repeat stops with
 // EINTR when a signal is pending, and retrying would run the program's side
 // effects again: so the runtime's signals are blocked for its duration.
 func ProgTestRun(attr *TestRunAttr) error {
 	defer blockRuntimeSignals()()
-	_, err := call(unix.BPF_PROG_TEST_RUN, unsafe.Pointer(attr))
-	return err
+	return do(unix.BPF_PROG_TEST_RUN, unsafe.Pointer(attr))
 }
 
 // ProgGetNextID is BPF_PROG_GET_NEXT_ID: the smallest program id above ID,
 // in NextID; ENOENT after the last.
-func ProgGetNextID(attr *GetIDAttr) error { return do(unix.BPF_PROG_GET_NEXT_ID, unsafe.Pointer(attr)) }
+func ProgGetNextID(a *GetIDAttr) error { return do(unix.BPF_PROG_GET_NEXT_ID, unsafe.Pointer(a)) }
 
 // MapGetNextID is BPF_MAP_GET_NEXT_ID.
-func MapGetNextID(attr *GetIDAttr) error { return do(unix.BPF_MAP_GET_NEXT_ID, unsafe.Pointer(attr)) }
+func MapGetNextID(a *GetIDAttr) error { return do(unix.BPF_MAP_GET_NEXT_ID, unsafe.Pointer(a)) }
 
 // LinkGetNextID is BPF_LINK_GET_NEXT_ID (5.8).
-func LinkGetNextID(attr *GetIDAttr) error { return do(unix.BPF_LINK_GET_NEXT_ID, unsafe.Pointer(attr)) }
+func LinkGetNextID(a *GetIDAttr) error { return do(unix.BPF_LINK_GET_NEXT_ID, unsafe.Pointer(a)) }
 
 // ProgGetFDByID is BPF_PROG_GET_FD_BY_ID.
 func ProgGetFDByID(attr *GetIDAttr) (int, error) {
@@ -342,9 +303,7 @@ func LinkGetFDByID(attr *GetIDAttr) (int, error) {
 }
 
 // ObjGetInfoByFD is BPF_OBJ_GET_INFO_BY_FD; InfoByFD fills the typed structs.
-func ObjGetInfoByFD(attr *InfoAttr) error {
-	return do(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(attr))
-}
+func ObjGetInfoByFD(a *InfoAttr) error { return do(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(a)) }
 
 // InfoByFD fills info for the program, map or link fd.
 func InfoByFD[T ProgInfo | MapInfo | LinkInfo](fd int, info *T) error {
@@ -373,13 +332,11 @@ func LinkCreateKprobeMulti(attr *LinkCreateKprobeMultiAttr) (int, error) {
 // FD of process PID (a perf event or raw tracepoint link), and where.
 // ENOSPC: the name did not fit Buf; ENOENT: no program; ENOTSUPP: another
 // kind of file.
-func TaskFDQuery(attr *TaskFDQueryAttr) error {
-	return do(unix.BPF_TASK_FD_QUERY, unsafe.Pointer(attr))
-}
+func TaskFDQuery(a *TaskFDQueryAttr) error { return do(unix.BPF_TASK_FD_QUERY, unsafe.Pointer(a)) }
 
 // LinkDetach is BPF_LINK_DETACH (5.9): the link stays open but its program
 // no longer runs.
-func LinkDetach(attr *LinkDetachAttr) error { return do(unix.BPF_LINK_DETACH, unsafe.Pointer(attr)) }
+func LinkDetach(a *LinkDetachAttr) error { return do(unix.BPF_LINK_DETACH, unsafe.Pointer(a)) }
 
 // EnableStats is BPF_ENABLE_STATS (5.8): run time and count statistics stay
 // on while the returned fd is open.

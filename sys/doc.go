@@ -3,12 +3,11 @@
 // perf ioctls that attach and enable programs. It also reads the CPU lists
 // that per-CPU maps and perf rings are sized by (PossibleCPUs, OnlineCPUs).
 //
-// Each command takes a struct laid out as its member of union bpf_attr,
-// padded to AttrSize, at least the union of every kernel we know. The size
-// passed is the running kernel's own sizeof(union bpf_attr), learned once
-// by trying: the kernel gets all of its union, never a short one (it writes
-// some answers past a short attr: see AttrSize), and checks no unknown tail
-// for zeroes.
+// Each command takes its member of union bpf_attr as a struct padded to
+// AttrSize, more than any kernel's union, and passes the running kernel's
+// sizeof(union bpf_attr), learned once by trying: the kernel gets all of
+// its union (it writes some answers past a short one: see AttrSize) and
+// checks no tail for zeroes.
 //
 // The package owns hygiene and nothing else: file descriptors are
 // close-on-exec and never 0, 1 or 2; errors are *Error values that name the

@@ -19,14 +19,14 @@ type Error struct {
 
 // Error says which call failed, the errno and, when known, why.
 func (e *Error) Error() string {
-	msg := e.Errno.Error()
+	msg := e.Op + ": " + e.Errno.Error()
 	if e.Errno == ENOTSUPP {
-		msg = "operation not supported (ENOTSUPP)"
+		msg = e.Op + ": operation not supported (ENOTSUPP)"
 	}
-	if e.Hint == "" {
-		return fmt.Sprintf("%s: %s", e.Op, msg)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
 	}
-	return fmt.Sprintf("%s: %s (%s)", e.Op, msg, e.Hint)
+	return msg
 }
 
 // ENOTSUPP (524) is the kernel's internal "not supported", which BPF lets
@@ -46,13 +46,14 @@ const (
 
 var capNames = map[int]string{CAP_NET_ADMIN: "CAP_NET_ADMIN", CAP_SYS_ADMIN: "CAP_SYS_ADMIN", CAP_PERFMON: "CAP_PERFMON", CAP_BPF: "CAP_BPF"}
 
-// missingCaps lists the capabilities of need the calling thread lacks;
-// CAP_SYS_ADMIN stands in for all of them (and alone is enough before 5.8).
-func missingCaps(need ...int) ([]string, error) {
+// missingCaps names the capabilities of need the calling thread lacks
+// ("CAP_BPF and CAP_PERFMON"), or is ""; CAP_SYS_ADMIN stands in for all of
+// them (and alone is enough before 5.8).
+func missingCaps(need ...int) (string, error) {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return nil, err
+		return "", err
 	}
 	caps := uint64(data[0].Effective) | uint64(data[1].Effective)<<32
 	var missing []string
@@ -61,7 +62,7 @@ func missingCaps(need ...int) ([]string, error) {
 			missing = append(missing, capNames[c])
 		}
 	}
-	return missing, nil
+	return strings.Join(missing, " and "), nil
 }
 
 // NeedCaps checks, before anything is asked of the kernel, that the process
@@ -72,11 +73,10 @@ func NeedCaps(need ...int) error {
 	if err != nil {
 		return &Error{Op: "capget", Errno: errnoOf(err)}
 	}
-	if len(missing) == 0 {
+	if missing == "" {
 		return nil
 	}
-	return &Error{Op: "capabilities", Errno: unix.EPERM,
-		Hint: "missing " + strings.Join(missing, " and ") + "; run as root, or grant them (CAP_SYS_ADMIN grants all)"}
+	return &Error{Op: "capabilities", Errno: unix.EPERM, Hint: "missing " + missing + "; run as root, or grant them (CAP_SYS_ADMIN grants all)"}
 }
 
 // permHint explains an EPERM: the capabilities of need missing, or what
@@ -91,13 +91,13 @@ func permHint(need ...int) string {
 	if unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl) == nil && rl.Cur != unix.RLIM_INFINITY {
 		memlock = fmt.Sprintf("; kernels before 5.11 also charge BPF memory to RLIMIT_MEMLOCK, here %d KiB", rl.Cur/1024)
 	}
-	switch {
-	case len(missing) == 1 && missing[0] == "CAP_SYS_ADMIN":
+	switch missing {
+	case "":
+		return "capabilities are present: kernel lockdown, an LSM or kernel.unprivileged_bpf_disabled may refuse it" + memlock
+	case "CAP_SYS_ADMIN":
 		return "missing CAP_SYS_ADMIN" + memlock
-	case len(missing) > 0:
-		return "missing " + strings.Join(missing, " and ") + "; CAP_SYS_ADMIN grants all, and kernels before 5.8 require it" + memlock
 	}
-	return "capabilities are present: kernel lockdown, an LSM or kernel.unprivileged_bpf_disabled may refuse it" + memlock
+	return "missing " + missing + "; CAP_SYS_ADMIN grants all, and kernels before 5.8 require it" + memlock
 }
 
 // progCaps is what loading or attaching a program of a type needs: tracing
@@ -115,11 +115,50 @@ func progCaps(progType uint32) []int {
 	return []int{CAP_BPF, CAP_SYS_ADMIN}
 }
 
-// Wrap returns err, or nil for nil, behind pkg's prefix and the context
-// that format and args make: "mapfd: map \"x\" update: " and err's text. An
-// error that already starts with "pkg: " loses it, so that a package
-// wrapping one of its own errors names itself once. errors.Is and As see
-// err.
+// newFD finishes a call that makes an fd: on an error, which sysErr keeps
+// or makes an *Error, it closes the fd if one was made (the journal failed);
+// else it moves the fd above 2.
+func newFD(fd int, err error, op string) (int, error) {
+	if err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return -1, sysErr(op, err)
+	}
+	return safeFD(fd, op)
+}
+
+// sysErr makes a call's error an *Error, keeping an *Error or a journal
+// failure as it is.
+func sysErr(op string, err error) error {
+	if _, ok := err.(*Error); ok || err == nil || errors.Is(err, ErrJournal) {
+		return err
+	}
+	return &Error{Op: op, Errno: errnoOf(err)}
+}
+
+// withHint adds to an EPERM *Error the capabilities of need missing.
+func withHint(err error, need ...int) error {
+	if e, ok := err.(*Error); ok && e.Errno == unix.EPERM {
+		e.Hint = permHint(need...)
+	}
+	return err
+}
+
+// errnoOf is err's errno: EINVAL for another error, 0 for nil.
+func errnoOf(err error) unix.Errno {
+	if e, ok := errors.AsType[unix.Errno](err); ok {
+		return e
+	}
+	if err != nil {
+		return unix.EINVAL
+	}
+	return 0
+}
+
+// Wrap returns err (nil for nil) behind pkg's prefix and the context that
+// format and args make: "mapfd: map \"x\" update: " and err's text, less a
+// leading "pkg: ", so that a package names itself once. errors.Is and As see err.
 func Wrap(pkg string, err error, format string, args ...any) error {
 	if err == nil {
 		return nil

@@ -23,12 +23,8 @@ func (f *FD) Int() int { return int(f.n.Load()) - 1 }
 
 // Close closes the fd once and makes f hold none; again, it returns nil.
 func (f *FD) Close() error {
-	n := f.n.Swap(0)
-	if n == 0 {
-		return nil
-	}
-	if err := unix.Close(int(n - 1)); err != nil {
-		return &Error{Op: "close", Errno: errnoOf(err)}
+	if n := f.n.Swap(0); n != 0 {
+		return sysErr("close", unix.Close(int(n-1)))
 	}
 	return nil
 }
@@ -39,6 +35,20 @@ func Dup(fd int) (int, error) {
 	nfd, err := traced("fcntl", func() string { return fmt.Sprintf("%d, F_DUPFD_CLOEXEC, 3", fd) },
 		func() (int, error) { return unix.FcntlInt(uintptr(arg32(fd)), unix.F_DUPFD_CLOEXEC, 3) })
 	return newFD(nfd, err, "fcntl F_DUPFD_CLOEXEC")
+}
+
+// safeFD moves fd above 2, where no careless write or close to a standard
+// stream (closed when a daemon started) reaches it, keeping O_CLOEXEC.
+func safeFD(fd int, op string) (int, error) {
+	if fd > 2 {
+		return fd, nil
+	}
+	nfd, err := Dup(fd)
+	unix.Close(fd)
+	if e, ok := err.(*Error); ok {
+		e.Op = op + " (moving fd above 2)"
+	}
+	return nfd, err
 }
 
 // arg32 is v as the kernel reads an int argument (fd, pid, cpu, op,

@@ -71,10 +71,9 @@ func init() {
 		envJournal = &journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL=%q: want 1 or stderr, 0, or an absolute path", ErrJournal, v)}
 	default:
 		f, err := os.OpenFile(v, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+		envJournal = &journalT{w: f}
 		if err != nil {
 			envJournal = &journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL: %w", ErrJournal, err)}
-		} else {
-			envJournal = &journalT{w: f}
 		}
 	}
 	journal.Store(envJournal)
@@ -98,7 +97,7 @@ func errnoName(e unix.Errno) string {
 		return "ENOSYS"
 	case e == unix.ELOOP:
 		return "ELOOP"
-	case e == 524: // the kernel's own ENOTSUPP, which some bpf paths leak
+	case e == ENOTSUPP:
 		return "ENOTSUPP"
 	}
 	return "errno " + strconv.Itoa(int(e))
@@ -158,7 +157,7 @@ func describe(cmd int, p unsafe.Pointer) string {
 	case unix.BPF_MAP_CREATE:
 		a := (*MapCreateAttr)(p)
 		return fmt.Sprintf("%s, map_type=%s key_size=%d value_size=%d max_entries=%d map_flags=%#x name=%q",
-			name, lookupName(mapTypeNames, a.MapType), a.KeySize, a.ValueSize, a.MaxEntries, a.MapFlags, a.MapName)
+			name, MapTypeName(a.MapType), a.KeySize, a.ValueSize, a.MaxEntries, a.MapFlags, a.MapName)
 	case unix.BPF_MAP_LOOKUP_ELEM, unix.BPF_MAP_UPDATE_ELEM, unix.BPF_MAP_DELETE_ELEM, unix.BPF_MAP_GET_NEXT_KEY,
 		unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM, unix.BPF_MAP_FREEZE:
 		a := (*MapElemAttr)(p)
@@ -168,11 +167,10 @@ func describe(cmd int, p unsafe.Pointer) string {
 		return fmt.Sprintf("%s, map_fd=%d count=%d", name, a.MapFD, a.Count)
 	case unix.BPF_PROG_LOAD:
 		a := (*ProgLoadAttr)(p)
-		s := fmt.Sprintf("%s, prog_type=%s insn_cnt=%d license=%q name=%q kern_version=%#x prog_flags=%#x log_level=%d",
-			name, lookupName(progTypeNames, a.ProgType), a.InsnCnt, cString(a.License), a.ProgName,
-			a.KernVersion, a.ProgFlags, a.LogLevel)
+		s := fmt.Sprintf("%s, prog_type=%s insn_cnt=%d license=%q name=%q kern_version=%#x prog_flags=%#x log_level=%d", name,
+			ProgTypeName(a.ProgType), a.InsnCnt, cString(a.License), a.ProgName, a.KernVersion, a.ProgFlags, a.LogLevel)
 		if a.ExpectedAttachType != 0 {
-			s += " expected_attach_type=" + lookupName(attachTypeNames, a.ExpectedAttachType)
+			s += " expected_attach_type=" + AttachTypeName(a.ExpectedAttachType)
 		}
 		return s
 	case unix.BPF_OBJ_PIN, unix.BPF_OBJ_GET:
@@ -180,7 +178,7 @@ func describe(cmd int, p unsafe.Pointer) string {
 		return fmt.Sprintf("%s, pathname=%q bpf_fd=%d file_flags=%#x", name, cString(a.Pathname), a.BPFFD, a.FileFlags)
 	case unix.BPF_PROG_QUERY:
 		a := (*ProgQueryAttr)(p)
-		return fmt.Sprintf("%s, target_fd=%d attach_type=%s", name, a.TargetFD, lookupName(attachTypeNames, a.AttachType))
+		return fmt.Sprintf("%s, target_fd=%d attach_type=%s", name, a.TargetFD, AttachTypeName(a.AttachType))
 	case unix.BPF_PROG_TEST_RUN:
 		a := (*TestRunAttr)(p)
 		return fmt.Sprintf("%s, prog_fd=%d data_size_in=%d ctx_size_in=%d repeat=%d", name, a.ProgFD, a.DataSizeIn, a.CtxSizeIn, a.Repeat)
@@ -198,10 +196,10 @@ func describe(cmd int, p unsafe.Pointer) string {
 		if a.AttachType == unix.BPF_TRACE_KPROBE_MULTI {
 			k := (*LinkCreateKprobeMultiAttr)(p)
 			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s kprobe_multi.flags=%#x cnt=%d",
-				name, k.ProgFD, lookupName(attachTypeNames, k.AttachType), k.KprobeFlags, k.Cnt)
+				name, k.ProgFD, AttachTypeName(k.AttachType), k.KprobeFlags, k.Cnt)
 		}
 		return fmt.Sprintf("%s, prog_fd=%d target_fd=%d attach_type=%s flags=%#x cookie=%#x",
-			name, a.ProgFD, int32(a.TargetFD), lookupName(attachTypeNames, a.AttachType), a.Flags, a.Cookie)
+			name, a.ProgFD, int32(a.TargetFD), AttachTypeName(a.AttachType), a.Flags, a.Cookie)
 	case unix.BPF_TASK_FD_QUERY:
 		a := (*TaskFDQueryAttr)(p)
 		return fmt.Sprintf("%s, pid=%d fd=%d buf_len=%d", name, a.PID, a.FD, a.BufLen)
@@ -225,16 +223,13 @@ func cString(p Pointer) string {
 	return string(b) + "..."
 }
 
-// MapTypeName is the name of enum bpf_map_type value t as the journal
-// prints it ("hash", "percpu_array"), or its number.
+// MapTypeName names enum bpf_map_type value t as the journal does ("hash"), or gives its number.
 func MapTypeName(t uint32) string { return lookupName(mapTypeNames, t) }
 
-// ProgTypeName is the name of enum bpf_prog_type value t as the journal
-// prints it ("tracepoint", "socket_filter"), or its number.
+// ProgTypeName names enum bpf_prog_type value t as the journal does ("tracepoint"), or gives its number.
 func ProgTypeName(t uint32) string { return lookupName(progTypeNames, t) }
 
-// AttachTypeName is the name of enum bpf_attach_type value t as the journal
-// prints it ("trace_fentry", "cgroup_inet_ingress"), or its number.
+// AttachTypeName names enum bpf_attach_type value t as the journal does ("trace_fentry"), or gives its number.
 func AttachTypeName(t uint32) string { return lookupName(attachTypeNames, t) }
 
 func lookupName(names []string, v uint32) string {

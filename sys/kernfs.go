@@ -1,10 +1,8 @@
 package sys
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -19,19 +17,13 @@ func Mmap(fd int, offset int64, length int, prot int) ([]byte, error) {
 	}, func() (int, error) {
 		var err error
 		mem, err = unix.Mmap(arg32(fd), offset, length, prot, unix.MAP_SHARED)
-		if err != nil {
-			return -1, err
-		}
-		return int(uintptr(unsafe.Pointer(unsafe.SliceData(mem)))), nil // the address, for the journal
+		return int(uintptr(unsafe.Pointer(unsafe.SliceData(mem)))), err // the address, for the journal
 	})
-	if errors.Is(err, ErrJournal) {
-		if mem != nil {
+	if err != nil {
+		if mem != nil { // mapped, but the journal failed
 			unix.Munmap(mem)
 		}
-		return nil, err
-	}
-	if err != nil {
-		return nil, &Error{Op: "mmap", Errno: errnoOf(err)}
+		return nil, sysErr("mmap", err)
 	}
 	return mem, nil
 }
@@ -43,18 +35,9 @@ func Munmap(mem []byte) error {
 	return sysErr("munmap", err)
 }
 
+// protNames names prot's read and write bits (1 and 2 on every port).
 func protNames(prot int) string {
-	var p []string
-	if prot&unix.PROT_READ != 0 {
-		p = append(p, "PROT_READ")
-	}
-	if prot&unix.PROT_WRITE != 0 {
-		p = append(p, "PROT_WRITE")
-	}
-	if len(p) == 0 {
-		return "PROT_NONE"
-	}
-	return strings.Join(p, "|")
+	return [...]string{"PROT_NONE", "PROT_READ", "PROT_WRITE", "PROT_READ|PROT_WRITE"}[prot&(unix.PROT_READ|unix.PROT_WRITE)]
 }
 
 // Mount is mount(2), for tracefs and bpffs.

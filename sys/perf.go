@@ -2,7 +2,6 @@ package sys
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -50,23 +49,16 @@ func perfEventOpen(attr *unix.PerfEventAttr, pmu, target string, pid, cpu, group
 		return fmt.Sprintf("%s sample_type=%#x wakeup=%d bits=%#x, pid=%d, cpu=%d, group_fd=%d, flags=%#x",
 			describePerf(attr, pmu, target), attr.Sample_type, attr.Wakeup, attr.Bits, pid, cpu, groupFD, flags)
 	}, func() (int, error) { return unix.PerfEventOpen(attr, arg32(pid), arg32(cpu), arg32(groupFD), flags) })
-	if errors.Is(err, ErrJournal) {
-		if fd >= 0 {
-			unix.Close(fd)
-		}
-		return -1, err
-	}
-	if err != nil {
-		e := &Error{Op: "perf_event_open", Errno: errnoOf(err)}
+	fd, err = newFD(fd, err, "perf_event_open")
+	if e, ok := err.(*Error); ok {
 		switch e.Errno {
 		case unix.EPERM, unix.EACCES:
 			e.Hint = perfPermHint(pmu)
 		case unix.ENODEV, unix.EOPNOTSUPP:
 			e.Hint = "this kernel has no such event or PMU"
 		}
-		return -1, e
 	}
-	return safeFD(fd, "perf_event_open")
+	return fd, err
 }
 
 // describePerf names the event type and, for a kprobe or uprobe PMU event,
@@ -133,16 +125,6 @@ func perfIoctl(fd int, req uint, arg int, op string) error {
 	_, err := traced("ioctl", func() string { return fmt.Sprintf("%d, %s, %d", fd, op, arg) },
 		func() (int, error) { return 0, unix.IoctlSetInt(arg32(fd), req, arg32(arg)) })
 	return withHint(sysErr(op, err), CAP_PERFMON)
-}
-
-func errnoOf(err error) unix.Errno {
-	if e, ok := errors.AsType[unix.Errno](err); ok {
-		return e
-	}
-	if err != nil {
-		return unix.EINVAL
-	}
-	return 0
 }
 
 // PerfEventPauseOutput is the PERF_EVENT_IOC_PAUSE_OUTPUT ioctl (4.7): while

@@ -1,6 +1,7 @@
 package sys
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,10 +25,7 @@ func BPFFSPath(path string) (string, error) {
 	if name == "" || name == "." || name == ".." {
 		return "", fmt.Errorf("sys: pin path %q: names no entry of a directory: %w", path, unix.EINVAL)
 	}
-	if dir == "" {
-		dir = "."
-	}
-	real, err := filepath.EvalSymlinks(dir)
+	real, err := filepath.EvalSymlinks(cmp.Or(dir, "."))
 	if err != nil {
 		return "", fmt.Errorf("sys: pin path %q: %w", path, err)
 	}

@@ -1,7 +1,6 @@
 package sys
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -114,35 +113,4 @@ func EventfdRead(fd int) (uint64, error) {
 		return 0, &Error{Op: "eventfd read", Errno: unix.EINVAL, Hint: fmt.Sprintf("read %d of 8 bytes: not an eventfd", got)}
 	}
 	return n, sysErr("eventfd read", err)
-}
-
-// newFD finishes a call that makes an fd: a journal failure closes it, an
-// error becomes an *Error, and the fd is moved above 2.
-func newFD(fd int, err error, op string) (int, error) {
-	if errors.Is(err, ErrJournal) {
-		if fd >= 0 {
-			unix.Close(fd)
-		}
-		return -1, err
-	}
-	if err != nil {
-		return -1, &Error{Op: op, Errno: errnoOf(err)}
-	}
-	return safeFD(fd, op)
-}
-
-// sysErr makes a call's error an *Error, keeping a journal failure as it is.
-func sysErr(op string, err error) error {
-	if err == nil || errors.Is(err, ErrJournal) {
-		return err
-	}
-	return &Error{Op: op, Errno: errnoOf(err)}
-}
-
-// withHint adds to an EPERM *Error the capabilities of need missing.
-func withHint(err error, need ...int) error {
-	if e, ok := err.(*Error); ok && e.Errno == unix.EPERM {
-		e.Hint = permHint(need...)
-	}
-	return err
 }
