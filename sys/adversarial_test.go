@@ -741,3 +741,16 @@ func TestAdversarialTaskFDQuery(t *testing.T) {
 		wantErr(t, fmt.Sprintf("TaskFDQuery(pid %d, fd %d)", c.pid, c.fd), sys.TaskFDQuery(&attr), c.errno)
 	}
 }
+
+// TestAdversarialNeedCaps: capability numbers that are none, or not ones
+// bpfkit checks, are an EINVAL that says so; a negative one panicked (a
+// negative shift).
+func TestAdversarialNeedCaps(t *testing.T) {
+	for _, c := range []int{-1, math.MinInt, 5, 40, 64, math.MaxInt} {
+		err := sys.NeedCaps(sys.CAP_BPF, c)
+		wantErr(t, fmt.Sprintf("NeedCaps(CAP_BPF, %d)", c), err, unix.EINVAL, fmt.Sprintf("capability %d is not one bpfkit checks", c))
+		if !strings.Contains(err.Error(), fmt.Sprintf("capability %d is not one bpfkit checks", c)) {
+			t.Errorf("NeedCaps(%d): %v", c, err)
+		}
+	}
+}

@@ -69,6 +69,11 @@ func missingCaps(need ...int) (string, error) {
 // has the capabilities in need (CAP_BPF, CAP_PERFMON, ...; CAP_SYS_ADMIN
 // grants them all). Its error names the missing ones and wraps EPERM.
 func NeedCaps(need ...int) error {
+	for _, c := range need {
+		if _, ok := capNames[c]; !ok {
+			return &Error{Op: "capabilities", Errno: unix.EINVAL, Hint: fmt.Sprintf("capability %d is not one bpfkit checks: CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN or CAP_SYS_ADMIN", c)}
+		}
+	}
 	missing, err := missingCaps(need...)
 	if err != nil {
 		return &Error{Op: "capget", Errno: errnoOf(err)}
