@@ -30,14 +30,24 @@ const (
 )
 
 // kinds says, by ProbeKind, its name, its events' file and its perf PMU.
-var kinds = [...]struct{ name, events, pmu string }{
+var kinds = [...]kind{
 	Kprobe:    {"kprobe", "kprobe_events", "kprobe"},
 	Kretprobe: {"kretprobe", "kprobe_events", "kprobe"},
 	Uprobe:    {"uprobe", "uprobe_events", "uprobe"},
 	Uretprobe: {"uretprobe", "uprobe_events", "uprobe"},
 }
 
+type kind struct{ name, events, pmu string }
+
 func (k ProbeKind) valid() bool { return k >= 0 && int(k) < len(kinds) }
+
+// kind is k's row of kinds, or the zero row for a number that is no kind.
+func (k ProbeKind) kind() (row kind) {
+	if k.valid() {
+		row = kinds[k]
+	}
+	return row
+}
 
 // String is the kind's name ("kretprobe"), or ProbeKind(n) for a number
 // that is no kind.
@@ -50,21 +60,11 @@ func (k ProbeKind) String() string {
 
 // PMU is the perf event source of /sys/bus/event_source/devices that opens
 // probes of this kind (4.17): "kprobe" or "uprobe"; "" for no kind.
-func (k ProbeKind) PMU() string {
-	if !k.valid() {
-		return ""
-	}
-	return kinds[k].pmu
-}
+func (k ProbeKind) PMU() string { return k.kind().pmu }
 
 // EventsFile is the tracefs file that makes events of this kind:
 // "kprobe_events" or "uprobe_events"; "" for no kind.
-func (k ProbeKind) EventsFile() string {
-	if !k.valid() {
-		return ""
-	}
-	return kinds[k].events
-}
+func (k ProbeKind) EventsFile() string { return k.kind().events }
 
 // IsUprobe reports whether k probes user space.
 func (k ProbeKind) IsUprobe() bool { return k == Uprobe || k == Uretprobe }
@@ -112,6 +112,11 @@ const (
 // handed to the kernel safely; nothing is written then.
 var ErrInvalid = errors.New("tracefs: invalid probe")
 
+// isWord is [A-Za-z0-9_].
+func isWord(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
 // validName accepts group and event names as is_good_name does: a letter or
 // '_', then letters, digits and '_'.
 func validName(s string) error {
@@ -119,7 +124,7 @@ func validName(s string) error {
 		return fmt.Errorf("%w: name %q must be 1 to %d bytes", ErrInvalid, s, maxName)
 	}
 	for i, c := range []byte(s) {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+		if !isWord(c) || i == 0 && c >= '0' && c <= '9' {
 			return fmt.Errorf("%w: name %q: only letters, digits and '_' (not first a digit) are allowed", ErrInvalid, s)
 		}
 	}
@@ -132,19 +137,13 @@ func validSymbol(s string) error {
 	if s == "" || len(s) > maxSymbol {
 		return fmt.Errorf("%w: symbol %q must be 1 to %d bytes", ErrInvalid, s, maxSymbol)
 	}
-	mod, sym, hasMod := strings.Cut(s, ":")
-	if !hasMod {
-		sym, mod = mod, ""
-	}
-	for _, part := range []string{mod, sym} {
-		for _, c := range []byte(part) {
-			if !(c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-				return fmt.Errorf("%w: symbol %q: character %q is not allowed", ErrInvalid, s, c)
-			}
+	for _, c := range []byte(s) {
+		if !isWord(c) && c != '.' && c != ':' {
+			return fmt.Errorf("%w: symbol %q: character %q is not allowed", ErrInvalid, s, c)
 		}
 	}
-	if sym == "" || hasMod && mod == "" {
-		return fmt.Errorf("%w: symbol %q", ErrInvalid, s)
+	if mod, sym, hasMod := strings.Cut(s, ":"); hasMod && (mod == "" || sym == "" || strings.Contains(sym, ":")) {
+		return fmt.Errorf("%w: symbol %q: want function or module:function", ErrInvalid, s)
 	}
 	return nil
 }
@@ -220,11 +219,7 @@ func CreateProbe(spec ProbeSpec) (*ProbeEvent, error) {
 		return nil, wrap(err, "create %s", spec.Kind)
 	}
 	e := &ProbeEvent{Kind: spec.Kind, Group: group, Name: name}
-	p, err := file("events", e.Group, e.Name, "id")
-	if err == nil {
-		e.ID, err = readID(p, e.Group+":"+e.Name)
-	}
-	if err != nil {
+	if e.ID, err = TracepointID(group, name); err != nil {
 		e.Remove()
 		return nil, wrap(err, "create %s", spec.Kind)
 	}
@@ -250,7 +245,7 @@ func probeCommand(s ProbeSpec, group string) (cmd, name string, err error) {
 	// A number unique in this process, the symbol or file name made safe.
 	safe := []byte("e" + strconv.FormatUint(eventSeq.Add(1), 10) + "_" + base)
 	for i, c := range safe {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+		if !isWord(c) {
 			safe[i] = '_'
 		}
 	}
