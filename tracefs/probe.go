@@ -74,16 +74,12 @@ func (k ProbeKind) IsReturn() bool { return k == Kretprobe || k == Uretprobe }
 
 // ProbeSpec describes a kprobe or uprobe event to create.
 type ProbeSpec struct {
-	Kind ProbeKind // which of the four
-	// Symbol is a kprobe's function ("do_sys_openat2", "module:function"),
-	// Offset bytes into it.
-	Symbol string
-	// Path is a uprobe's binary, absolute, and Offset the instruction's file
-	// offset (prog checks that it is in an executable segment).
-	Path         string
-	Offset       uint64 // into Symbol, or into Path's file
-	RefCtrOffset uint64 // file offset of a USDT semaphore the kernel increments (4.20)
-	MaxActive    int    // bounds the kretprobe instances in flight (0: the kernel's default)
+	Kind         ProbeKind // which of the four
+	Symbol       string    // a kprobe's function: "do_sys_openat2", "module:function"
+	Path         string    // a uprobe's binary, absolute
+	Offset       uint64    // bytes into Symbol, or the instruction's file offset in Path (prog checks it is executable)
+	RefCtrOffset uint64    // file offset of a USDT semaphore the kernel increments (4.20)
+	MaxActive    int       // bounds the kretprobe instances in flight (0: the kernel's default)
 }
 
 // ProbeEvent is a kprobe or uprobe event this process created.
@@ -267,13 +263,13 @@ func writeEvents(k ProbeKind, cmd string) error {
 	if strings.ContainsAny(cmd, "\n\x00") || len(cmd) > maxCommand {
 		return fmt.Errorf("%w: command %q is not one line of at most %d bytes", ErrInvalid, cmd, maxCommand)
 	}
-	p, err := file(kinds[k].events)
+	dir, err := Path()
 	if err != nil {
 		return err
 	}
-	before := errorLog()
-	err = sys.WriteControl(p, cmd+"\n")
-	if err == nil {
+	p, log := dir+"/"+kinds[k].events, dir+"/error_log"
+	before, _ := os.ReadFile(log)
+	if err = sys.WriteControl(p, cmd+"\n"); err == nil {
 		return nil
 	}
 	if _, serr := os.Stat(p); errors.Is(serr, fs.ErrNotExist) {
@@ -281,19 +277,11 @@ func writeEvents(k ProbeKind, cmd string) error {
 		return fmt.Errorf("this kernel has no %ss: %s is missing (CONFIG_%sS or CONFIG_%s_EVENTS is off): %w: %w",
 			kinds[k].pmu, p, pmu, pmu, sys.ErrNotSupported, err)
 	}
-	if detail := newError(before, errorLog()); detail != "" {
+	after, _ := os.ReadFile(log)
+	if detail := newError(string(before), string(after)); detail != "" {
 		return fmt.Errorf("%q: %w (error_log: %s)", cmd, err, detail)
 	}
 	return fmt.Errorf("%q: %w", cmd, err)
-}
-
-func errorLog() string {
-	p, err := file("error_log")
-	if err != nil {
-		return ""
-	}
-	b, _ := os.ReadFile(p)
-	return string(b)
 }
 
 // newError returns the reason of after's last error_log entry unless before
