@@ -258,8 +258,7 @@ func (r *PerfReader) pause(on bool) error {
 	return r.eachRing("pause", func(ring *perfRing) error { return sys.PerfEventPauseOutput(ring.fd, on) })
 }
 
-// eachRing calls f for every ring while its fd stays open, or returns
-// ErrClosed.
+// eachRing calls f for every ring, its fd held open, or returns ErrClosed.
 func (r *PerfReader) eachRing(op string, f func(*perfRing) error) error {
 	p := r.poll
 	if p == nil {
@@ -476,12 +475,13 @@ func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int
 
 // samples delivers the common records in the span at off (8-byte aligned,
 // for the header reads), stopping before the first other one, and returns
-// how many it delivered. It is a function of its own so that little stays
-// live across the call to f: Go reloads every live value after a call.
-// The position moves past each record before f sees it. It prefetches prefetchAhead bytes ahead, a prefetchChunk at a time: the
-// records usually wait in the cache of the CPU that wrote them, and the
-// hardware prefetcher stops at each 4 KiB page. On the ring's own CPU the
-// prefetches are wasted, but cost less than they save elsewhere.
+// how many it delivered; the position moves past each record before f sees
+// it. It is a function of its own so that little stays live across the
+// call to f: Go reloads every live value after a call. It prefetches
+// prefetchAhead bytes ahead, a prefetchChunk at a time: the records usually
+// wait in the cache of the CPU that wrote them, and the hardware prefetcher
+// stops at each 4 KiB page; on the ring's own CPU the prefetches are
+// wasted, but cost less than they save elsewhere.
 func samples(ring *perfRing, off, left uint64, f func(Record) error) (int, error) {
 	data, cpu, count := unsafe.Pointer(unsafe.SliceData(ring.data)), ring.cpu, 0
 	prefetch(unsafe.Add(data, off), uintptr(min(left, prefetchAhead)))

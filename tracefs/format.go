@@ -16,8 +16,8 @@ type Field struct {
 	Offset int    // from the start of the record the program's context points at
 	Size   int    // bytes
 	Signed bool   // a signed integer type
-	// DataLoc: the u32 at Offset holds the data's offset (low 16 bits) and
-	// length (high 16) in the record.
+	// DataLoc marks a __data_loc field: the u32 at Offset holds the data's
+	// offset (low 16 bits) and length in the record.
 	DataLoc bool
 }
 

@@ -30,19 +30,19 @@ const (
 )
 
 // kinds says, by ProbeKind, its name, its events' file and its perf PMU.
-var kinds = [...]kind{
+var kinds = [...]kindRow{
 	Kprobe:    {"kprobe", "kprobe_events", "kprobe"},
 	Kretprobe: {"kretprobe", "kprobe_events", "kprobe"},
 	Uprobe:    {"uprobe", "uprobe_events", "uprobe"},
 	Uretprobe: {"uretprobe", "uprobe_events", "uprobe"},
 }
 
-type kind struct{ name, events, pmu string }
+type kindRow struct{ name, events, pmu string }
 
 func (k ProbeKind) valid() bool { return k >= 0 && int(k) < len(kinds) }
 
-// kind is k's row of kinds, or the zero row for a number that is no kind.
-func (k ProbeKind) kind() (row kind) {
+// row is k's row of kinds, or the zero row for a number that is no kind.
+func (k ProbeKind) row() (row kindRow) {
 	if k.valid() {
 		row = kinds[k]
 	}
@@ -60,11 +60,11 @@ func (k ProbeKind) String() string {
 
 // PMU is the perf event source of /sys/bus/event_source/devices that opens
 // probes of this kind (4.17): "kprobe" or "uprobe"; "" for no kind.
-func (k ProbeKind) PMU() string { return k.kind().pmu }
+func (k ProbeKind) PMU() string { return k.row().pmu }
 
 // EventsFile is the tracefs file that makes events of this kind:
 // "kprobe_events" or "uprobe_events"; "" for no kind.
-func (k ProbeKind) EventsFile() string { return k.kind().events }
+func (k ProbeKind) EventsFile() string { return k.row().events }
 
 // IsUprobe reports whether k probes user space.
 func (k ProbeKind) IsUprobe() bool { return k == Uprobe || k == Uretprobe }
