@@ -1,31 +1,27 @@
 // Package perfring reads what BPF programs send to user space: the per-CPU
 // perf rings of a perf event array (bpf_perf_event_output) and the BPF ring
-// buffer (bpf_ringbuf_output, 5.8).
+// buffer (bpf_ringbuf_output, 5.8). Every system call goes through sys,
+// which journals it.
 //
 // # Memory ordering
 //
-// The kernel writes records, then publishes data_head (producer_pos in the
-// BPF ring buffer); we load it with acquire, read the records, and store
-// data_tail (consumer_pos) with release to hand the space back. A BPF ring
-// buffer record also has a busy bit that the producer clears with release
-// on commit; we load it with acquire. The positions are 64-bit words at
-// 8-byte aligned offsets of page-aligned mappings, as sync/atomic's 64-bit
-// functions need on 32-bit ports.
+// The kernel writes records, then publishes data_head (ring buffer:
+// producer_pos); we load it with acquire, and hand space back by storing
+// data_tail (consumer_pos) with release. A ring buffer record's busy bit,
+// cleared with release on commit, is loaded with acquire. The positions are
+// 8-byte aligned 64-bit words, as sync/atomic needs on 32-bit ports.
 //
 // # Cost
 //
-// ReadFunc hands records to its callback in place and the space back once
-// per batch; a perf record that wraps around its ring is copied once into
-// a reused scratch buffer (the BPF ring buffer maps its data twice in a
-// row, so its records never wrap). Read copies each record into a reused
-// buffer, since Close may unmap the ring while the caller holds it. No
-// read path allocates per record. As in libbpf, a perf ring is read only
-// when the kernel has woken the reader for it: one that looks again
-// whenever it catches up chases the producer through cache lines still
-// being written. BENCHMARKS.md compares the cost with libbpf's.
+// ReadFunc hands records to its callback in place, and the space back once
+// per batch; a perf record that wraps around its ring is copied once into a
+// reused buffer (the ring buffer maps its data twice in a row: none wraps).
+// Read copies each record into a reused buffer, since Close may unmap the
+// ring under the caller. No read path allocates per record. As in libbpf, a
+// perf ring is read only when the kernel has woken the reader for it: a
+// reader that looks whenever it catches up chases the producer through
+// cache lines still being written. BENCHMARKS.md compares with libbpf.
 //
-// Every system call the readers make goes through package sys and its
-// journal. When a perf ring is full the kernel drops the sample and counts
-// it, reporting the count as a PERF_RECORD_LOST record at the next write
-// that fits; Read delivers it in order with the samples.
+// A full perf ring drops samples and counts them in a PERF_RECORD_LOST
+// record at the next write that fits, which Read delivers in order.
 package perfring

@@ -16,23 +16,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Options shape the per-CPU perf rings.
+// Options shape the per-CPU perf rings. A blocked reader is woken when
+// Watermark bytes wait in a ring or, with Watermark 0, every WakeupEvents
+// records; a wake-up costs the producer a little.
 type Options struct {
-	// RingBytes is each CPU's ring, rounded up to a power of two of pages,
-	// at most 1 GiB. Zero means 256 KiB.
-	RingBytes int
-	// Watermark wakes a blocked reader when this many bytes, fewer than the
-	// ring's size, wait in a ring; zero means every WakeupEvents records
-	// (default 1; at most 2^32-1). A wake-up costs the producer a little.
-	Watermark int
-	// WakeupEvents wakes a blocked reader every this many records, when
-	// Watermark is zero (zero means 1).
-	WakeupEvents int
+	RingBytes    int // each CPU's ring, rounded up to a power of two of pages, at most 1 GiB; 0: 256 KiB
+	Watermark    int // bytes, below the ring's size; 0: wake every WakeupEvents records
+	WakeupEvents int // records, at most 2^32-1; 0: 1
 }
 
-// maxRingBytes is the largest Options.RingBytes: the kernel keeps a pointer
-// per data page in one allocation of at most 2^MAX_PAGE_ORDER pages
-// (rb_alloc), fewer than 512 Ki pointers; and every size fits an int32.
+// maxRingBytes is the largest RingBytes: the kernel keeps a pointer per
+// data page in one allocation of at most 2^MAX_PAGE_ORDER pages (rb_alloc),
+// under 512 Ki pointers; and every size fits an int32.
 const maxRingBytes = 1 << 30
 
 // PerfReader reads the per-CPU rings behind a perf event array. It is meant
@@ -89,20 +84,19 @@ type Event struct {
 // bpfOutput is the event behind a perf event array.
 var bpfOutput = Event{unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_BPF_OUTPUT}
 
-// NewEventReader opens ev on every online CPU, disabled, to record each
-// hit with PERF_SAMPLE_RAW (a tracepoint's own record, as its format says)
-// in that CPU's ring. A program attached to one of FDs
-// (prog.AttachPerfEvent) filters: the kernel keeps the record only when it
-// returns non-zero, on every CPU, since a tracepoint's programs are one
-// array for all its perf events (tp_event->prog_array, 4.15). Enable
-// starts the events.
+// NewEventReader opens ev on every online CPU, disabled until Enable, to
+// record each hit with PERF_SAMPLE_RAW (a tracepoint's own record) in that
+// CPU's ring. A program attached to one of FDs (prog.AttachPerfEvent)
+// filters on every CPU, the record kept when it returns non-zero: a
+// tracepoint's programs are one array for all its perf events
+// (tp_event->prog_array, 4.15).
 func NewEventReader(ev Event, o Options) (*PerfReader, error) {
 	r, err := newPerfReader(nil, ev, o)
 	return r, wrap(err, "event reader")
 }
 
-// FDs are the reader's perf events, one per online CPU in the order of
-// sys.OnlineCPUs, or nil once closed; they stay the reader's.
+// FDs are the reader's perf events, one per online CPU (sys.OnlineCPUs
+// order), or nil once closed; they stay the reader's.
 func (r *PerfReader) FDs() []int {
 	var fds []int
 	r.eachRing("", func(ring *perfRing) error { fds = append(fds, ring.fd); return nil })
@@ -185,13 +179,8 @@ func ringSize(o Options, page int) (int, error) {
 }
 
 func openRing(cpu, size, page int, ev Event, disabled bool, o Options) (*perfRing, error) {
-	attr := unix.PerfEventAttr{
-		Type:        ev.Type,
-		Config:      ev.Config,
-		Sample_type: unix.PERF_SAMPLE_RAW,
-		Sample:      1,
-		Wakeup:      uint32(max(o.WakeupEvents, 1)),
-	}
+	attr := unix.PerfEventAttr{Type: ev.Type, Config: ev.Config, Sample_type: unix.PERF_SAMPLE_RAW,
+		Sample: 1, Wakeup: uint32(max(o.WakeupEvents, 1))}
 	if disabled {
 		attr.Bits |= unix.PerfBitDisabled
 	}
@@ -269,8 +258,7 @@ func (r *PerfReader) pause(on bool) error {
 	return r.eachRing("pause", func(ring *perfRing) error { return sys.PerfEventPauseOutput(ring.fd, on) })
 }
 
-// eachRing calls f for every ring while its fd stays open, or returns
-// ErrClosed.
+// eachRing calls f for every ring, its fd held open, or returns ErrClosed.
 func (r *PerfReader) eachRing(op string, f func(*perfRing) error) error {
 	p := r.poll
 	if p == nil {
@@ -318,13 +306,12 @@ func (r *PerfReader) next(i int, ring *perfRing) (rec Record, ok bool, err error
 	return Record{}, false, nil
 }
 
-// isSample says whether a record with header typ and size and raw sample
-// size raw, with left bytes published from it to the end of the ring, is
-// the common case: a sample lying whole in those bytes; anything else goes
-// through next, which checks and explains. The fast paths read headers in
-// place without bounds checks, and this keeps them inside: the record when
-// size <= left, its sample when raw+12 <= size, which with size%8 == 0
-// also means size >= 16 (progress).
+// isSample says whether a record (header typ and size, raw sample size raw,
+// left bytes published from it to the ring's end) is the common case, a
+// sample lying whole in those bytes; next checks and explains the rest. It
+// keeps the fast paths' unchecked header reads inside: the record as size
+// <= left, its sample as raw+12 <= size (with size%8 == 0, size >= 16:
+// progress).
 func isSample(typ uint32, size, raw, left uint64) bool {
 	return typ == perfRecordSample && size%8 == 0 && raw+12 <= size && size <= left
 }
@@ -424,7 +411,7 @@ func (r *PerfReader) wait(ctx context.Context) error {
 	return err
 }
 
-// drain reads the rings with records left from an earlier call, and those
+// drain reads the rings with records left from an earlier call or that
 // the kernel woke us for.
 func (r *PerfReader) drain(f func(Record) error) (int, error) {
 	p := r.poll
@@ -488,19 +475,17 @@ func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int
 
 // samples delivers the common records in the span at off (8-byte aligned,
 // for the header reads), stopping before the first other one, and returns
-// how many it delivered. It is a function of its own so that little stays
-// live across the call to f: Go reloads every live value after a call.
-// The position moves past each record before f sees it.
-//
-// It prefetches prefetchAhead bytes ahead, a prefetchChunk at a time: the
-// records usually wait in the cache of the CPU that wrote them, and the
-// hardware prefetcher stops at each 4 KiB page. On the ring's own CPU the
-// prefetches are wasted, but cost less than they save elsewhere.
+// how many it delivered; the position moves past each record before f sees
+// it. It is a function of its own so that little stays live across the
+// call to f: Go reloads every live value after a call. It prefetches
+// prefetchAhead bytes ahead, a prefetchChunk at a time: the records usually
+// wait in the cache of the CPU that wrote them, and the hardware prefetcher
+// stops at each 4 KiB page; on the ring's own CPU the prefetches are
+// wasted, but cost less than they save elsewhere.
 func samples(ring *perfRing, off, left uint64, f func(Record) error) (int, error) {
 	data, cpu, count := unsafe.Pointer(unsafe.SliceData(ring.data)), ring.cpu, 0
 	prefetch(unsafe.Add(data, off), uintptr(min(left, prefetchAhead)))
 	for left >= 16 {
-		// A chunk of records, and the prefetch of the chunk ahead.
 		prefetchNext(data, off, left)
 		stop := max(left-min(left, prefetchChunk), 15)
 		for left > stop {
@@ -524,19 +509,18 @@ func samples(ring *perfRing, off, left uint64, f func(Record) error) (int, error
 	return count, nil
 }
 
-// How far ahead, and in what chunks, samples prefetches: far enough that
-// the lines arrive from the writing CPU's cache before the loop reaches
-// them, near enough that they are still cached when it does; chunks large
-// enough that the prefetch instructions cost little beside the records
-// they cover. BenchmarkRead, whose records are written on other CPUs, is
-// what chose them.
+// How far ahead and in what chunks samples prefetches: far enough for the
+// lines to arrive from the writing CPU's cache in time, near enough to be
+// still cached then; chunks large enough for the prefetches to cost little
+// beside the records. BenchmarkRead, its records written on other CPUs,
+// chose them.
 const (
 	prefetchAhead = 2048
 	prefetchChunk = 1024
 )
 
 // prefetchNext prefetches the chunk prefetchAhead bytes past off, as much
-// of it as lies within the left bytes there are.
+// of it as lies within left.
 func prefetchNext(data unsafe.Pointer, off, left uint64) {
 	if left > prefetchAhead {
 		prefetch(unsafe.Add(data, off+prefetchAhead), uintptr(min(left-prefetchAhead, prefetchChunk)))

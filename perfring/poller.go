@@ -25,7 +25,7 @@ var ErrClosed = errors.New("perfring: reader closed")
 var ErrReentrant = errors.New("perfring: Read or ReadFunc called while a ReadFunc callback runs")
 
 // poller waits on the rings' fds with one epoll, plus an eventfd that Close,
-// a cancelled context or SetDeadline write to wake a blocked reader; and
+// a cancelled context or SetDeadline write to wake a blocked reader; it
 // says who may read, and when the rings are freed.
 type poller struct {
 	epfd, wakefd int
@@ -163,21 +163,18 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 	}
 }
 
-// epollWait waits up to timeout ms (-1: no limit), yielding to the Go
-// scheduler first if it has not done so for yieldEvery.
-//
-// Why yield: sysmon takes the P of a goroutine in a system call at its next
-// tick once that goroutine has run 10 ms (forcePreemptNS) without passing
-// through the scheduler, idle Ps or not (Go 1.26, retake in
-// runtime/proc.go). A reader that only drains and waits would lose its P at
-// every wait; goyield resets the clock. With GOMAXPROCS=1 sysmon takes the
-// P of any system call that lasts a tick, so a wait likely to last (the
-// last cycle did) holds the P instead, for up to holdMs
-// (sys.EpollWaitHoldingP).
-//
-// Our epoll fd nested in Go's netpoller would lose wake-ups: perf_poll
-// consumes a ring's pending wake-up (atomic_xchg(&rb->poll, 0)), so the
-// runtime's epoll, checking ours, swallows the event.
+// epollWait waits up to timeout ms (-1: no limit), first yielding to the
+// scheduler if it has not for yieldEvery. Why: sysmon takes the P of a
+// goroutine in a system call at its next tick once it has run 10 ms without
+// passing through the scheduler, idle Ps or not (forcePreemptNS; retake in
+// runtime/proc.go, Go 1.26): a reader that only drains and waits would lose
+// its P at every wait, and goyield resets that clock. With GOMAXPROCS=1
+// sysmon takes the P of any system call lasting a tick, so a wait likely to
+// last (the last cycle did) holds the P instead, up to holdMs
+// (sys.EpollWaitHoldingP). Our epoll fd nested in Go's netpoller would lose
+// wake-ups: perf_poll consumes a ring's pending wake-up
+// (atomic_xchg(&rb->poll, 0)), so the runtime's epoll, checking ours,
+// would swallow the event.
 func (p *poller) epollWait(timeout int) (int, error) {
 	now := time.Since(epoch)
 	if now-p.yielded > yieldEvery {

@@ -36,13 +36,11 @@ type Format struct {
 // Field returns the named field, or an error naming the tracepoint and the
 // fields it has.
 func (f *Format) Field(name string) (Field, error) {
+	var names []string
 	for _, fl := range f.Fields {
 		if fl.Name == name {
 			return fl, nil
 		}
-	}
-	names := make([]string, 0, len(f.Fields))
-	for _, fl := range f.Fields {
 		names = append(names, fl.Name)
 	}
 	return Field{}, fmt.Errorf("tracefs: tracepoint %s:%s has no field %q (it has %s)", f.Group, f.Name, name, strings.Join(names, ", "))
@@ -50,48 +48,24 @@ func (f *Format) Field(name string) (Field, error) {
 
 // TracepointID reads events/<group>/<name>/id.
 func TracepointID(group, name string) (uint64, error) {
-	if err := validLookup(group, name); err != nil {
-		return 0, err
-	}
-	p, err := file("events", group, name, "id")
+	b, err := readEvent(group, name, "id")
 	if err != nil {
 		return 0, err
-	}
-	return readID(p, group+":"+name)
-}
-
-func readID(path, what string) (uint64, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("%w: tracepoint %s: %w", ErrNotExist, what, err)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("tracefs: tracepoint %s: %w", what, err)
 	}
 	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("tracefs: tracepoint %s: bad id %q", what, b)
+		return 0, fmt.Errorf("tracefs: tracepoint %s:%s: bad id %q", group, name, b)
 	}
 	return id, nil
 }
 
 // TracepointFormat reads and parses events/<group>/<name>/format.
 func TracepointFormat(group, name string) (*Format, error) {
-	if err := validLookup(group, name); err != nil {
-		return nil, err
-	}
-	p, err := file("events", group, name, "format")
+	b, err := readEvent(group, name, "format")
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: tracepoint %s:%s: %w", ErrNotExist, group, name, err)
-	}
-	var f *Format
-	if err == nil {
-		f, err = ParseFormat(string(b))
-	}
+	f, err := ParseFormat(string(b))
 	if err != nil {
 		return nil, wrap(err, "tracepoint %s:%s", group, name)
 	}
@@ -99,40 +73,45 @@ func TracepointFormat(group, name string) (*Format, error) {
 	return f, nil
 }
 
-// validLookup accepts tracepoint group and event names that stay one
+// readEvent reads events/<group>/<name>/<file>, for names that stay one
 // directory under events/ (9p starts with a digit).
-func validLookup(names ...string) error {
-	for _, n := range names {
+func readEvent(group, name, file string) ([]byte, error) {
+	for _, n := range []string{group, name} {
 		if n == "" || n == "." || n == ".." || len(n) > 255 || strings.ContainsAny(n, "/ \t\n\r\x00") {
-			return fmt.Errorf("%w: tracepoint name %q", ErrInvalid, n)
+			return nil, fmt.Errorf("%w: tracepoint name %q", ErrInvalid, n)
 		}
 	}
-	return nil
+	p, err := Path()
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(p + "/events/" + group + "/" + name + "/" + file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: tracepoint %s:%s: %w", ErrNotExist, group, name, err)
+	} else if err != nil {
+		return nil, fmt.Errorf("tracefs: tracepoint %s:%s: %w", group, name, err)
+	}
+	return b, nil
 }
 
 // ParseFormat parses the text of a format file.
 func ParseFormat(text string) (*Format, error) {
 	f := &Format{}
 	for line := range strings.SplitSeq(text, "\n") {
-		switch {
-		case strings.HasPrefix(line, "name: "):
-			f.Name = strings.TrimSpace(line[len("name: "):])
-		case strings.HasPrefix(line, "ID: "):
-			id, err := strconv.ParseUint(strings.TrimSpace(line[len("ID: "):]), 10, 64)
+		if v, ok := strings.CutPrefix(line, "name: "); ok {
+			f.Name = strings.TrimSpace(v)
+		} else if v, ok := strings.CutPrefix(line, "ID: "); ok {
+			id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("tracefs: bad ID line %q", line)
 			}
 			f.ID = id
-		case strings.HasPrefix(line, "print fmt: "):
-			f.PrintFmt = line[len("print fmt: "):]
-		default:
-			fl, ok, err := parseField(line)
-			if err != nil {
-				return nil, fmt.Errorf("tracefs: %w in %q", err, line)
-			}
-			if ok {
-				f.Fields = append(f.Fields, fl)
-			}
+		} else if v, ok := strings.CutPrefix(line, "print fmt: "); ok {
+			f.PrintFmt = v
+		} else if fl, ok, err := parseField(line); err != nil {
+			return nil, fmt.Errorf("tracefs: %w in %q", err, line)
+		} else if ok {
+			f.Fields = append(f.Fields, fl)
 		}
 	}
 	if len(f.Fields) == 0 {
@@ -210,44 +189,34 @@ func parseField(line string) (fl Field, ok bool, err error) {
 func parseSymbolic(pf string) map[string]map[uint64]string {
 	out := map[string]map[uint64]string{}
 	const call = "__print_symbolic("
-	for {
-		i := strings.Index(pf, call)
-		if i < 0 {
-			return out
-		}
-		field, rest, ok := symbolicHead(pf[i+len(call):])
+	for i := strings.Index(pf, call); i >= 0; i = strings.Index(pf, call) {
+		pf = pf[i+len(call):]
+		field, rest, ok := symbolicHead(pf)
 		if !ok {
-			pf = pf[i+1:]
 			continue
 		}
 		pf = rest
 		table := map[uint64]string{}
-		for {
-			v, name, after, ok := symbolPair(rest)
-			if !ok {
-				break
-			}
+		for v, name, after, ok := symbolPair(rest); ok; v, name, after, ok = symbolPair(after) {
 			if n, err := strconv.ParseInt(v, 0, 64); err == nil {
 				table[uint64(n)] = name
 			} else if n, err := strconv.ParseUint(v, 0, 64); err == nil {
 				table[n] = name
 			}
-			rest = after
 		}
 		if len(table) > 0 {
 			out[field] = table
 		}
 	}
+	return out
 }
 
 // symbolicHead matches "\s*REC->field\s*," after "__print_symbolic(".
 func symbolicHead(s string) (field, rest string, ok bool) {
 	s, ok = strings.CutPrefix(strings.TrimLeft(s, space), "REC->")
-	i := strings.IndexFunc(s, func(c rune) bool {
-		return !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
-	})
-	if i < 0 {
-		i = len(s)
+	i := 0
+	for i < len(s) && isWord(s[i]) {
+		i++
 	}
 	if !ok || i == 0 {
 		return "", "", false

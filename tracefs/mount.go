@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -70,22 +71,18 @@ func findMount(mountinfo string) string {
 // unescape undoes mountinfo's escapes (mangle_path): a space, tab, newline
 // or backslash is \ and three octal digits (\040 for a space).
 func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && s[i+1] >= '0' && s[i+1] <= '3' && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			b = append(b, (s[i+1]-'0')<<6|(s[i+2]-'0')<<3|(s[i+3]-'0'))
-			i += 3
-			continue
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b, i = append(b, byte(n)), i+3
+				continue
+			}
 		}
 		b = append(b, s[i])
 	}
 	return string(b)
 }
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // ErrNotExist is returned for a tracepoint or event that does not exist,
 // with os.ErrNotExist.

@@ -30,14 +30,24 @@ const (
 )
 
 // kinds says, by ProbeKind, its name, its events' file and its perf PMU.
-var kinds = [...]struct{ name, events, pmu string }{
+var kinds = [...]kindRow{
 	Kprobe:    {"kprobe", "kprobe_events", "kprobe"},
 	Kretprobe: {"kretprobe", "kprobe_events", "kprobe"},
 	Uprobe:    {"uprobe", "uprobe_events", "uprobe"},
 	Uretprobe: {"uretprobe", "uprobe_events", "uprobe"},
 }
 
+type kindRow struct{ name, events, pmu string }
+
 func (k ProbeKind) valid() bool { return k >= 0 && int(k) < len(kinds) }
+
+// row is k's row of kinds, or the zero row for a number that is no kind.
+func (k ProbeKind) row() (row kindRow) {
+	if k.valid() {
+		row = kinds[k]
+	}
+	return row
+}
 
 // String is the kind's name ("kretprobe"), or ProbeKind(n) for a number
 // that is no kind.
@@ -50,21 +60,11 @@ func (k ProbeKind) String() string {
 
 // PMU is the perf event source of /sys/bus/event_source/devices that opens
 // probes of this kind (4.17): "kprobe" or "uprobe"; "" for no kind.
-func (k ProbeKind) PMU() string {
-	if !k.valid() {
-		return ""
-	}
-	return kinds[k].pmu
-}
+func (k ProbeKind) PMU() string { return k.row().pmu }
 
 // EventsFile is the tracefs file that makes events of this kind:
 // "kprobe_events" or "uprobe_events"; "" for no kind.
-func (k ProbeKind) EventsFile() string {
-	if !k.valid() {
-		return ""
-	}
-	return kinds[k].events
-}
+func (k ProbeKind) EventsFile() string { return k.row().events }
 
 // IsUprobe reports whether k probes user space.
 func (k ProbeKind) IsUprobe() bool { return k == Uprobe || k == Uretprobe }
@@ -74,16 +74,12 @@ func (k ProbeKind) IsReturn() bool { return k == Kretprobe || k == Uretprobe }
 
 // ProbeSpec describes a kprobe or uprobe event to create.
 type ProbeSpec struct {
-	Kind ProbeKind // which of the four
-	// Symbol is a kprobe's function ("do_sys_openat2", "module:function"),
-	// Offset bytes into it.
-	Symbol string
-	// Path is a uprobe's binary, absolute, and Offset the instruction's file
-	// offset (prog checks that it is in an executable segment).
-	Path         string
-	Offset       uint64 // into Symbol, or into Path's file
-	RefCtrOffset uint64 // file offset of a USDT semaphore the kernel increments (4.20)
-	MaxActive    int    // bounds the kretprobe instances in flight (0: the kernel's default)
+	Kind         ProbeKind // which of the four
+	Symbol       string    // a kprobe's function: "do_sys_openat2", "module:function"
+	Path         string    // a uprobe's binary, absolute
+	Offset       uint64    // bytes into Symbol, or the instruction's file offset in Path (prog checks it is executable)
+	RefCtrOffset uint64    // file offset of a USDT semaphore the kernel increments (4.20)
+	MaxActive    int       // bounds the kretprobe instances in flight (0: the kernel's default)
 }
 
 // ProbeEvent is a kprobe or uprobe event this process created.
@@ -112,6 +108,11 @@ const (
 // handed to the kernel safely; nothing is written then.
 var ErrInvalid = errors.New("tracefs: invalid probe")
 
+// isWord is [A-Za-z0-9_].
+func isWord(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
 // validName accepts group and event names as is_good_name does: a letter or
 // '_', then letters, digits and '_'.
 func validName(s string) error {
@@ -119,7 +120,7 @@ func validName(s string) error {
 		return fmt.Errorf("%w: name %q must be 1 to %d bytes", ErrInvalid, s, maxName)
 	}
 	for i, c := range []byte(s) {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+		if !isWord(c) || i == 0 && c >= '0' && c <= '9' {
 			return fmt.Errorf("%w: name %q: only letters, digits and '_' (not first a digit) are allowed", ErrInvalid, s)
 		}
 	}
@@ -132,19 +133,13 @@ func validSymbol(s string) error {
 	if s == "" || len(s) > maxSymbol {
 		return fmt.Errorf("%w: symbol %q must be 1 to %d bytes", ErrInvalid, s, maxSymbol)
 	}
-	mod, sym, hasMod := strings.Cut(s, ":")
-	if !hasMod {
-		sym, mod = mod, ""
-	}
-	for _, part := range []string{mod, sym} {
-		for _, c := range []byte(part) {
-			if !(c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-				return fmt.Errorf("%w: symbol %q: character %q is not allowed", ErrInvalid, s, c)
-			}
+	for _, c := range []byte(s) {
+		if !isWord(c) && c != '.' && c != ':' {
+			return fmt.Errorf("%w: symbol %q: character %q is not allowed", ErrInvalid, s, c)
 		}
 	}
-	if sym == "" || hasMod && mod == "" {
-		return fmt.Errorf("%w: symbol %q", ErrInvalid, s)
+	if mod, sym, hasMod := strings.Cut(s, ":"); hasMod && (mod == "" || sym == "" || strings.Contains(sym, ":")) {
+		return fmt.Errorf("%w: symbol %q: want function or module:function", ErrInvalid, s)
 	}
 	return nil
 }
@@ -220,11 +215,7 @@ func CreateProbe(spec ProbeSpec) (*ProbeEvent, error) {
 		return nil, wrap(err, "create %s", spec.Kind)
 	}
 	e := &ProbeEvent{Kind: spec.Kind, Group: group, Name: name}
-	p, err := file("events", e.Group, e.Name, "id")
-	if err == nil {
-		e.ID, err = readID(p, e.Group+":"+e.Name)
-	}
-	if err != nil {
+	if e.ID, err = TracepointID(group, name); err != nil {
 		e.Remove()
 		return nil, wrap(err, "create %s", spec.Kind)
 	}
@@ -250,7 +241,7 @@ func probeCommand(s ProbeSpec, group string) (cmd, name string, err error) {
 	// A number unique in this process, the symbol or file name made safe.
 	safe := []byte("e" + strconv.FormatUint(eventSeq.Add(1), 10) + "_" + base)
 	for i, c := range safe {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+		if !isWord(c) {
 			safe[i] = '_'
 		}
 	}
@@ -272,13 +263,13 @@ func writeEvents(k ProbeKind, cmd string) error {
 	if strings.ContainsAny(cmd, "\n\x00") || len(cmd) > maxCommand {
 		return fmt.Errorf("%w: command %q is not one line of at most %d bytes", ErrInvalid, cmd, maxCommand)
 	}
-	p, err := file(kinds[k].events)
+	dir, err := Path()
 	if err != nil {
 		return err
 	}
-	before := errorLog()
-	err = sys.WriteControl(p, cmd+"\n")
-	if err == nil {
+	p, log := dir+"/"+kinds[k].events, dir+"/error_log"
+	before, _ := os.ReadFile(log)
+	if err = sys.WriteControl(p, cmd+"\n"); err == nil {
 		return nil
 	}
 	if _, serr := os.Stat(p); errors.Is(serr, fs.ErrNotExist) {
@@ -286,19 +277,11 @@ func writeEvents(k ProbeKind, cmd string) error {
 		return fmt.Errorf("this kernel has no %ss: %s is missing (CONFIG_%sS or CONFIG_%s_EVENTS is off): %w: %w",
 			kinds[k].pmu, p, pmu, pmu, sys.ErrNotSupported, err)
 	}
-	if detail := newError(before, errorLog()); detail != "" {
+	after, _ := os.ReadFile(log)
+	if detail := newError(string(before), string(after)); detail != "" {
 		return fmt.Errorf("%q: %w (error_log: %s)", cmd, err, detail)
 	}
 	return fmt.Errorf("%q: %w", cmd, err)
-}
-
-func errorLog() string {
-	p, err := file("error_log")
-	if err != nil {
-		return ""
-	}
-	b, _ := os.ReadFile(p)
-	return string(b)
 }
 
 // newError returns the reason of after's last error_log entry unless before

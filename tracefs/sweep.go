@@ -10,39 +10,29 @@ import (
 	"sync"
 )
 
-var group struct {
-	once sync.Once
-	name string
-	err  error
-}
-
 // Group is the group of this process's events, bpfkit_<pid namespace>_<pid>
 // _<start time>: the PID namespace's inode tells a container's pid 1 from
 // the host's, the start time (clock ticks since boot) a dead process from a
 // later one of the same pid. It is at most 49 bytes, under the kernel's 63.
 // Group, and CreateProbe, fail when /proc cannot say these: without them
 // another process's Sweep could take this live one for dead.
-func Group() (string, error) {
-	group.once.Do(func() {
-		ns, err := pidNamespace()
-		if err != nil {
-			group.err = err
-			return
-		}
-		b, err := os.ReadFile("/proc/self/stat")
-		if err != nil {
-			group.err = fmt.Errorf("tracefs: event group: %w", err)
-			return
-		}
-		start, err := parseStat(b)
-		if err != nil {
-			group.err = fmt.Errorf("tracefs: event group: /proc/self/stat: %w", err)
-			return
-		}
-		group.name = fmt.Sprintf("bpfkit_%d_%d_%d", ns, os.Getpid(), start)
-	})
-	return group.name, group.err
-}
+func Group() (string, error) { return group() }
+
+var group = sync.OnceValues(func() (string, error) {
+	ns, err := pidNamespace()
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return "", fmt.Errorf("tracefs: event group: %w", err)
+	}
+	start, err := parseStat(b)
+	if err != nil {
+		return "", fmt.Errorf("tracefs: event group: /proc/self/stat: %w", err)
+	}
+	return fmt.Sprintf("bpfkit_%d_%d_%d", ns, os.Getpid(), start), nil
+})
 
 // pidNamespace is this process's PID namespace's inode ("pid:[4026531836]").
 func pidNamespace() (uint64, error) {

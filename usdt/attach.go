@@ -14,11 +14,9 @@ import (
 
 // Options says how to attach.
 type Options struct {
-	PID  int    // only this process; 0 means every process that runs the file
-	Name string // the programs' name; "usdt" when empty
-	// NoCookies loads one program per call site even where the kernel has
-	// bpf_cookie, as on kernels before 5.15.
-	NoCookies bool
+	PID       int    // only this process; 0 means every process that runs the file
+	Name      string // the programs' name; "usdt" when empty
+	NoCookies bool   // one program per call site even where the kernel has bpf_cookie (5.15)
 }
 
 // Builder returns the program to run at the call sites args reads from,
@@ -28,11 +26,8 @@ type Builder func(args *Args) ([]Item, error)
 // Attachment is one program attached to every call site of a probe, or
 // one program per call site.
 type Attachment struct {
-	// Cookies says one program serves every site, reading the arguments'
-	// descriptions at its bpf_cookie (5.15) in an array map.
-	Cookies bool
-	// Programs are the loaded programs: one with Cookies, else one per site.
-	Programs []*prog.Program
+	Cookies  bool            // one program serves every site, reading its arguments' descriptions by bpf_cookie
+	Programs []*prog.Program // one with Cookies, else one per site
 	links    []*prog.Link
 	specs    *mapfd.Map
 }
@@ -191,12 +186,10 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 		return fail(fmt.Errorf("reading arguments needs an x86_64 or arm64 kernel: %w", sys.ErrNotSupported))
 	}
 	if !o.NoCookies {
-		if a.Cookies, err = prog.HavePerfLink(); err != nil {
-			return fail(err)
+		if a.Cookies, err = prog.HavePerfLink(); err == nil && a.Cookies {
+			a.specs, err = specMap(sites)
 		}
-	}
-	if a.Cookies {
-		if a.specs, err = specMap(sites); err != nil {
+		if err != nil {
 			return fail(err)
 		}
 	}

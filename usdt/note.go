@@ -57,10 +57,10 @@ type note struct {
 // notes say) and turning them into file offsets.
 func Open(path string) (*File, error) {
 	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("usdt: %w", err)
+	var r *os.File
+	if err == nil {
+		r, err = os.Open(abs)
 	}
-	r, err := os.Open(abs)
 	if err != nil {
 		return nil, fmt.Errorf("usdt: %w", err)
 	}
