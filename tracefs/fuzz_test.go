@@ -121,3 +121,27 @@ func FuzzFindMount(f *testing.F) {
 		t.Fatalf("findMount(%q) = %q, the mount point of no line", text, got)
 	})
 }
+
+// FuzzEventNames: each name comes from one line of the events file, after
+// its first ':' and up to the first space; lines without ':' give none.
+func FuzzEventNames(f *testing.F) {
+	f.Add("p:bpfkit_1_2_3/e1 /usr/bin/true:0x1000\nr10:g/e2 vfs_write\n")
+	f.Add("garbage\n\n:\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		names := eventNames(text)
+		want := 0
+		for line := range strings.SplitSeq(strings.TrimSpace(text), "\n") {
+			if strings.Contains(line, ":") {
+				want++
+			}
+		}
+		if len(names) != want {
+			t.Fatalf("%q: %d names, want %d", text, len(names), want)
+		}
+		for _, n := range names {
+			if strings.Contains(n, " ") || strings.Contains(n, "\n") || !strings.Contains(text, n) {
+				t.Fatalf("%q: name %q", text, n)
+			}
+		}
+	})
+}

@@ -340,13 +340,17 @@ func Events(k ProbeKind) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracefs: %w", err)
 	}
-	var out []string
-	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
-		// "p:group/name target" or "r10:group/name target"
+	return eventNames(string(b)), nil
+}
+
+// eventNames reads "group/name" from each line of an events file,
+// "p:group/name target" or "r10:group/name target".
+func eventNames(text string) (out []string) {
+	for line := range strings.SplitSeq(strings.TrimSpace(text), "\n") {
 		if _, rest, ok := strings.Cut(line, ":"); ok {
 			ev, _, _ := strings.Cut(rest, " ")
 			out = append(out, ev)
 		}
 	}
-	return out, nil
+	return out
 }
