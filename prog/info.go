@@ -63,24 +63,21 @@ func (p *Program) Info() (*Info, error) {
 func (i *Info) Listing() string {
 	var syms *Symbols
 	var base uint64
-	for _, in := range i.Xlated {
-		if in.Code == insn.BPF_JMP|uint8(insn.BPF_CALL) && in.Src == 0 {
-			if s, err := Kallsyms(); err == nil {
-				syms = s
-				base, _ = s.Address("__bpf_call_base")
-			}
-			break
-		}
-	}
 	return insn.DisassembleFunc(i.Xlated, func(call insn.Instruction) string {
-		if base == 0 || call.Src != 0 {
+		if call.Src != 0 {
 			return ""
 		}
-		name, off, _ := syms.lookup(base + uint64(int64(call.Imm)))
-		if off != 0 {
-			return ""
+		if syms == nil { // at the first helper call
+			var err error
+			if syms, err = Kallsyms(); err != nil {
+				return ""
+			}
+			base, _ = syms.Address("__bpf_call_base")
 		}
-		return name
+		if name, off, _ := syms.lookup(base + uint64(int64(call.Imm))); base != 0 && off == 0 {
+			return name
+		}
+		return ""
 	})
 }
 

@@ -11,12 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var kernVersion struct {
-	once sync.Once
-	v    uint32
-	err  error
-}
-
 // KernelVersion is the running kernel's LINUX_VERSION_CODE, read once from
 // the "Linux" note of the vDSO: the number kern_version is compared with,
 // where uname's release is what distributions rewrite (Debian's "6.1.0-18"
@@ -27,6 +21,12 @@ func KernelVersion() (uint32, error) {
 		kernVersion.v, kernVersion.err = v, wrap(err, "kernel version")
 	})
 	return kernVersion.v, kernVersion.err
+}
+
+var kernVersion struct {
+	once sync.Once
+	v    uint32
+	err  error
 }
 
 // atSysinfoEHDR is AT_SYSINFO_EHDR (linux/auxvec.h): the vDSO's address.

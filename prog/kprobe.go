@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/bpfkit/bpfkit/sys"
@@ -61,7 +62,7 @@ func SyscallSymbol(name string) (string, error) {
 }
 
 func syscallPrefix(syms *Symbols, goarch string) string {
-	if p, ok := syscallPrefixes[goarch]; ok && syms.has(p+"getpid") {
+	if p, ok := syscallPrefixes[goarch]; ok && slices.Contains(syms.names, p+"getpid") {
 		return p
 	}
 	for _, n := range syms.names {

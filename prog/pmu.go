@@ -59,9 +59,8 @@ func attachProbe(p *Program, spec tracefs.ProbeSpec, pid int, useTracefs bool, o
 // pmu is a perf event source of /sys/bus/event_source/devices: its type
 // and the config bits of a return probe and of a uprobe's ref_ctr_offset.
 type pmu struct {
-	typ       uint32
-	retBit    uint
-	refCtrBit uint // uprobe: first bit of ref_ctr_offset in config
+	typ               uint32
+	retBit, refCtrBit uint64
 }
 
 var pmus struct {
@@ -71,52 +70,46 @@ var pmus struct {
 
 // probePMU reads the kprobe or uprobe PMU (4.17) once; type 0: none.
 func probePMU(kind tracefs.ProbeKind) (pmu, error) {
-	name := kind.PMU()
 	pmus.Lock()
 	defer pmus.Unlock()
-	if p, ok := pmus.m[name]; ok {
+	p, ok := pmus.m[kind.PMU()]
+	if ok {
 		return p, nil
 	}
-	dir := "/sys/bus/event_source/devices/" + name
-	var p pmu
-	b, err := os.ReadFile(dir + "/type")
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return p, err
-	default:
-		t, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
-		if err != nil {
-			return p, fmt.Errorf("%s/type: %q", dir, b)
-		}
-		p.typ = uint32(t)
-		// format/retprobe is "config:0"; format/ref_ctr_offset "config:32-63".
-		if p.retBit, err = formatBit(dir + "/format/retprobe"); err != nil {
-			return p, err
-		}
+	dir := "/sys/bus/event_source/devices/" + kind.PMU()
+	typ, err := readNum(dir+"/type", 32)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	} else if err == nil {
+		p.typ = uint32(typ)
+		p.retBit, err = readNum(dir+"/format/retprobe", 6)
 		if kind.IsUprobe() {
-			p.refCtrBit, _ = formatBit(dir + "/format/ref_ctr_offset")
+			p.refCtrBit, _ = readNum(dir+"/format/ref_ctr_offset", 6)
 		}
+	}
+	if err != nil {
+		return p, err
 	}
 	if pmus.m == nil {
 		pmus.m = map[string]pmu{}
 	}
-	pmus.m[name] = p
+	pmus.m[kind.PMU()] = p
 	return p, nil
 }
 
-func formatBit(path string) (uint, error) {
+// readNum reads a number from sysfs: a PMU's type, "6", or the first bit of
+// a format field: retprobe is "config:0", ref_ctr_offset "config:32-63".
+func readNum(path string, bits int) (uint64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
-	s := strings.TrimPrefix(strings.TrimSpace(string(b)), "config:")
-	s, _, _ = strings.Cut(s, "-")
-	n, err := strconv.ParseUint(s, 10, 6)
+	s, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(string(b)), "config:"), "-")
+	n, err := strconv.ParseUint(s, 10, bits)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %q", path, b)
 	}
-	return uint(n), nil
+	return n, nil
 }
 
 // openPMUEvent opens a kprobe or uprobe through the PMU: config1 names the

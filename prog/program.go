@@ -32,16 +32,13 @@ func (t Type) String() string { return sys.ProgTypeName(uint32(t)) }
 
 // Spec describes a program to load.
 type Spec struct {
-	Type    Type   // what it attaches to, its context and the helpers it may call
-	Name    string // at most 15 bytes are kept
-	License string // "GPL" unlocks GPL-only helpers such as bpf_probe_read
-	// Insns is the program in the DSL (instructions, labels, map
-	// references), assembled by Load.
-	Insns []insn.Item
+	Type    Type        // what it attaches to, its context and the helpers it may call
+	Name    string      // at most 15 bytes are kept
+	License string      // "GPL" unlocks GPL-only helpers such as bpf_probe_read
+	Insns   []insn.Item // the program in the DSL (instructions, labels, map references), assembled by Load
 	// Instructions is the program already assembled (insn.Assemble), for
 	// loading one program many times; set it or Insns, not both.
 	Instructions []insn.Instruction
-
 	// KernVersion is LINUX_VERSION_CODE for kprobe programs, which kernels
 	// before 5.0 check; zero means the running kernel's.
 	KernVersion        uint32
@@ -51,9 +48,7 @@ type Spec struct {
 	// LogLevel above zero asks for the verifier's log (Program.Log); a
 	// failed load gets one at level 1 anyway.
 	LogLevel uint32
-	// LogSize is the first size of the log buffer, which grows on ENOSPC
-	// up to MaxLogSize. Zero means 64 KiB.
-	LogSize int
+	LogSize  int // the log buffer's first size (zero: 64 KiB), grown on ENOSPC up to MaxLogSize
 }
 
 // Flags for Spec.Flags (prog_flags), as in the uapi header.
@@ -65,9 +60,6 @@ const (
 	BPF_F_SLEEPABLE        = unix.BPF_F_SLEEPABLE        // the program may sleep (5.10): a syscall program, say (5.14)
 	BPF_F_XDP_HAS_FRAGS    = unix.BPF_F_XDP_HAS_FRAGS    // an XDP program that takes multi-buffer packets (5.18)
 )
-
-// retZero is "r0 = 0; exit", for feature probes.
-var retZero = []insn.Item{insn.Mov64Imm(insn.R0, 0), insn.Exit()}
 
 // MaxLogSize bounds the verifier log buffer.
 const MaxLogSize = 64 << 20
@@ -83,65 +75,56 @@ type Program struct {
 // Load assembles spec.Insns (or takes spec.Instructions) and loads the
 // program; one the verifier rejects is a *VerifierError.
 func Load(spec Spec) (*Program, error) {
+	fail := func(err error) (*Program, error) { return nil, wrap(err, "load %q", spec.Name) }
 	insns := spec.Instructions
-	switch {
-	case len(spec.Insns) > 0 && len(insns) > 0:
-		return nil, fmt.Errorf("prog: load %q: both Insns and Instructions are set", spec.Name)
-	case len(spec.Insns) > 0:
+	if len(spec.Insns) > 0 {
+		if len(insns) > 0 {
+			return fail(errors.New("both Insns and Instructions are set"))
+		}
 		var err error
 		if insns, err = insn.Assemble(spec.Insns); err != nil {
-			return nil, fmt.Errorf("prog: load %q: %w", spec.Name, err)
+			return fail(err)
 		}
 	}
 	if len(insns) == 0 {
-		return nil, fmt.Errorf("prog: load %q: no instructions", spec.Name)
+		return fail(errors.New("no instructions"))
 	}
-	buf := codePool.Get().(*[]byte)
-	defer codePool.Put(buf)
 	name, err := sys.NewObjName(spec.Name)
 	if err != nil {
-		return nil, fmt.Errorf("prog: load: %w", err)
+		return fail(err)
 	}
 	license, err := sys.StringPointer(spec.License)
 	if err != nil {
-		return nil, fmt.Errorf("prog: load %q: license: %w", spec.Name, err)
+		return fail(fmt.Errorf("license: %w", err))
 	}
-	code, err := insn.AppendEncode((*buf)[:0], insns)
-	if err != nil {
-		return nil, fmt.Errorf("prog: load %q: %w", spec.Name, err)
+	buf := codePool.Get().(*[]byte)
+	defer codePool.Put(buf)
+	if *buf, err = insn.AppendEncode((*buf)[:0], insns); err != nil {
+		return fail(err)
 	}
-	*buf = code
-	attr := sys.ProgLoadAttr{
-		ProgType:           uint32(spec.Type),
-		InsnCnt:            uint32(len(insns)),
-		Insns:              sys.SlicePointer(code),
-		License:            license,
-		KernVersion:        spec.KernVersion,
-		ProgFlags:          spec.Flags,
-		ProgName:           name,
-		ExpectedAttachType: spec.ExpectedAttachType,
-	}
+	attr := sys.ProgLoadAttr{ProgType: uint32(spec.Type), InsnCnt: uint32(len(insns)), Insns: sys.SlicePointer(*buf),
+		License: license, KernVersion: spec.KernVersion, ProgFlags: spec.Flags, ProgName: name, ExpectedAttachType: spec.ExpectedAttachType}
 	if spec.Type == Kprobe && attr.KernVersion == 0 {
 		attr.KernVersion, _ = KernelVersion()
 	}
 	var log []byte
+	setLog := func(level uint32, size int) {
+		log = make([]byte, size)
+		attr.LogLevel, attr.LogSize, attr.LogBuf = level, uint32(size), sys.SlicePointer(log)
+	}
 	if spec.LogLevel > 0 {
-		log = make([]byte, logSize(spec.LogSize))
-		attr.LogLevel, attr.LogSize, attr.LogBuf = spec.LogLevel, uint32(len(log)), sys.SlicePointer(log)
+		setLog(spec.LogLevel, logSize(spec.LogSize))
 	}
 	fd, err := sys.ProgLoad(&attr)
 	if errors.Is(err, unix.EPERM) && sys.RaiseMemlock() {
 		fd, err = sys.ProgLoad(&attr)
 	}
-	if err != nil && spec.LogLevel == 0 {
-		// The fast path had no log: load again with one to say why.
-		log = make([]byte, logSize(spec.LogSize))
-		attr.LogLevel, attr.LogSize, attr.LogBuf = 1, uint32(len(log)), sys.SlicePointer(log)
+	if err != nil && spec.LogLevel == 0 { // the fast path had no log: load again with one to say why
+		setLog(1, logSize(spec.LogSize))
 		fd, err = sys.ProgLoad(&attr)
 	}
-	for err != nil && errors.Is(err, unix.ENOSPC) && len(log) < MaxLogSize {
-		log = make([]byte, min(len(log)*4, MaxLogSize))
-		attr.LogSize, attr.LogBuf = uint32(len(log)), sys.SlicePointer(log)
+	for errors.Is(err, unix.ENOSPC) && len(log) < MaxLogSize {
+		setLog(attr.LogLevel, min(len(log)*4, MaxLogSize))
 		fd, err = sys.ProgLoad(&attr)
 	}
 	if err != nil {
@@ -198,26 +181,23 @@ func (p *Program) Pin(path string) error {
 // Open opens the program pinned at path.
 func Open(path string) (*Program, error) {
 	fd, err := sys.OpenPinned(path, "prog")
-	if err != nil {
-		return nil, fmt.Errorf("prog: open pinned program %s: %w", path, err)
-	}
-	return fromFD(fd)
+	return fromFD(fd, wrap(err, "open pinned program %s", path))
 }
 
 // OpenID opens the program with the kernel-wide id (needs CAP_SYS_ADMIN).
 func OpenID(id uint32) (*Program, error) {
 	fd, err := sys.ProgGetFDByID(&sys.GetIDAttr{ID: id})
-	if err != nil {
-		return nil, fmt.Errorf("prog: open program id %d: %w", id, err)
-	}
-	return fromFD(fd)
+	return fromFD(fd, wrap(err, "open program id %d", id))
 }
 
-func fromFD(fd int) (*Program, error) {
+func fromFD(fd int, err error) (*Program, error) {
+	if err != nil {
+		return nil, err
+	}
 	var info sys.ProgInfo
 	if err := sys.InfoByFD(fd, &info); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("prog: program info: %w", err)
+		return nil, wrap(err, "program info")
 	}
 	p := &Program{name: info.Name.String(), typ: Type(info.Type)}
 	p.fd.Set(fd)

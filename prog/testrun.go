@@ -36,20 +36,9 @@ func (p *Program) TestRun(o RunOptions) (RunResult, error) {
 	if p.fd.Int() < 0 {
 		return RunResult{}, ErrClosed
 	}
-	attr := sys.TestRunAttr{
-		ProgFD:      uint32(p.fd.Int()),
-		DataIn:      sys.SlicePointer(o.Data),
-		DataSizeIn:  uint32(len(o.Data)),
-		DataOut:     sys.SlicePointer(o.DataOut),
-		DataSizeOut: uint32(len(o.DataOut)),
-		CtxIn:       sys.SlicePointer(o.Ctx),
-		CtxSizeIn:   uint32(len(o.Ctx)),
-		CtxOut:      sys.SlicePointer(o.CtxOut),
-		CtxSizeOut:  uint32(len(o.CtxOut)),
-		Repeat:      o.Repeat,
-		Flags:       o.Flags,
-		CPU:         o.CPU,
-	}
+	attr := sys.TestRunAttr{ProgFD: uint32(p.fd.Int()), Repeat: o.Repeat, Flags: o.Flags, CPU: o.CPU,
+		DataIn: sys.SlicePointer(o.Data), DataSizeIn: uint32(len(o.Data)), DataOut: sys.SlicePointer(o.DataOut), DataSizeOut: uint32(len(o.DataOut)),
+		CtxIn: sys.SlicePointer(o.Ctx), CtxSizeIn: uint32(len(o.Ctx)), CtxOut: sys.SlicePointer(o.CtxOut), CtxSizeOut: uint32(len(o.CtxOut))}
 	if err := sys.ProgTestRun(&attr); err != nil {
 		return RunResult{}, fmt.Errorf("prog: test run of %q: %w", p.name, err)
 	}
