@@ -63,16 +63,20 @@ type AttachOptions struct {
 	Legacy bool
 }
 
-// attachPerf attaches p to the perf event perfFD, with a perf link unless
-// the kernel has none or o asks for Legacy, and enables it. The Link owns
-// perfFD and event; on failure both are released.
-func attachPerf(p *Program, perfFD int, event remover, desc string, o AttachOptions) (*Link, error) {
+// attachPerf attaches p to the perf event perfFD (unless err says why it
+// could not be opened), with a perf link unless the kernel has none or o
+// asks for Legacy, and enables it. The Link owns perfFD and event; on
+// failure both are released.
+func attachPerf(p *Program, perfFD int, err error, event remover, desc string, o AttachOptions) (*Link, error) {
 	l := &Link{desc: desc, event: event}
-	l.perfFD.Set(perfFD)
 	fail := func(err error) (*Link, error) {
 		l.Close()
 		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
+	if err != nil {
+		return fail(err)
+	}
+	l.perfFD.Set(perfFD)
 	useLink := false
 	if !o.Legacy {
 		ok, err := HavePerfLink()
@@ -132,10 +136,7 @@ func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 		return nil, err
 	}
 	fd, err := sys.Dup(perfFD)
-	if err != nil {
-		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
-	}
-	return attachPerf(p, fd, nil, desc, o)
+	return attachPerf(p, fd, err, nil, desc, o)
 }
 
 // openTracepointEvent opens a disabled perf event on the tracepoint (or
@@ -158,10 +159,7 @@ func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, e
 	if err == nil {
 		fd, err = openTracepointEvent(id, -1, 0)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
-	}
-	return attachPerf(p, fd, nil, desc, o)
+	return attachPerf(p, fd, err, nil, desc, o)
 }
 
 // AttachRawTracepoint runs p, a RawTracepoint program, on the raw

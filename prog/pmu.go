@@ -37,10 +37,7 @@ func attachProbe(p *Program, spec tracefs.ProbeSpec, pid int, useTracefs bool, o
 		}
 		if pmu.typ != 0 {
 			fd, err := openPMUEvent(pmu, spec, pid, cpu)
-			if err != nil {
-				return fail(explainProbe(spec, err))
-			}
-			return attachPerf(p, fd, nil, desc, o)
+			return attachPerf(p, fd, explainProbe(spec, err), nil, desc, o)
 		}
 	}
 	// No PMU (kernels before 4.17), or asked for: a tracefs event.
@@ -49,11 +46,7 @@ func attachProbe(p *Program, spec tracefs.ProbeSpec, pid int, useTracefs bool, o
 		return fail(explainProbe(spec, err))
 	}
 	fd, err := openTracepointEvent(ev.ID, pid, cpu)
-	if err != nil {
-		ev.Remove()
-		return fail(err)
-	}
-	return attachPerf(p, fd, ev, desc, o)
+	return attachPerf(p, fd, err, ev, desc, o)
 }
 
 // pmu is a perf event source of /sys/bus/event_source/devices: its type

@@ -36,19 +36,14 @@ type Spec struct {
 	Name    string      // at most 15 bytes are kept
 	License string      // "GPL" unlocks GPL-only helpers such as bpf_probe_read
 	Insns   []insn.Item // the program in the DSL (instructions, labels, map references), assembled by Load
-	// Instructions is the program already assembled (insn.Assemble), for
-	// loading one program many times; set it or Insns, not both.
-	Instructions []insn.Instruction
-	// KernVersion is LINUX_VERSION_CODE for kprobe programs, which kernels
-	// before 5.0 check; zero means the running kernel's.
-	KernVersion        uint32
+	// Instructions is the program already assembled (insn.Assemble), to
+	// load one program many times; set it or Insns, not both.
+	Instructions       []insn.Instruction
+	KernVersion        uint32 // LINUX_VERSION_CODE, which kernels before 5.0 check in kprobe programs; zero: the running kernel's
 	ExpectedAttachType uint32 // bpf_attach_type, for types that need it at load
 	Flags              uint32 // prog_flags: BPF_F_STRICT_ALIGNMENT, BPF_F_SLEEPABLE, ...
-
-	// LogLevel above zero asks for the verifier's log (Program.Log); a
-	// failed load gets one at level 1 anyway.
-	LogLevel uint32
-	LogSize  int // the log buffer's first size (zero: 64 KiB), grown on ENOSPC up to MaxLogSize
+	LogLevel           uint32 // above zero: keep the verifier's log (Program.Log); a failed load gets one at level 1 anyway
+	LogSize            int    // the log buffer's first size (zero: 64 KiB), grown on ENOSPC up to MaxLogSize
 }
 
 // Flags for Spec.Flags (prog_flags), as in the uapi header.

@@ -84,8 +84,7 @@ func fileOffset(path, symbol string, off uint64) (uint64, error) {
 		return 0, err
 	}
 	defer file.Close()
-	// The kernel probes any file; a program meant for an executable that
-	// is not one is a mistake to report, not to attach.
+	// The kernel probes any file: one that is not ELF is a mistake to report.
 	size, _ := file.Seek(0, io.SeekEnd)
 	f, err := readELF(file, size)
 	if err != nil {
@@ -105,14 +104,12 @@ func fileOffset(path, symbol string, off uint64) (uint64, error) {
 		addr = s.value + off
 	}
 	for _, p := range f.progs {
-		if p.typ != ptLoad || p.flags&pfX == 0 {
-			continue
+		base := p.off
+		if isAddr {
+			base = p.vaddr
 		}
-		if isAddr && addr >= p.vaddr && addr-p.vaddr < p.filesz {
-			return addr - p.vaddr + p.off, nil
-		}
-		if !isAddr && addr >= p.off && addr-p.off < p.filesz {
-			return addr, nil
+		if p.typ == ptLoad && p.flags&pfX != 0 && addr >= base && addr-base < p.filesz {
+			return addr - base + p.off, nil
 		}
 	}
 	what := fmt.Sprintf("file offset %#x", off)

@@ -22,9 +22,6 @@ type VerifierError struct {
 	Text string // the log's text of that instruction, "r0 = *(u64 *)(r2 +0)"
 }
 
-// logTail is how many of the log's last lines Error shows.
-const logTail = 8
-
 // Error shows the errno, the failing instruction and the log's last lines.
 func (e *VerifierError) Error() string {
 	var b strings.Builder
@@ -33,9 +30,9 @@ func (e *VerifierError) Error() string {
 		fmt.Fprintf(&b, " at instruction %d: %s", e.Insn, e.Text)
 	}
 	lines := strings.Split(strings.TrimRight(e.Log, "\n"), "\n")
-	if len(lines) > logTail {
-		fmt.Fprintf(&b, "\n\t... (%d lines of log before)", len(lines)-logTail)
-		lines = lines[len(lines)-logTail:]
+	if n := len(lines) - 8; n > 0 { // the last 8 lines
+		fmt.Fprintf(&b, "\n\t... (%d lines of log before)", n)
+		lines = lines[n:]
 	}
 	for _, l := range lines {
 		b.WriteString("\n\t" + l)
