@@ -55,12 +55,8 @@ func (l *Link) Close() error {
 
 // AttachOptions apply to every attachment made through a perf event.
 type AttachOptions struct {
-	// Cookie is what bpf_get_attach_cookie reads. It needs BPF perf links
-	// (5.15): without, a non-zero Cookie is an ErrNotSupported error.
-	Cookie uint64
-	// Legacy attaches with PERF_EVENT_IOC_SET_BPF, without a cookie, even
-	// where perf links exist.
-	Legacy bool
+	Cookie uint64 // what bpf_get_attach_cookie reads; needs BPF perf links (5.15), else an ErrNotSupported error
+	Legacy bool   // attach with PERF_EVENT_IOC_SET_BPF, without a cookie, even where perf links exist
 }
 
 // attachPerf attaches p to the perf event perfFD (unless err says why it
@@ -77,13 +73,11 @@ func attachPerf(p *Program, perfFD int, err error, event remover, desc string, o
 		return fail(err)
 	}
 	l.perfFD.Set(perfFD)
-	useLink := false
-	if !o.Legacy {
-		ok, err := HavePerfLink()
-		if err != nil {
+	useLink := !o.Legacy
+	if useLink {
+		if useLink, err = HavePerfLink(); err != nil {
 			return fail(err)
 		}
-		useLink = ok
 	}
 	if o.Cookie != 0 && !useLink {
 		return fail(fmt.Errorf("a cookie needs a BPF perf link (Linux 5.15) and Legacy is set or the kernel has none: %w", sys.ErrNotSupported))
