@@ -13,9 +13,9 @@ import (
 )
 
 // elfFile is what prog reads of a little-endian ELF64 or ELF32 file: the
-// program headers (for the vDSO's notes and uprobes' file offsets) and the
-// function symbols. debug/elf brings debug/dwarf and decompressors with
-// it, far more code than this, into every program that imports prog.
+// program headers (the vDSO's notes, uprobes' file offsets) and function
+// symbols; debug/elf would link debug/dwarf and decompressors into every
+// program that imports prog.
 type elfFile struct {
 	r     io.ReaderAt
 	size  uint64 // of the file: what its headers say must fit in it
@@ -33,14 +33,7 @@ type elfProg struct {
 }
 
 // PT_LOAD, PT_NOTE, PF_X, SHT_SYMTAB, SHT_DYNSYM and STT_FUNC of elf.h.
-const (
-	ptLoad    = 1
-	ptNote    = 4
-	pfX       = 1
-	shtSymtab = 2
-	shtDynsym = 11
-	sttFunc   = 2
-)
+const ptLoad, ptNote, pfX, shtSymtab, shtDynsym, sttFunc = 1, 4, 1, 2, 11, 2
 
 // readELF reads the header and program headers of r, size bytes long.
 func readELF(r io.ReaderAt, size int64) (*elfFile, error) {
@@ -162,11 +155,8 @@ func (f *elfFile) read(off, n uint64, what string) ([]byte, error) {
 // where uname's release is what distributions rewrite (Debian's "6.1.0-18"
 // is 6.1.76).
 func KernelVersion() (uint32, error) {
-	kernVersion.once.Do(func() {
-		v, err := vdsoVersion()
-		kernVersion.v, kernVersion.err = v, wrap(err, "kernel version")
-	})
-	return kernVersion.v, kernVersion.err
+	kernVersion.once.Do(func() { kernVersion.v, kernVersion.err = vdsoVersion() })
+	return kernVersion.v, wrap(kernVersion.err, "kernel version")
 }
 
 var kernVersion struct {

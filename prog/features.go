@@ -16,11 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Feature probes try once, with a tiny program, map or a bad fd, and cache
-// the answer with its errno; none reads the kernel version. libbpf's
-// libbpf_probes.c is their model.
-
-// Feature is one probe's answer.
+// Feature is one probe's answer. Probes (after libbpf_probes.c) try once,
+// with a tiny program, map or a bad fd, and cache the answer with its
+// errno; none reads the kernel version.
 type Feature struct {
 	Name  string     // "perf_link", "prog_type xdp", "helper kprobe bpf_get_attach_cookie", ...
 	OK    bool       // the kernel has it

@@ -91,10 +91,7 @@ func parseKallsymsLine(line string) (addr uint64, name string, ok bool) {
 		return 0, "", false
 	}
 	addr, err := strconv.ParseUint(fields[0], 16, 64)
-	if err != nil {
-		return 0, "", false
-	}
-	return addr, fields[2], true
+	return addr, fields[2], err == nil
 }
 
 // lookup finds the symbol at or before addr, the first of one address.
@@ -112,18 +109,16 @@ func (s *Symbols) lookup(addr uint64) (name string, off uint64, ok bool) {
 // Name returns "function+0xoff" for a kernel address, or the address in hex
 // when no symbol precedes it.
 func (s *Symbols) Name(addr uint64) string {
-	name, off, ok := s.lookup(addr)
-	if !ok {
-		return fmt.Sprintf("%#x", addr)
+	if name, off, ok := s.lookup(addr); ok {
+		return fmt.Sprintf("%s+%#x", name, off)
 	}
-	return fmt.Sprintf("%s+%#x", name, off)
+	return fmt.Sprintf("%#x", addr)
 }
 
 // Address returns the address of the text symbol name, if there is one.
 func (s *Symbols) Address(name string) (uint64, bool) {
-	i := slices.Index(s.names, name)
-	if i < 0 {
-		return 0, false
+	if i := slices.Index(s.names, name); i >= 0 {
+		return s.addrs[i], true
 	}
-	return s.addrs[i], true
+	return 0, false
 }

@@ -106,20 +106,24 @@ func Load(spec Spec) (*Program, error) {
 	if spec.Type == Kprobe && attr.KernVersion == 0 {
 		attr.KernVersion, _ = KernelVersion()
 	}
+	logSize := min(max(spec.LogSize, 128), MaxLogSize)
+	if spec.LogSize <= 0 {
+		logSize = 64 << 10
+	}
 	var log []byte
 	setLog := func(level uint32, size int) {
 		log = make([]byte, size)
 		attr.LogLevel, attr.LogSize, attr.LogBuf = level, uint32(size), sys.SlicePointer(log)
 	}
 	if spec.LogLevel > 0 {
-		setLog(spec.LogLevel, logSize(spec.LogSize))
+		setLog(spec.LogLevel, logSize)
 	}
 	fd, err := sys.ProgLoad(&attr)
 	if errors.Is(err, unix.EPERM) && sys.RaiseMemlock() {
 		fd, err = sys.ProgLoad(&attr)
 	}
 	if err != nil && spec.LogLevel == 0 { // the fast path had no log: load again with one to say why
-		setLog(1, logSize(spec.LogSize))
+		setLog(1, logSize)
 		fd, err = sys.ProgLoad(&attr)
 	}
 	for errors.Is(err, unix.ENOSPC) && len(log) < MaxLogSize {
@@ -136,13 +140,6 @@ func Load(spec Spec) (*Program, error) {
 
 // codePool recycles encoded instructions, which the kernel copies.
 var codePool = sync.Pool{New: func() any { return new([]byte) }}
-
-func logSize(n int) int {
-	if n <= 0 {
-		return 64 << 10
-	}
-	return min(max(n, 128), MaxLogSize)
-}
 
 // String says what the program is: `program "dropmon" (tracepoint, fd 5)`.
 func (p *Program) String() string {
@@ -300,12 +297,6 @@ func (p *Program) TestRun(o RunOptions) (RunResult, error) {
 	if err := sys.ProgTestRun(&attr); err != nil {
 		return RunResult{}, fmt.Errorf("prog: test run of %q: %w", p.name, err)
 	}
-	r := RunResult{Retval: attr.Retval, Duration: time.Duration(attr.Duration)}
-	if o.DataOut != nil {
-		r.DataOut = o.DataOut[:min(int(attr.DataSizeOut), len(o.DataOut))]
-	}
-	if o.CtxOut != nil {
-		r.CtxOut = o.CtxOut[:min(int(attr.CtxSizeOut), len(o.CtxOut))]
-	}
-	return r, nil
+	return RunResult{Retval: attr.Retval, Duration: time.Duration(attr.Duration), // a nil DataOut or CtxOut stays nil
+		DataOut: o.DataOut[:min(int(attr.DataSizeOut), len(o.DataOut))], CtxOut: o.CtxOut[:min(int(attr.CtxSizeOut), len(o.CtxOut))]}, nil
 }
