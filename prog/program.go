@@ -90,7 +90,7 @@ func Load(spec Spec) (*Program, error) {
 	}
 	name, err := sys.NewObjName(spec.Name)
 	if err != nil {
-		return fail(err)
+		return nil, fmt.Errorf("prog: load: %w", err) // the name is in err
 	}
 	license, err := sys.StringPointer(spec.License)
 	if err != nil {
