@@ -75,14 +75,8 @@ func (r PtRegs) Return(dst, ctx insn.Register) insn.Item {
 	return insn.LoadMem(r.Size, dst, ctx, r.Ret)
 }
 
-// syscallPrefixes is, by GOARCH, the prefix of the kernel's system call
-// handlers since the syscall wrappers (x86-64 4.17, arm64 4.19, s390 and
-// riscv later): a 386 process on an x86-64 kernel enters through the IA32
-// emulation's __ia32_sys_* (or __ia32_compat_sys_*). Else: sys_*.
-var syscallPrefixes = map[string]string{
-	"amd64":   "__x64_sys_",
-	"386":     "__ia32_sys_",
-	"arm64":   "__arm64_sys_",
-	"riscv64": "__riscv_sys_",
-	"s390x":   "__s390x_sys_",
-}
+// syscallPrefixes is, by GOARCH, the prefix of the system call handlers
+// since the syscall wrappers (x86-64 4.17, arm64 4.19, s390 and riscv
+// later); a 386 process on an x86-64 kernel enters through __ia32_sys_*.
+var syscallPrefixes = map[string]string{"amd64": "__x64_sys_", "386": "__ia32_sys_", "arm64": "__arm64_sys_",
+	"riscv64": "__riscv_sys_", "s390x": "__s390x_sys_"}

@@ -3,6 +3,7 @@ package prog
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -15,11 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Feature probes try once, with a tiny program, map or a bad fd, and cache
-// the answer with its errno; none reads the kernel version. libbpf's
-// libbpf_probes.c is their model.
-
-// Feature is one probe's answer.
+// Feature is one probe's answer. Probes (after libbpf_probes.c) try once,
+// with a tiny program, map or a bad fd, and cache the answer with its
+// errno; none reads the kernel version.
 type Feature struct {
 	Name  string     // "perf_link", "prog_type xdp", "helper kprobe bpf_get_attach_cookie", ...
 	OK    bool       // the kernel has it
@@ -32,6 +31,9 @@ var features struct {
 	sync.Mutex
 	m map[string]Feature
 }
+
+// retZero is "r0 = 0; exit", for feature probes.
+var retZero = []insn.Item{insn.Mov64Imm(insn.R0, 0), insn.Exit()}
 
 // probe runs try once for name, one probe at a time, and caches the answer.
 func probe(name string, try func(f *Feature)) Feature {
@@ -93,12 +95,7 @@ func Features(helpersOf ...Type) []Feature {
 	}
 	features.Lock()
 	defer features.Unlock()
-	var fs []Feature
-	for _, f := range features.m {
-		fs = append(fs, f)
-	}
-	slices.SortFunc(fs, func(a, b Feature) int { return strings.Compare(a.Name, b.Name) })
-	return fs
+	return slices.SortedFunc(maps.Values(features.m), func(a, b Feature) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // HavePerfLink reports whether the kernel has BPF perf links (5.15):
@@ -129,9 +126,8 @@ func HaveKprobeMulti() (bool, error) {
 		}
 		defer p.Close()
 		sym, _ := sys.StringPointer("vprintk")
-		syms := []sys.Pointer{sym}
 		fd, err := sys.LinkCreateKprobeMulti(&sys.LinkCreateKprobeMultiAttr{ProgFD: uint32(p.fd.Int()),
-			AttachType: unix.BPF_TRACE_KPROBE_MULTI, Cnt: 1, Syms: sys.NewPointer(unsafePointer(&syms[0]))})
+			AttachType: unix.BPF_TRACE_KPROBE_MULTI, Cnt: 1, Syms: sys.NewPointer(unsafePointer(&sym))})
 		if err == nil {
 			unix.Close(fd)
 		}
@@ -207,10 +203,7 @@ func TailCallLimit() (int, error) {
 		if err == nil {
 			r, err = p.TestRun(RunOptions{Data: make([]byte, 64)})
 		}
-		f.Value, f.OK = int(r.Retval)-1, r.Retval > 1
-		if err != nil {
-			f.Err = wrap(err, "probe for %s", f.Name)
-		}
+		f.Value, f.OK, f.Err = int(r.Retval)-1, r.Retval > 1, wrap(err, "probe for %s", f.Name)
 	})
 	return f.Value, f.Err
 }

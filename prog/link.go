@@ -55,31 +55,29 @@ func (l *Link) Close() error {
 
 // AttachOptions apply to every attachment made through a perf event.
 type AttachOptions struct {
-	// Cookie is what bpf_get_attach_cookie reads. It needs BPF perf links
-	// (5.15): without, a non-zero Cookie is an ErrNotSupported error.
-	Cookie uint64
-	// Legacy attaches with PERF_EVENT_IOC_SET_BPF, without a cookie, even
-	// where perf links exist.
-	Legacy bool
+	Cookie uint64 // what bpf_get_attach_cookie reads; needs BPF perf links (5.15), else an ErrNotSupported error
+	Legacy bool   // attach with PERF_EVENT_IOC_SET_BPF, without a cookie, even where perf links exist
 }
 
-// attachPerf attaches p to the perf event perfFD, with a perf link unless
-// the kernel has none or o asks for Legacy, and enables it. The Link owns
-// perfFD and event; on failure both are released.
-func attachPerf(p *Program, perfFD int, event remover, desc string, o AttachOptions) (*Link, error) {
+// attachPerf attaches p to the perf event perfFD (unless err says why it
+// could not be opened), with a perf link unless the kernel has none or o
+// asks for Legacy, and enables it. The Link owns perfFD and event; on
+// failure both are released.
+func attachPerf(p *Program, perfFD int, err error, event remover, desc string, o AttachOptions) (*Link, error) {
 	l := &Link{desc: desc, event: event}
-	l.perfFD.Set(perfFD)
 	fail := func(err error) (*Link, error) {
 		l.Close()
 		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
 	}
-	useLink := false
-	if !o.Legacy {
-		ok, err := HavePerfLink()
-		if err != nil {
+	if err != nil {
+		return fail(err)
+	}
+	l.perfFD.Set(perfFD)
+	useLink := !o.Legacy
+	if useLink {
+		if useLink, err = HavePerfLink(); err != nil {
 			return fail(err)
 		}
-		useLink = ok
 	}
 	if o.Cookie != 0 && !useLink {
 		return fail(fmt.Errorf("a cookie needs a BPF perf link (Linux 5.15) and Legacy is set or the kernel has none: %w", sys.ErrNotSupported))
@@ -132,10 +130,7 @@ func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 		return nil, err
 	}
 	fd, err := sys.Dup(perfFD)
-	if err != nil {
-		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
-	}
-	return attachPerf(p, fd, nil, desc, o)
+	return attachPerf(p, fd, err, nil, desc, o)
 }
 
 // openTracepointEvent opens a disabled perf event on the tracepoint (or
@@ -158,10 +153,7 @@ func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, e
 	if err == nil {
 		fd, err = openTracepointEvent(id, -1, 0)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
-	}
-	return attachPerf(p, fd, nil, desc, o)
+	return attachPerf(p, fd, err, nil, desc, o)
 }
 
 // AttachRawTracepoint runs p, a RawTracepoint program, on the raw

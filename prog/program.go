@@ -3,7 +3,11 @@ package prog
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
+	"unsafe"
 
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/sys"
@@ -32,28 +36,18 @@ func (t Type) String() string { return sys.ProgTypeName(uint32(t)) }
 
 // Spec describes a program to load.
 type Spec struct {
-	Type    Type   // what it attaches to, its context and the helpers it may call
-	Name    string // at most 15 bytes are kept
-	License string // "GPL" unlocks GPL-only helpers such as bpf_probe_read
-	// Insns is the program in the DSL (instructions, labels, map
-	// references), assembled by Load.
-	Insns []insn.Item
-	// Instructions is the program already assembled (insn.Assemble), for
-	// loading one program many times; set it or Insns, not both.
-	Instructions []insn.Instruction
-
-	// KernVersion is LINUX_VERSION_CODE for kprobe programs, which kernels
-	// before 5.0 check; zero means the running kernel's.
-	KernVersion        uint32
+	Type    Type        // what it attaches to, its context and the helpers it may call
+	Name    string      // at most 15 bytes are kept
+	License string      // "GPL" unlocks GPL-only helpers such as bpf_probe_read
+	Insns   []insn.Item // the program in the DSL (instructions, labels, map references), assembled by Load
+	// Instructions is the program already assembled (insn.Assemble), to
+	// load one program many times; set it or Insns, not both.
+	Instructions       []insn.Instruction
+	KernVersion        uint32 // LINUX_VERSION_CODE, which kernels before 5.0 check in kprobe programs; zero: the running kernel's
 	ExpectedAttachType uint32 // bpf_attach_type, for types that need it at load
 	Flags              uint32 // prog_flags: BPF_F_STRICT_ALIGNMENT, BPF_F_SLEEPABLE, ...
-
-	// LogLevel above zero asks for the verifier's log (Program.Log); a
-	// failed load gets one at level 1 anyway.
-	LogLevel uint32
-	// LogSize is the first size of the log buffer, which grows on ENOSPC
-	// up to MaxLogSize. Zero means 64 KiB.
-	LogSize int
+	LogLevel           uint32 // above zero: keep the verifier's log (Program.Log); a failed load gets one at level 1 anyway
+	LogSize            int    // the log buffer's first size (zero: 64 KiB), grown on ENOSPC up to MaxLogSize
 }
 
 // Flags for Spec.Flags (prog_flags), as in the uapi header.
@@ -65,9 +59,6 @@ const (
 	BPF_F_SLEEPABLE        = unix.BPF_F_SLEEPABLE        // the program may sleep (5.10): a syscall program, say (5.14)
 	BPF_F_XDP_HAS_FRAGS    = unix.BPF_F_XDP_HAS_FRAGS    // an XDP program that takes multi-buffer packets (5.18)
 )
-
-// retZero is "r0 = 0; exit", for feature probes.
-var retZero = []insn.Item{insn.Mov64Imm(insn.R0, 0), insn.Exit()}
 
 // MaxLogSize bounds the verifier log buffer.
 const MaxLogSize = 64 << 20
@@ -83,65 +74,60 @@ type Program struct {
 // Load assembles spec.Insns (or takes spec.Instructions) and loads the
 // program; one the verifier rejects is a *VerifierError.
 func Load(spec Spec) (*Program, error) {
+	fail := func(err error) (*Program, error) { return nil, wrap(err, "load %q", spec.Name) }
 	insns := spec.Instructions
-	switch {
-	case len(spec.Insns) > 0 && len(insns) > 0:
-		return nil, fmt.Errorf("prog: load %q: both Insns and Instructions are set", spec.Name)
-	case len(spec.Insns) > 0:
+	if len(spec.Insns) > 0 {
+		if len(insns) > 0 {
+			return fail(errors.New("both Insns and Instructions are set"))
+		}
 		var err error
 		if insns, err = insn.Assemble(spec.Insns); err != nil {
-			return nil, fmt.Errorf("prog: load %q: %w", spec.Name, err)
+			return fail(err)
 		}
 	}
 	if len(insns) == 0 {
-		return nil, fmt.Errorf("prog: load %q: no instructions", spec.Name)
+		return fail(errors.New("no instructions"))
 	}
-	buf := codePool.Get().(*[]byte)
-	defer codePool.Put(buf)
 	name, err := sys.NewObjName(spec.Name)
 	if err != nil {
-		return nil, fmt.Errorf("prog: load: %w", err)
+		return nil, fmt.Errorf("prog: load: %w", err) // the name is in err
 	}
 	license, err := sys.StringPointer(spec.License)
 	if err != nil {
-		return nil, fmt.Errorf("prog: load %q: license: %w", spec.Name, err)
+		return fail(fmt.Errorf("license: %w", err))
 	}
-	code, err := insn.AppendEncode((*buf)[:0], insns)
-	if err != nil {
-		return nil, fmt.Errorf("prog: load %q: %w", spec.Name, err)
+	buf := codePool.Get().(*[]byte)
+	defer codePool.Put(buf)
+	if *buf, err = insn.AppendEncode((*buf)[:0], insns); err != nil {
+		return fail(err)
 	}
-	*buf = code
-	attr := sys.ProgLoadAttr{
-		ProgType:           uint32(spec.Type),
-		InsnCnt:            uint32(len(insns)),
-		Insns:              sys.SlicePointer(code),
-		License:            license,
-		KernVersion:        spec.KernVersion,
-		ProgFlags:          spec.Flags,
-		ProgName:           name,
-		ExpectedAttachType: spec.ExpectedAttachType,
-	}
+	attr := sys.ProgLoadAttr{ProgType: uint32(spec.Type), InsnCnt: uint32(len(insns)), Insns: sys.SlicePointer(*buf),
+		License: license, KernVersion: spec.KernVersion, ProgFlags: spec.Flags, ProgName: name, ExpectedAttachType: spec.ExpectedAttachType}
 	if spec.Type == Kprobe && attr.KernVersion == 0 {
 		attr.KernVersion, _ = KernelVersion()
 	}
+	logSize := min(max(spec.LogSize, 128), MaxLogSize)
+	if spec.LogSize <= 0 {
+		logSize = 64 << 10
+	}
 	var log []byte
+	setLog := func(level uint32, size int) {
+		log = make([]byte, size)
+		attr.LogLevel, attr.LogSize, attr.LogBuf = level, uint32(size), sys.SlicePointer(log)
+	}
 	if spec.LogLevel > 0 {
-		log = make([]byte, logSize(spec.LogSize))
-		attr.LogLevel, attr.LogSize, attr.LogBuf = spec.LogLevel, uint32(len(log)), sys.SlicePointer(log)
+		setLog(spec.LogLevel, logSize)
 	}
 	fd, err := sys.ProgLoad(&attr)
 	if errors.Is(err, unix.EPERM) && sys.RaiseMemlock() {
 		fd, err = sys.ProgLoad(&attr)
 	}
-	if err != nil && spec.LogLevel == 0 {
-		// The fast path had no log: load again with one to say why.
-		log = make([]byte, logSize(spec.LogSize))
-		attr.LogLevel, attr.LogSize, attr.LogBuf = 1, uint32(len(log)), sys.SlicePointer(log)
+	if err != nil && spec.LogLevel == 0 { // the fast path had no log: load again with one to say why
+		setLog(1, logSize)
 		fd, err = sys.ProgLoad(&attr)
 	}
-	for err != nil && errors.Is(err, unix.ENOSPC) && len(log) < MaxLogSize {
-		log = make([]byte, min(len(log)*4, MaxLogSize))
-		attr.LogSize, attr.LogBuf = uint32(len(log)), sys.SlicePointer(log)
+	for errors.Is(err, unix.ENOSPC) && len(log) < MaxLogSize {
+		setLog(attr.LogLevel, min(len(log)*4, MaxLogSize))
 		fd, err = sys.ProgLoad(&attr)
 	}
 	if err != nil {
@@ -154,13 +140,6 @@ func Load(spec Spec) (*Program, error) {
 
 // codePool recycles encoded instructions, which the kernel copies.
 var codePool = sync.Pool{New: func() any { return new([]byte) }}
-
-func logSize(n int) int {
-	if n <= 0 {
-		return 64 << 10
-	}
-	return min(max(n, 128), MaxLogSize)
-}
 
 // String says what the program is: `program "dropmon" (tracepoint, fd 5)`.
 func (p *Program) String() string {
@@ -198,28 +177,126 @@ func (p *Program) Pin(path string) error {
 // Open opens the program pinned at path.
 func Open(path string) (*Program, error) {
 	fd, err := sys.OpenPinned(path, "prog")
-	if err != nil {
-		return nil, fmt.Errorf("prog: open pinned program %s: %w", path, err)
-	}
-	return fromFD(fd)
+	return fromFD(fd, wrap(err, "open pinned program %s", path))
 }
 
 // OpenID opens the program with the kernel-wide id (needs CAP_SYS_ADMIN).
 func OpenID(id uint32) (*Program, error) {
 	fd, err := sys.ProgGetFDByID(&sys.GetIDAttr{ID: id})
-	if err != nil {
-		return nil, fmt.Errorf("prog: open program id %d: %w", id, err)
-	}
-	return fromFD(fd)
+	return fromFD(fd, wrap(err, "open program id %d", id))
 }
 
-func fromFD(fd int) (*Program, error) {
+func fromFD(fd int, err error) (*Program, error) {
+	if err != nil {
+		return nil, err
+	}
 	var info sys.ProgInfo
 	if err := sys.InfoByFD(fd, &info); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("prog: program info: %w", err)
+		return nil, wrap(err, "program info")
 	}
 	p := &Program{name: info.Name.String(), typ: Type(info.Type)}
 	p.fd.Set(fd)
 	return p, nil
+}
+
+// ErrClosed is returned by operations on a closed Program or attachment.
+var ErrClosed = errors.New("prog: closed")
+
+// VerifierError is a load the kernel refused, with the verifier's log.
+// errors.Is(err, unix.EACCES) and the like see the errno.
+type VerifierError struct {
+	Name string // the program's name
+	Err  error  // the bpf(2) error, with its errno
+	Log  string // the verifier's whole log (its end, if it outgrew MaxLogSize)
+	Insn int    // where the verifier stopped, or -1 if the log does not say
+	Text string // the log's text of that instruction, "r0 = *(u64 *)(r2 +0)"
+}
+
+// Error shows the errno, the failing instruction and the log's last lines.
+func (e *VerifierError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "prog: load %q: %v: the verifier rejected it", e.Name, e.Err)
+	if e.Insn >= 0 {
+		fmt.Fprintf(&b, " at instruction %d: %s", e.Insn, e.Text)
+	}
+	lines := strings.Split(strings.TrimRight(e.Log, "\n"), "\n")
+	if n := len(lines) - 8; n > 0 { // the last 8 lines
+		fmt.Fprintf(&b, "\n\t... (%d lines of log before)", n)
+		lines = lines[n:]
+	}
+	for _, l := range lines {
+		b.WriteString("\n\t" + l)
+	}
+	return b.String()
+}
+
+// Unwrap is the bpf(2) error, for errors.Is(err, unix.EACCES).
+func (e *VerifierError) Unwrap() error { return e.Err }
+
+func newVerifierError(name string, err error, log string) error {
+	if log == "" {
+		return fmt.Errorf("prog: load %q: %w", name, err)
+	}
+	e := &VerifierError{Name: name, Err: err, Log: log, Insn: -1}
+	for line := range strings.SplitSeq(log, "\n") {
+		if n, text, ok := echoedInsn(line); ok {
+			e.Insn, e.Text = n, text
+		}
+	}
+	return e
+}
+
+// echoedInsn reads the index and the text from the verifier's echo of an
+// instruction, "12: (bf) r1 = r6".
+func echoedInsn(line string) (int, string, bool) {
+	num, rest, ok := strings.Cut(line, ": (")
+	if !ok || len(rest) < 4 || rest[2] != ')' || rest[3] != ' ' || !isHex(rest[0]) || !isHex(rest[1]) {
+		return 0, "", false
+	}
+	n, err := strconv.Atoi(num)
+	return n, rest[4:], err == nil && n >= 0 && num[0] != '+'
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
+
+// wrap is sys.Wrap for prog's errors.
+func wrap(err error, format string, args ...any) error { return sys.Wrap("prog", err, format, args...) }
+
+func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
+
+// RunOptions are the inputs of a test run: socket filters, XDP and
+// sched_cls take Data (a packet of 14 bytes or more), raw tracepoints Ctx;
+// tracepoint and kprobe programs cannot be test-run.
+type RunOptions struct {
+	Data    []byte // packet in
+	DataOut []byte // room for the packet out; the result's DataOut is a prefix of it
+	Ctx     []byte // context in (struct __sk_buff, xdp_md, raw tracepoint args...)
+	CtxOut  []byte // room for the context out; the result's CtxOut is a prefix of it
+	Repeat  uint32 // run this many times and report the mean duration
+	Flags   uint32 // BPF_F_TEST_RUN_ON_CPU, ...
+	CPU     uint32 // where to run, with BPF_F_TEST_RUN_ON_CPU
+}
+
+// RunResult is what a test run returned.
+type RunResult struct {
+	Retval   uint32        // what the program returned (r0), of the last run
+	Duration time.Duration // mean per run, as the kernel measured it
+	DataOut  []byte        // the packet as the program left it
+	CtxOut   []byte        // the context as the program left it
+}
+
+// TestRun runs the program once, or Repeat times, with BPF_PROG_TEST_RUN.
+func (p *Program) TestRun(o RunOptions) (RunResult, error) {
+	if p.fd.Int() < 0 {
+		return RunResult{}, ErrClosed
+	}
+	attr := sys.TestRunAttr{ProgFD: uint32(p.fd.Int()), Repeat: o.Repeat, Flags: o.Flags, CPU: o.CPU,
+		DataIn: sys.SlicePointer(o.Data), DataSizeIn: uint32(len(o.Data)), DataOut: sys.SlicePointer(o.DataOut), DataSizeOut: uint32(len(o.DataOut)),
+		CtxIn: sys.SlicePointer(o.Ctx), CtxSizeIn: uint32(len(o.Ctx)), CtxOut: sys.SlicePointer(o.CtxOut), CtxSizeOut: uint32(len(o.CtxOut))}
+	if err := sys.ProgTestRun(&attr); err != nil {
+		return RunResult{}, fmt.Errorf("prog: test run of %q: %w", p.name, err)
+	}
+	return RunResult{Retval: attr.Retval, Duration: time.Duration(attr.Duration), // a nil DataOut or CtxOut stays nil
+		DataOut: o.DataOut[:min(int(attr.DataSizeOut), len(o.DataOut))], CtxOut: o.CtxOut[:min(int(attr.CtxSizeOut), len(o.CtxOut))]}, nil
 }
