@@ -3,11 +3,7 @@ package prog
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
-	"unsafe"
 
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/sys"
@@ -198,105 +194,4 @@ func fromFD(fd int, err error) (*Program, error) {
 	p := &Program{name: info.Name.String(), typ: Type(info.Type)}
 	p.fd.Set(fd)
 	return p, nil
-}
-
-// ErrClosed is returned by operations on a closed Program or attachment.
-var ErrClosed = errors.New("prog: closed")
-
-// VerifierError is a load the kernel refused, with the verifier's log.
-// errors.Is(err, unix.EACCES) and the like see the errno.
-type VerifierError struct {
-	Name string // the program's name
-	Err  error  // the bpf(2) error, with its errno
-	Log  string // the verifier's whole log (its end, if it outgrew MaxLogSize)
-	Insn int    // where the verifier stopped, or -1 if the log does not say
-	Text string // the log's text of that instruction, "r0 = *(u64 *)(r2 +0)"
-}
-
-// Error shows the errno, the failing instruction and the log's last lines.
-func (e *VerifierError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "prog: load %q: %v: the verifier rejected it", e.Name, e.Err)
-	if e.Insn >= 0 {
-		fmt.Fprintf(&b, " at instruction %d: %s", e.Insn, e.Text)
-	}
-	lines := strings.Split(strings.TrimRight(e.Log, "\n"), "\n")
-	if n := len(lines) - 8; n > 0 { // the last 8 lines
-		fmt.Fprintf(&b, "\n\t... (%d lines of log before)", n)
-		lines = lines[n:]
-	}
-	for _, l := range lines {
-		b.WriteString("\n\t" + l)
-	}
-	return b.String()
-}
-
-// Unwrap is the bpf(2) error, for errors.Is(err, unix.EACCES).
-func (e *VerifierError) Unwrap() error { return e.Err }
-
-func newVerifierError(name string, err error, log string) error {
-	if log == "" {
-		return fmt.Errorf("prog: load %q: %w", name, err)
-	}
-	e := &VerifierError{Name: name, Err: err, Log: log, Insn: -1}
-	for line := range strings.SplitSeq(log, "\n") {
-		if n, text, ok := echoedInsn(line); ok {
-			e.Insn, e.Text = n, text
-		}
-	}
-	return e
-}
-
-// echoedInsn reads the index and the text from the verifier's echo of an
-// instruction, "12: (bf) r1 = r6".
-func echoedInsn(line string) (int, string, bool) {
-	num, rest, ok := strings.Cut(line, ": (")
-	if !ok || len(rest) < 4 || rest[2] != ')' || rest[3] != ' ' || !isHex(rest[0]) || !isHex(rest[1]) {
-		return 0, "", false
-	}
-	n, err := strconv.Atoi(num)
-	return n, rest[4:], err == nil && n >= 0 && num[0] != '+'
-}
-
-func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
-
-// wrap is sys.Wrap for prog's errors.
-func wrap(err error, format string, args ...any) error { return sys.Wrap("prog", err, format, args...) }
-
-func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
-
-// RunOptions are the inputs of a test run: socket filters, XDP and
-// sched_cls take Data (a packet of 14 bytes or more), raw tracepoints Ctx;
-// tracepoint and kprobe programs cannot be test-run.
-type RunOptions struct {
-	Data    []byte // packet in
-	DataOut []byte // room for the packet out; the result's DataOut is a prefix of it
-	Ctx     []byte // context in (struct __sk_buff, xdp_md, raw tracepoint args...)
-	CtxOut  []byte // room for the context out; the result's CtxOut is a prefix of it
-	Repeat  uint32 // run this many times and report the mean duration
-	Flags   uint32 // BPF_F_TEST_RUN_ON_CPU, ...
-	CPU     uint32 // where to run, with BPF_F_TEST_RUN_ON_CPU
-}
-
-// RunResult is what a test run returned.
-type RunResult struct {
-	Retval   uint32        // what the program returned (r0), of the last run
-	Duration time.Duration // mean per run, as the kernel measured it
-	DataOut  []byte        // the packet as the program left it
-	CtxOut   []byte        // the context as the program left it
-}
-
-// TestRun runs the program once, or Repeat times, with BPF_PROG_TEST_RUN.
-func (p *Program) TestRun(o RunOptions) (RunResult, error) {
-	if p.fd.Int() < 0 {
-		return RunResult{}, ErrClosed
-	}
-	attr := sys.TestRunAttr{ProgFD: uint32(p.fd.Int()), Repeat: o.Repeat, Flags: o.Flags, CPU: o.CPU,
-		DataIn: sys.SlicePointer(o.Data), DataSizeIn: uint32(len(o.Data)), DataOut: sys.SlicePointer(o.DataOut), DataSizeOut: uint32(len(o.DataOut)),
-		CtxIn: sys.SlicePointer(o.Ctx), CtxSizeIn: uint32(len(o.Ctx)), CtxOut: sys.SlicePointer(o.CtxOut), CtxSizeOut: uint32(len(o.CtxOut))}
-	if err := sys.ProgTestRun(&attr); err != nil {
-		return RunResult{}, fmt.Errorf("prog: test run of %q: %w", p.name, err)
-	}
-	return RunResult{Retval: attr.Retval, Duration: time.Duration(attr.Duration), // a nil DataOut or CtxOut stays nil
-		DataOut: o.DataOut[:min(int(attr.DataSizeOut), len(o.DataOut))], CtxOut: o.CtxOut[:min(int(attr.CtxSizeOut), len(o.CtxOut))]}, nil
 }
