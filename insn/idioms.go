@@ -1,7 +1,5 @@
 package insn
 
-import "slices"
-
 // MapIncrement returns the instructions of
 //
 //	__u64 *v = bpf_map_lookup_elem(m, fp + key);
@@ -42,11 +40,15 @@ func mapAdd(m MapFD, key, scratch int16, by Register) []Item {
 	n := int16(len(found))
 	// lookup; if found: add, done. Else insert; if another CPU inserted
 	// first: lookup again; if found: add.
-	insert := []Item{JaOff(9 + 1 + 5 + 1 + n), // to the end
+	items := append(append([]Item{}, lookup...), JumpImmOff(BPF_JEQ, R0, 0, n+1))
+	items = append(items, found...)
+	items = append(items, JaOff(9+1+5+1+n), // over the slots below
 		store, Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), Mov64Reg(R3, R10), ALU64Imm(BPF_ADD, R3, int32(scratch)),
-		Mov64Imm(R4, BPF_NOEXIST), LoadMapFD(R1, m), Call(BPF_FUNC_map_update_elem), JumpImmOff(BPF_JEQ, R0, 0, 5+1+n)}
-	return slices.Concat(lookup, []Item{JumpImmOff(BPF_JEQ, R0, 0, n+1)}, found, insert,
-		lookup, []Item{JumpImmOff(BPF_JEQ, R0, 0, n)}, found)
+		Mov64Imm(R4, BPF_NOEXIST), LoadMapFD(R1, m), Call(BPF_FUNC_map_update_elem),
+		JumpImmOff(BPF_JEQ, R0, 0, 5+1+n))
+	items = append(items, lookup...)
+	items = append(items, JumpImmOff(BPF_JEQ, R0, 0, n))
+	return append(items, found...)
 }
 
 // Log2 returns the instructions of dst = log2(src) for a 64-bit src, its

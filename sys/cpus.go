@@ -12,15 +12,25 @@ import (
 // once from /sys/devices/system/cpu/possible ("0-3", "0,2-5"). Per-CPU maps
 // hold that many values: the highest CPU number plus one counts, not the
 // number of CPUs listed.
-func PossibleCPUs() (int, error) { return possibleCPUs() }
+func PossibleCPUs() (int, error) {
+	possible.once.Do(func() {
+		cpus, err := readCPUList("possible")
+		if err == nil {
+			possible.n = cpus[len(cpus)-1] + 1
+		}
+		possible.err = err
+	})
+	return possible.n, possible.err
+}
 
-var possibleCPUs = sync.OnceValues(func() (int, error) {
-	cpus, err := readCPUList("possible")
-	if err != nil {
-		return 0, err
-	}
-	return cpus[len(cpus)-1] + 1, nil
-})
+// possible is PossibleCPUs' answer. Not a sync.OnceValues: a package
+// variable made by a call is made at start-up, and links what it holds
+// into every program.
+var possible struct {
+	once sync.Once
+	n    int
+	err  error
+}
 
 // OnlineCPUs lists the CPUs online now, from /sys/devices/system/cpu/online.
 func OnlineCPUs() ([]int, error) { return readCPUList("online") }

@@ -16,9 +16,21 @@ import (
 // later one of the same pid. It is at most 49 bytes, under the kernel's 63.
 // Group, and CreateProbe, fail when /proc cannot say these: without them
 // another process's Sweep could take this live one for dead.
-func Group() (string, error) { return group() }
+func Group() (string, error) {
+	group.once.Do(func() { group.name, group.err = makeGroup() })
+	return group.name, group.err
+}
 
-var group = sync.OnceValues(func() (string, error) {
+// group is Group's answer. Not a sync.OnceValues: a package variable made
+// by a call is made at start-up, and links what it holds into every
+// program, tracepoint-only ones too.
+var group struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+func makeGroup() (string, error) {
 	ns, err := pidNamespace()
 	if err != nil {
 		return "", err
@@ -32,7 +44,7 @@ var group = sync.OnceValues(func() (string, error) {
 		return "", fmt.Errorf("tracefs: event group: /proc/self/stat: %w", err)
 	}
 	return fmt.Sprintf("bpfkit_%d_%d_%d", ns, os.Getpid(), start), nil
-})
+}
 
 // pidNamespace is this process's PID namespace's inode ("pid:[4026531836]").
 func pidNamespace() (uint64, error) {
