@@ -14,7 +14,7 @@ section() { # section TITLE -- COMMAND...: run it, keep the benchmark lines
 	local title=$1
 	shift 2
 	printf '\n## %s\n\n`%s`\n\n```\n' "$title" "$*" >>"$tmp"
-	"$@" 2>&1 | tee /dev/stderr | grep -E '^(Benchmark|cpu:|---)' >>"$tmp" || true
+	"$@" 2>&1 | tee -a /dev/stderr | grep -E '^(Benchmark|cpu:|---)' >>"$tmp" || true
 	printf '```\n' >>"$tmp"
 }
 
@@ -27,7 +27,7 @@ section "Perf ring: the sample loop on records in cache" -- \
 section "Perf ring and BPF ring buffer readers beside libbpf's (x-libbpf = bpfkit / libbpf, medians of 7 rounds)" -- \
 	$GO test -run '^$' -bench Read -benchtime 1x ./perfring -rounds 7
 
-section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 3 rounds; BPF_ENABLE_STATS run time over run count)" -- \
+section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 5 alternating rounds; BPF_ENABLE_STATS run time over run count)" -- \
 	$GO test -run '^$' -bench ToolCost -benchtime 1x ./tests
 
 # dropmon's size beside tests/bench/sizebase, a program that uses the
@@ -42,10 +42,10 @@ d=$(stat -c %s "$base/dropmon") b=$(stat -c %s "$base/baseline")
 {
 	printf '\n## dropmon'"'"'s size\n\n`CGO_ENABLED=0 go build -trimpath -ldflags='"'"'-s -w'"'"'`, beside tests/bench/sizebase (the same standard library, used as dropmon uses it, and no BPF):\n\n```\n'
 	printf 'dropmon   %9d bytes\nbaseline  %9d bytes\nover      %9d bytes (%s MB)\n' "$d" "$b" $((d - b)) "$(awk -v x=$((d - b)) 'BEGIN{printf "%.2f", x/1e6}')"
-	heavy=$($GO list -deps ./cmd/dropmon | grep -xE 'regexp|debug/elf|debug/dwarf|internal/zstd|net/http' | tr '\n' ' ')
+	heavy=$($GO list -deps ./cmd/dropmon | { grep -xE 'regexp|debug/elf|debug/dwarf|internal/zstd|net/http' || true; } | tr '\n' ' ')
 	printf 'regexp, debug/elf, zstd or net/http linked: %s\n' "${heavy:-none}"
 	printf '```\n'
-} | tee /dev/stderr >>"$tmp"
+} | tee -a /dev/stderr >>"$tmp"
 rm -rf "$base"
 
 {
