@@ -4,15 +4,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"go/doc"
-	"go/parser"
-	"go/token"
-	"io"
 	"log"
 	"os"
 	"reflect"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -212,22 +207,8 @@ func ExampleProbeSpec_Check() {
 }
 
 // rootExamples are the examples that need root: TestExamples runs them.
-func rootExamples(t *testing.T) []rootExample {
-	return []rootExample{{f: ExampleTracepointFormat}, {f: ExampleFormat_Field}, {f: ExampleCreateProbe}, {f: ExampleSweep}}
-}
-
-// The rest of this file is the same in every package's example_test.go.
-
-// rootExample is an example that needs root or prints what depends on the
-// machine. It has no Output comment, so go test compiles it but does not
-// run it; its comment "As root, it prints:" (or "On x86-64, ...", any line
-// ending in "it prints:"), and the lines after, show what it prints, and
-// TestExamples checks that as root. want, if set, replaces that text where
-// this kernel answers otherwise; skip, if set, says why the example cannot
-// run here.
-type rootExample struct {
-	f          func()
-	want, skip string
+func rootExamples(t *testing.T) []testutil.RootExample {
+	return []testutil.RootExample{{F: ExampleTracepointFormat}, {F: ExampleFormat_Field}, {F: ExampleCreateProbe}, {F: ExampleSweep}}
 }
 
 // exampleSource is this file, embedded for the test binaries that run
@@ -236,77 +217,6 @@ type rootExample struct {
 //go:embed example_test.go
 var exampleSource []byte
 
-// TestExamples runs the examples of rootExamples (which may make what they
-// need, with t), as root, and checks that each prints what its "it prints:"
-// comment says; and that every example of this file has an Output comment
-// or is one of them.
-func TestExamples(t *testing.T) {
-	file, err := parser.ParseFile(token.NewFileSet(), "example_test.go", exampleSource, parser.ParseComments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prints := map[string]string{} // example -> the output its comment shows
-	for _, ex := range doc.Examples(file) {
-		if ex.Output != "" || ex.EmptyOutput {
-			continue
-		}
-		name := "Example" + ex.Name
-		for _, c := range ex.Comments {
-			first, rest, _ := strings.Cut(c.Text(), "\n")
-			if c.Pos() > ex.Code.Pos() && c.End() < ex.Code.End() && strings.HasSuffix(first, "it prints:") {
-				prints[name] = rest
-			}
-		}
-		if _, ok := prints[name]; !ok {
-			t.Errorf("%s has neither an Output comment nor an \"it prints:\" comment: nothing checks it", name)
-		}
-	}
-	for _, ex := range rootExamples(t) {
-		name := runtime.FuncForPC(reflect.ValueOf(ex.f).Pointer()).Name()
-		name = name[strings.LastIndex(name, ".")+1:]
-		want, ok := prints[name]
-		if !ok {
-			t.Errorf("%s is in rootExamples without an \"it prints:\" comment", name)
-			continue
-		}
-		delete(prints, name)
-		if ex.want != "" {
-			want = ex.want
-		}
-		t.Run(name, func(t *testing.T) {
-			testutil.RequireRoot(t)
-			if ex.skip != "" {
-				t.Skip(ex.skip)
-			}
-			testutil.CheckNoLeaks(t)
-			if got := stdoutOf(t, ex.f); strings.TrimSpace(got) != strings.TrimSpace(want) {
-				t.Errorf("got:\n%s\nwant:\n%s", got, want)
-			}
-		})
-	}
-	for name := range prints {
-		t.Errorf("%s is not in rootExamples: nothing runs it", name)
-	}
-}
-
-// stdoutOf runs f and returns what it printed to os.Stdout.
-func stdoutOf(t *testing.T, f func()) string {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan string, 1)
-	go func() {
-		b, _ := io.ReadAll(r)
-		out <- string(b)
-	}()
-	stdout := os.Stdout
-	os.Stdout = w
-	func() {
-		defer func() { os.Stdout = stdout; w.Close() }()
-		f()
-	}()
-	s := <-out
-	r.Close()
-	return s
-}
+// TestExamples runs the examples of rootExamples, as root, against their
+// "it prints:" comments (testutil.RunExamples).
+func TestExamples(t *testing.T) { testutil.RunExamples(t, exampleSource, rootExamples(t)) }
