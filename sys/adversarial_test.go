@@ -396,9 +396,9 @@ func (h hostileFDs) bad() []int {
 func TestAdversarialFDCalls(t *testing.T) {
 	testutil.CheckNoLeaks(t)
 	h := newHostileFDs(t)
-	fdsBefore := openFDs(t)
+	fdsBefore := testutil.OpenFDs(t)
 	defer func() {
-		if after := openFDs(t); after != fdsBefore {
+		if after := testutil.OpenFDs(t); after != fdsBefore {
 			t.Errorf("fds before: %s; after: %s", fdsBefore, after)
 		}
 	}()
@@ -570,20 +570,6 @@ func waitReady(t *testing.T, ep, efd int, events []unix.EpollEvent, wait func() 
 		t.Fatal(err)
 	}
 	return n
-}
-
-// openFDs lists this process's open fds.
-func openFDs(t *testing.T) string {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return strings.Join(names, " ")
 }
 
 // TestAdversarialPaths: Mount and WriteControl with paths and texts that

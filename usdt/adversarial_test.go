@@ -30,20 +30,6 @@ import (
 // Each checks the exact error, and that nothing is left behind: no fd, no
 // uprobe event of this process's group.
 
-// fds lists this process's open fds.
-func fds(t *testing.T) string {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return strings.Join(names, " ")
-}
-
 // checkNothingLeft fails t, at its end, if it left an fd open or, where
 // tracefs can say, an event in this process's group.
 func checkNothingLeft(t *testing.T) {
@@ -52,9 +38,9 @@ func checkNothingLeft(t *testing.T) {
 		r.Close()
 		w.Close()
 	}
-	before := fds(t)
+	before := testutil.OpenFDs(t)
 	t.Cleanup(func() {
-		if after := fds(t); after != before {
+		if after := testutil.OpenFDs(t); after != before {
 			t.Errorf("fds open before: %s; after: %s", before, after)
 		}
 		group, err := tracefs.Group()

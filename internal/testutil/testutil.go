@@ -161,3 +161,17 @@ func AddOne(m insn.MapFD, out string) []insn.Item {
 		insn.Atomic(insn.BPF_DW, insn.BPF_ADD.Atomic(), insn.R0, insn.R1, 0),
 	}
 }
+
+// OpenFDs lists this process's open fds, all of them, as "0 1 2 5".
+func OpenFDs(t testing.TB) string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, " ")
+}
