@@ -8,9 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/bpfkit/bpfkit/internal/testutil"
 )
 
 // elfTestFiles are real ELF files: stripped system binaries, this test
@@ -169,15 +170,6 @@ func craftELF(symSize uint64) []byte {
 	return b
 }
 
-// allocated is how many bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // TestELFSizesBounded: sizes in a tiny file's headers were allocated before
 // the reads that failed: a symbol table and names of 1 GiB each, section
 // headers of 65535 × 65535 bytes, program headers of 65535 × 4096. Each is
@@ -206,7 +198,7 @@ func TestELFSizesBounded(t *testing.T) {
 		b := craftELF(8)
 		c.patch(b)
 		var err error
-		n := allocated(func() {
+		n := testutil.Allocated(func() {
 			var f *elfFile
 			if f, err = readELF(bytes.NewReader(b), int64(len(b))); err == nil {
 				_, _, err = f.funcSymbol("f")
@@ -224,7 +216,7 @@ func TestELFSizesBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var off uint64
-	if n := allocated(func() { off, err = SymbolOffset(path, "f") }); err == nil || n > 1<<20 {
+	if n := testutil.Allocated(func() { off, err = SymbolOffset(path, "f") }); err == nil || n > 1<<20 {
 		t.Errorf("SymbolOffset of a 1 GiB symbol table: %#x, %v, %d bytes allocated", off, err, n)
 	}
 }

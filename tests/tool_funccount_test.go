@@ -49,24 +49,33 @@ func countedJSON(t *testing.T, out string) map[string]int {
 func TestFunccountTracepoints(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, asJSON := range []bool{false, true} {
-		pid, run := workload(t, 37, 1, 100, 100, 100, 5000, 5000, 70000)
-		args := []string{"-p", strconv.Itoa(pid), "syscalls:sys_enter_get*", "syscalls:sys_enter_write", "syscalls:sys_enter_getppid", "60"}
-		if asJSON {
-			args = append([]string{"-json"}, args...)
-		}
-		r := startTool(t, "funccount", args...)
-		r.waitFor("Ctrl-C to stop")
-		run()
-		out := r.stop()
-		got := counted(out)
-		if asJSON {
-			got = countedJSON(t, out)
-		}
+		args, got, out, said := runFunccount(t, asJSON, "syscalls:sys_enter_get*", "syscalls:sys_enter_write", "syscalls:sys_enter_getppid")
 		if got["syscalls:sys_enter_getppid"] != 37 || got["syscalls:sys_enter_write"] != 7 {
 			t.Fatalf("funccount %q: getppid %d and write %d, want 37 and 7:\n%s", args, got["syscalls:sys_enter_getppid"], got["syscalls:sys_enter_write"], out)
 		}
-		checkFallback(t, out+r.err.String())
+		checkFallback(t, said)
 	}
+}
+
+// runFunccount counts patterns over the workload of 37 getppid calls and
+// 7 writes, for its pid, in text or -json: the arguments, the counts, the
+// output and, with stderr, all it said.
+func runFunccount(t *testing.T, asJSON bool, patterns ...string) (args []string, got map[string]int, out, said string) {
+	t.Helper()
+	pid, run := workload(t, 37, 1, 100, 100, 100, 5000, 5000, 70000)
+	args = append(append([]string{"-p", strconv.Itoa(pid)}, patterns...), "60")
+	if asJSON {
+		args = append([]string{"-json"}, args...)
+	}
+	r := startTool(t, "funccount", args...)
+	r.waitFor("Ctrl-C to stop")
+	run()
+	out = r.stop()
+	got = counted(out)
+	if asJSON {
+		got = countedJSON(t, out)
+	}
+	return args, got, out, out + r.err.String()
 }
 
 // checkFallback: the tool says whether it used cookies, and that is what
@@ -95,23 +104,10 @@ func TestFunccountKprobes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, asJSON := range []bool{false, true} {
-		pid, run := workload(t, 37, 1, 100, 100, 100, 5000, 5000, 70000)
-		args := []string{"-p", strconv.Itoa(pid), "vfs_write", getppid, "60"}
-		if asJSON {
-			args = append([]string{"-json"}, args...)
-		}
-		r := startTool(t, "funccount", args...)
-		r.waitFor("Ctrl-C to stop")
-		run()
-		out := r.stop()
-		got := counted(out)
-		if asJSON {
-			got = countedJSON(t, out)
-		}
+		args, got, out, said := runFunccount(t, asJSON, "vfs_write", getppid)
 		if got[getppid] != 37 || got["vfs_write"] != 7 {
 			t.Fatalf("funccount %q: %s %d and vfs_write %d, want 37 and 7:\n%s", args, getppid, got[getppid], got["vfs_write"], out)
 		}
-		said := out + r.err.String()
 		checkFallback(t, said)
 		t.Log("\n" + out)
 		if os.Getenv("BPFKIT_VM") == "5.10" && !strings.Contains(said, "one program per event") {

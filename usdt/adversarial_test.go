@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,15 +56,6 @@ func checkNothingLeft(t *testing.T) {
 			t.Error(err)
 		}
 	})
-}
-
-// allocated is how many bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // notesELF is an ELF64 file holding data at 96, which the header of its
@@ -135,7 +125,7 @@ func TestAdversarialOpen(t *testing.T) {
 		compressed: "usdt: " + compressed + ": .note.stapsdt of 1073741824 bytes at 0x60 is compressed or past the end of the file",
 	} {
 		var err error
-		n := allocated(func() { _, err = Open(path) })
+		n := testutil.Allocated(func() { _, err = Open(path) })
 		if err == nil || err.Error() != want || n > 1<<20 {
 			t.Errorf("Open(%q): %v, %d bytes allocated; want %q and under 1 MiB", path, err, n, want)
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -174,4 +175,13 @@ func OpenFDs(t testing.TB) string {
 		names = append(names, e.Name())
 	}
 	return strings.Join(names, " ")
+}
+
+// Allocated is how many bytes f allocates.
+func Allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
