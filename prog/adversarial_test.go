@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
@@ -275,19 +277,26 @@ func TestAdversarialSyscallSymbol(t *testing.T) {
 	}
 }
 
-// TestAdversarialSymbolOffset: paths that are no ELF file, and symbols that
-// are none, NUL, newline, 0xA0 and 300 bytes among them. "" found the
-// executable segment at file offset 0.
+// TestAdversarialSymbolOffset: paths that are no ELF file (a FIFO, whose
+// open waited for a writer, among them), and symbols that are none, NUL,
+// newline, 0xA0 and 300 bytes among them. "" found the executable segment
+// at file offset 0.
 func TestAdversarialSymbolOffset(t *testing.T) {
 	exe, _ := os.Executable()
 	dir := t.TempDir()
 	notELF := filepath.Join(dir, "notelf")
 	os.WriteFile(notELF, []byte("#!/bin/sh\necho not an ELF file\n"), 0o755)
+	fifo := filepath.Join(dir, "fifo") // opening it to read waited for a writer
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	long := strings.Repeat("a", 300)
 	for _, c := range []struct{ path, symbol, want string }{
 		{"", "main", "prog: uprobe target : open : no such file or directory"},
 		{exe + "\x00x", "main", "prog: uprobe target " + exe + "\x00x: open " + exe + "\x00x: invalid argument"},
-		{dir, "main", "prog: uprobe target " + dir + ": not an ELF binary: not a little-endian ELF file"},
+		{dir, "main", "prog: uprobe target " + dir + ": open " + dir + ": is a directory"},
+		{fifo, "main", "prog: uprobe target " + fifo + ": open " + fifo + ": invalid argument (not a regular file)"},
+		{"/dev/zero", "main", "prog: uprobe target /dev/zero: open /dev/zero: invalid argument (not a regular file)"},
 		{dir + "/" + long, "main", "prog: uprobe target " + dir + "/" + long + ": open " + dir + "/" + long + ": file name too long"},
 		{notELF, "main", "prog: uprobe target " + notELF + ": not an ELF binary: not a little-endian ELF file"},
 		{exe, "", "prog: uprobe target " + exe + ": tracefs: invalid probe: symbol \"\""},
@@ -296,7 +305,15 @@ func TestAdversarialSymbolOffset(t *testing.T) {
 		{exe, "main\xa0main", "prog: uprobe target " + exe + ": no function symbol \"main\\xa0main\" (a stripped binary needs an offset)"},
 		{exe, long, "prog: uprobe target " + exe + ": no function symbol \"" + long + "\" (a stripped binary needs an offset)"},
 	} {
-		off, err := prog.SymbolOffset(c.path, c.symbol)
+		var off uint64
+		var err error
+		done := make(chan bool)
+		go func() { off, err = prog.SymbolOffset(c.path, c.symbol); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("SymbolOffset(%q) still waiting after 10 s", c.path)
+		}
 		if err == nil || err.Error() != c.want {
 			t.Errorf("SymbolOffset(%q, %q) = %#x, %v\nwant %s", c.path, c.symbol, off, err, c.want)
 		}

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/bpfkit/bpfkit/sys"
 	"github.com/bpfkit/bpfkit/tracefs"
 )
 
@@ -70,7 +70,7 @@ func SymbolOffset(path, symbol string) (uint64, error) {
 // the file part of an executable PT_LOAD segment: a uprobe elsewhere is
 // accepted by the kernel and never fires.
 func fileOffset(path, symbol string, off uint64) (uint64, error) {
-	file, err := os.Open(path)
+	file, err := sys.OpenRegular(path)
 	if err != nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package sys
 import (
 	"fmt"
 	"math"
+	"os"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -35,6 +36,28 @@ func Dup(fd int) (int, error) {
 	nfd, err := traced("fcntl", func() string { return fmt.Sprintf("%d, F_DUPFD_CLOEXEC, 3", fd) },
 		func() (int, error) { return unix.FcntlInt(uintptr(arg32(fd)), unix.F_DUPFD_CLOEXEC, 3) })
 	return newFD(nfd, err, "fcntl F_DUPFD_CLOEXEC")
+}
+
+// OpenRegular opens the file at path to read if it is a regular file, as
+// ELF binaries are: O_NONBLOCK, so that a FIFO does not wait for a writer,
+// and then a FIFO, a device or a directory is refused, never read.
+func OpenRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, sysErr("open "+path, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &Error{Op: "open " + path, Errno: unix.EINVAL, Hint: "not a regular file"}
+		if fi.IsDir() {
+			err = &Error{Op: "open " + path, Errno: unix.EISDIR}
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, sysErr("fstat "+path, err)
+	}
+	return f, nil
 }
 
 // safeFD moves fd above 2, where no careless write or close to a standard

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
@@ -91,7 +92,9 @@ func notesELF(data []byte, size, flags uint64) []byte {
 // TestAdversarialOpen: Open refuses what is not a readable ELF file, and a
 // notes section that claims more than the file holds (1 GiB in 288 bytes:
 // debug/elf allocated 10 MiB before its read failed) or is compressed
-// (debug/elf would inflate it to the size it claims), allocating little.
+// (debug/elf would inflate it to the size it claims), allocating little;
+// the same for a compressed section-name table, which elf.NewFile itself
+// inflated. A FIFO is refused at once: its open waited for a writer.
 func TestAdversarialOpen(t *testing.T) {
 	checkNothingLeft(t)
 	dir, cwd := t.TempDir(), must(os.Getwd())
@@ -107,6 +110,22 @@ func TestAdversarialOpen(t *testing.T) {
 	w := zlib.NewWriter(&z)
 	w.Write(make([]byte, 1<<16))
 	w.Close()
+	// The same, 16 MiB of zeros in 16 KiB, as the section-name table.
+	var bomb bytes.Buffer
+	bomb.Write(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, uint64(elf.COMPRESS_ZLIB)), 1<<24), 1))
+	w = zlib.NewWriter(&bomb)
+	w.Write(make([]byte, 1<<24))
+	w.Close()
+	names := notesELF(bomb.Bytes(), 0, 0)
+	sh := names[binary.LittleEndian.Uint64(names[40:])+64:] // .shstrtab's header: at 96, compressed
+	binary.LittleEndian.PutUint64(sh[8:], uint64(elf.SHF_COMPRESSED))
+	binary.LittleEndian.PutUint64(sh[24:], 96)
+	binary.LittleEndian.PutUint64(sh[32:], uint64(bomb.Len()))
+	namesBomb := write("names", names)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	notELF := write("notelf", []byte("hello, this is not an ELF file"))
 	truncated := write("truncated", notesELF(nil, 0, 0)[:100])
 	huge := write("huge", notesELF(nil, 1<<30, 0))
@@ -114,18 +133,28 @@ func TestAdversarialOpen(t *testing.T) {
 	empty := write("empty", notesELF(nil, 0, 0))
 	long := strings.Repeat("a", 300)
 	for path, want := range map[string]string{
-		"":         "usdt: : read " + cwd + ": is a directory",
-		"a\x00b":   "usdt: open " + cwd + "/a\x00b: invalid argument",
-		dir:        "usdt: " + dir + ": read " + dir + ": is a directory",
-		long:       "usdt: open " + cwd + "/" + long + ": file name too long",
-		"/nowhere": "usdt: open /nowhere: no such file or directory",
-		notELF:     "usdt: " + notELF + ": bad magic number '[104 101 108 108]' in record at byte 0x0",
-		truncated:  "usdt: " + truncated + ": EOF",
-		huge:       "usdt: " + huge + ": .note.stapsdt of 1073741824 bytes at 0x60 is compressed or past the end of the file",
-		compressed: "usdt: " + compressed + ": .note.stapsdt of 1073741824 bytes at 0x60 is compressed or past the end of the file",
+		"":          "usdt: open " + cwd + ": is a directory",
+		"a\x00b":    "usdt: open " + cwd + "/a\x00b: invalid argument",
+		dir:         "usdt: open " + dir + ": is a directory",
+		fifo:        "usdt: open " + fifo + ": invalid argument (not a regular file)",
+		"/dev/zero": "usdt: open /dev/zero: invalid argument (not a regular file)",
+		namesBomb:   "usdt: " + namesBomb + ": its section-name table is compressed, which Open does not inflate: a few bytes may claim gigabytes",
+		long:        "usdt: open " + cwd + "/" + long + ": file name too long",
+		"/nowhere":  "usdt: open /nowhere: no such file or directory",
+		notELF:      "usdt: " + notELF + ": bad magic number '[104 101 108 108]' in record at byte 0x0",
+		truncated:   "usdt: " + truncated + ": EOF",
+		huge:        "usdt: " + huge + ": .note.stapsdt of 1073741824 bytes at 0x60 is compressed or past the end of the file",
+		compressed:  "usdt: " + compressed + ": .note.stapsdt of 1073741824 bytes at 0x60 is compressed or past the end of the file",
 	} {
 		var err error
-		n := testutil.Allocated(func() { _, err = Open(path) })
+		var n uint64
+		done := make(chan bool)
+		go func() { n = testutil.Allocated(func() { _, err = Open(path) }); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second): // a FIFO's open waited for a writer
+			t.Fatalf("Open(%q) still waiting after 10 s", path)
+		}
 		if err == nil || err.Error() != want || n > 1<<20 {
 			t.Errorf("Open(%q): %v, %d bytes allocated; want %q and under 1 MiB", path, err, n, want)
 		}

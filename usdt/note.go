@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bpfkit/bpfkit/sys"
 )
 
 // ErrNoProbes is returned by Open for an ELF file without .note.stapsdt.
@@ -59,13 +61,16 @@ func Open(path string) (*File, error) {
 	abs, err := filepath.Abs(path)
 	var r *os.File
 	if err == nil {
-		r, err = os.Open(abs)
+		r, err = sys.OpenRegular(abs)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("usdt: %w", err)
 	}
 	defer r.Close()
 	size, _ := r.Seek(0, io.SeekEnd)
+	if namesCompressed(r) {
+		return nil, fmt.Errorf("usdt: %s: its section-name table is compressed, which Open does not inflate: a few bytes may claim gigabytes", path)
+	}
 	f, err := elf.NewFile(r)
 	if err != nil {
 		return nil, fmt.Errorf("usdt: %s: %w", path, err)
@@ -115,6 +120,28 @@ func Open(path string) (*File, error) {
 		p.Sites = append(p.Sites, Site{Address: n.pc, Offset: off, Semaphore: n.sem, Args: n.args})
 	}
 	return file, nil
+}
+
+// namesCompressed says whether the section-name table of the ELF file r is
+// compressed, which elf.NewFile would inflate to the size it claims, for a
+// few bytes of zlib as much as a gigabyte, before Open could refuse it.
+func namesCompressed(r io.ReaderAt) bool {
+	var h [64]byte
+	r.ReadAt(h[:], 0)
+	le, wide := binary.LittleEndian, h[4] == byte(elf.ELFCLASS64)
+	// e_shoff, e_shentsize, e_shstrndx; sh_link's offset in a section header
+	shoff, shent, ndx, link := uint64(le.Uint32(h[32:])), uint64(le.Uint16(h[46:])), uint64(le.Uint16(h[50:])), int64(24)
+	if wide {
+		shoff, shent, ndx, link = le.Uint64(h[40:]), uint64(le.Uint16(h[58:])), uint64(le.Uint16(h[62:])), 40
+	}
+	// sh_name, sh_type and sh_flags, whose low word holds SHF_COMPRESSED
+	var b [12]byte
+	if ndx == uint64(elf.SHN_XINDEX) { // the index is section 0's sh_link
+		r.ReadAt(b[:4], int64(shoff)+link)
+		ndx = uint64(le.Uint32(b[:]))
+	}
+	r.ReadAt(b[:], int64(shoff+ndx*shent))
+	return string(h[:4]) == elf.ELFMAG && elf.SectionFlag(le.Uint32(b[8:]))&elf.SHF_COMPRESSED != 0
 }
 
 // parseNotes reads the NT_STAPSDT notes of a .note.stapsdt section whose
