@@ -253,7 +253,7 @@ func TestAdversarialParseArgs(t *testing.T) {
 // TestAdversarialArgs: Load and String at the limits of the argument
 // numbers, registers and stack slots.
 func TestAdversarialArgs(t *testing.T) {
-	a := &Args{N: 2, site: []Arg{{Kind: ArgReg, Size: 8, PtRegs: 112}, {Kind: ArgConst, Size: 4, Value: 5}}}
+	a := &Args{N: 2, sites: [][]Arg{{{Kind: ArgReg, Size: 8, PtRegs: 112}, {Kind: ArgConst, Size: 4, Value: 5}}}}
 	loadErr := func(dst, ctx Register, n, have int) string {
 		return fmt.Sprintf("usdt: argument %d into %v with the context in %v: the probe has %d arguments, the context must be in r6 to r9", n, dst, ctx, have)
 	}
@@ -264,12 +264,18 @@ func TestAdversarialArgs(t *testing.T) {
 	}{
 		{a, R0, R6, -1}, {a, R0, R6, 2}, {a, R0, R6, math.MaxInt}, {a, R0, R6, math.MinInt},
 		{a, R0, R5, 0}, {a, R0, R10, 0}, {a, R0, Register(255), 0}, {a, R10, R6, 0}, {a, Register(255), R6, 0},
-		{&Args{}, R0, R6, 0}, {&Args{N: 3, site: a.site}, R0, R6, 2}, {&Args{N: -1}, R0, R6, 0},
+		{&Args{}, R0, R6, 0}, {&Args{N: 3, sites: a.sites}, R0, R6, 2}, {&Args{N: -1}, R0, R6, 0},
 	} {
 		items, err := c.a.Load(c.dst, c.ctx, c.n)
 		if want := loadErr(c.dst, c.ctx, c.n, c.a.N); err == nil || err.Error() != want || items != nil {
 			t.Errorf("Load(%v, %v, %d) of %d arguments: %d items, %v; want %q", c.dst, c.ctx, c.n, c.a.N, len(items), err, want)
 		}
+	}
+	// Sites that differ, and no cookies' descriptions to tell them apart.
+	two := &Args{N: 1, sites: [][]Arg{{{Kind: ArgConst, Size: 4, Value: 5}}, {{Kind: ArgConst, Size: 4, Value: 6}}}}
+	if items, err := two.Load(R0, R6, 0); err == nil || items != nil ||
+		err.Error() != "usdt: argument 0 differs between call sites, and the program serves them without cookies" {
+		t.Errorf("Load of an argument that differs, without cookies: %d items, %v", len(items), err)
 	}
 	for _, n := range []int{0, 1} {
 		if items, err := a.Load(R9, R9, n); err != nil || len(items) == 0 {

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
@@ -51,8 +53,8 @@ func (a *Attachment) Close() error {
 
 // Args reads a probe's arguments in a program that runs at its call sites.
 type Args struct {
-	N      int   // how many arguments the probe has
-	site   []Arg // the call site's, without cookies
+	N      int     // how many arguments the probe has
+	sites  [][]Arg // the arguments of the sites the program serves
 	specs  *mapfd.Map
 	labels int
 }
@@ -69,39 +71,65 @@ const specSize = 16
 // Load returns dst = argument n of the call site being run, zero- or
 // sign-extended to 64 bits, the context in ctx (r6 to r9), clobbering r0
 // to r5 and Scratch bytes of stack (memory is read with
-// bpf_probe_read_user).
+// bpf_probe_read_user). An argument the same at every site the program
+// serves is read as written there; one that differs is read as the
+// description the cookie indexes says.
 func (a *Args) Load(dst, ctx Register, n int) ([]Item, error) {
-	if n < 0 || n >= a.N || a.specs == nil && n >= len(a.site) || ctx < R6 || ctx > R9 || dst > R9 {
+	if n < 0 || n >= a.N || len(a.sites) == 0 || n >= len(a.sites[0]) || ctx < R6 || ctx > R9 || dst > R9 {
 		return nil, fmt.Errorf("usdt: argument %d into %v with the context in %v: the probe has %d arguments, the context must be in r6 to r9", n, dst, ctx, a.N)
 	}
+	regs := map[int16]bool{} // the registers the sites read it from
+	for _, args := range a.sites {
+		if args[n].Kind != ArgConst {
+			regs[args[n].PtRegs] = true
+		}
+	}
+	if !slices.ContainsFunc(a.sites, func(args []Arg) bool { return !args[n].same(a.sites[0][n]) }) {
+		return a.sites[0][n].load(dst, ctx), nil
+	}
 	if a.specs == nil {
-		return a.site[n].load(dst, ctx), nil
+		return nil, fmt.Errorf("usdt: argument %d differs between call sites, and the program serves them without cookies", n)
 	}
 	a.labels++
 	l := func(s string) string { return fmt.Sprintf("usdt_%d_%s", a.labels, s) }
 	at := int16(n * specSize)
-	return []Item{
+	items := []Item{
 		StoreImm(BPF_DW, R10, -8, 0), Mov64Reg(R1, ctx), Call(BPF_FUNC_get_attach_cookie), StoreMem(BPF_W, R10, -16, R0),
 		LoadMapFD(R1, a.specs), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -16), Call(BPF_FUNC_map_lookup_elem),
 		JumpImm(BPF_JEQ, R0, 0, l("zero")), StoreMem(BPF_DW, R10, -16, R0),
 		LoadMem(BPF_B, R1, R0, at+10), JumpImm(BPF_JEQ, R1, int32(ArgConst), l("const")),
-		// the register, through bpf_probe_read_kernel: ctx + a variable
-		// offset is no access the verifier lets the program load from
-		LoadMem(BPF_H, R3, R0, at+8), ALU64Reg(BPF_ADD, R3, ctx), Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -8),
-		Mov64Imm(R2, 8), Call(BPF_FUNC_probe_read_kernel), LoadMem(BPF_DW, R0, R10, -16),
-		LoadMem(BPF_B, R1, R0, at+10), JumpImm(BPF_JNE, R1, int32(ArgDeref), l("shift")),
-		// the memory it points at, plus the offset: size bytes, 1 to 8
-		LoadMem(BPF_DW, R3, R10, -8), LoadMem(BPF_DW, R1, R0, at), ALU64Reg(BPF_ADD, R3, R1), StoreImm(BPF_DW, R10, -8, 0),
-		LoadMem(BPF_B, R2, R0, at+13), JumpImm(BPF_JEQ, R2, 0, l("zero")), JumpImm(BPF_JGT, R2, 8, l("zero")),
-		Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -8), Call(BPF_FUNC_probe_read_user), LoadMem(BPF_DW, R0, R10, -16),
-		Ja(l("shift")),
+		// The register: ctx plus a variable offset is no access the verifier
+		// allows, so one constant offset for each register the sites use.
+		LoadMem(BPF_H, R3, R0, at+8),
+	}
+	for _, off := range slices.Sorted(maps.Keys(regs)) {
+		next := l(fmt.Sprint("reg", off))
+		items = append(items, JumpImm(BPF_JNE, R3, int32(off), next), LoadMem(BPF_DW, R1, ctx, off), Ja(l("reg")), Label(next))
+	}
+	items = append(items, Ja(l("zero")))
+	if len(regs) > 0 { // else unreachable, which the verifier refuses
+		items = append(items, Label(l("reg")), StoreMem(BPF_DW, R10, -8, R1),
+			LoadMem(BPF_B, R1, R0, at+10), JumpImm(BPF_JNE, R1, int32(ArgDeref), l("shift")),
+			// the memory it points at, plus the offset: size bytes, 1 to 8
+			LoadMem(BPF_DW, R3, R10, -8), LoadMem(BPF_DW, R1, R0, at), ALU64Reg(BPF_ADD, R3, R1), StoreImm(BPF_DW, R10, -8, 0),
+			LoadMem(BPF_B, R2, R0, at+13), JumpImm(BPF_JEQ, R2, 0, l("zero")), JumpImm(BPF_JGT, R2, 8, l("zero")),
+			Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -8), Call(BPF_FUNC_probe_read_user), LoadMem(BPF_DW, R0, R10, -16),
+			Ja(l("shift")))
+	}
+	return append(items,
 		Label(l("const")), LoadMem(BPF_DW, R1, R0, at), StoreMem(BPF_DW, R10, -8, R1),
 		Label(l("shift")), LoadMem(BPF_B, R2, R0, at+11), LoadMem(BPF_B, R3, R0, at+12), LoadMem(BPF_DW, R1, R10, -8),
 		ALU64Reg(BPF_LSH, R1, R2), JumpImm(BPF_JNE, R3, 0, l("signed")), ALU64Reg(BPF_RSH, R1, R2), Ja(l("done")),
 		Label(l("signed")), ALU64Reg(BPF_ARSH, R1, R2), Ja(l("done")),
 		Label(l("zero")), Mov64Imm(R1, 0),
 		Label(l("done")), Mov64Reg(dst, R1),
-	}, nil
+	), nil
+}
+
+// same says whether b is read as a is: the register's name may differ
+// ("edi", "rdi") where its offset and the size are the same.
+func (a Arg) same(b Arg) bool {
+	return a.Kind == b.Kind && a.PtRegs == b.PtRegs && a.Value == b.Value && a.Size == b.Size && a.Signed == b.Signed
 }
 
 // load is Load for one site, whose argument is known.
@@ -186,7 +214,9 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 		return fail(fmt.Errorf("reading arguments needs an x86_64 or arm64 kernel: %w", sys.ErrNotSupported))
 	}
 	if !o.NoCookies {
-		if a.Cookies, err = prog.HavePerfLink(); err == nil && a.Cookies {
+		// The descriptions, for arguments that differ between sites.
+		differ := slices.ContainsFunc(sites, func(args []Arg) bool { return !slices.EqualFunc(args, sites[0], Arg.same) })
+		if a.Cookies, err = prog.HavePerfLink(); err == nil && a.Cookies && differ {
 			a.specs, err = specMap(sites)
 		}
 		if err != nil {
@@ -199,7 +229,11 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 			return fail(err)
 		}
 		if i == 0 || !a.Cookies {
-			items, err := build(&Args{N: len(sites[0]), site: sites[i], specs: a.specs})
+			serves := sites[i : i+1]
+			if a.Cookies {
+				serves = sites
+			}
+			items, err := build(&Args{N: len(sites[0]), sites: serves, specs: a.specs})
 			if err != nil {
 				return fail(err)
 			}

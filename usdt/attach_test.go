@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,14 +103,30 @@ func cookieModes(t *testing.T) []bool {
 // offset, on the stack, constants, signed and unsigned, and a string)
 // into a queue map; the C program fires it 5 times: exactly 5 records
 // come out, with the values it passed, with one program and bpf_cookie
-// and with one program per call site.
+// and with one program per call site. With cookies, one program serving
+// a probe of one site reads each argument as written there; so the
+// descriptions the cookie indexes are tested too, the probe is given a
+// second site, whose arguments all differ: bpfkit:str's nop, which never
+// runs, as its semaphore stays zero.
 func TestArgs(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	path := sdtProgram(t)
 	probe := openProbe(t, path, "bpfkit:args")
+	str := openProbe(t, path, "bpfkit:str").Sites[0]
+	differing := *probe
+	differing.Sites = []Site{probe.Sites[0], {Address: str.Address, Offset: str.Offset, Semaphore: probe.Sites[0].Semaphore,
+		Args: strings.TrimSpace(strings.Repeat("8@$0 ", len(strings.Fields(probe.Sites[0].Args))))}}
 	const rec = -Scratch - 104 // 11 numbers, then 16 bytes of string
-	for _, cookies := range cookieModes(t) {
+	for _, mode := range []string{"cookies", "descriptions", "no cookies"} {
+		cookies := mode != "no cookies"
+		if cookies && !slices.Contains(cookieModes(t), true) {
+			continue
+		}
+		probe := probe
+		if mode == "descriptions" {
+			probe = &differing
+		}
 		proc := startSDT(t, path)
 		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 104, MaxEntries: 64, Name: "usdt_test"})
 		if err != nil {
@@ -135,8 +152,8 @@ func TestArgs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Cookies != cookies || len(a.Programs) != map[bool]int{true: 1, false: len(probe.Sites)}[cookies] {
-			t.Errorf("cookies %v: attached with cookies %v, %d programs for %d sites", cookies, a.Cookies, len(a.Programs), len(probe.Sites))
+		if a.Cookies != cookies || len(a.Programs) != map[bool]int{true: 1, false: len(probe.Sites)}[cookies] || (a.specs != nil) != (mode == "descriptions") {
+			t.Errorf("%s: attached with cookies %v, %d programs for %d sites, descriptions %v", mode, a.Cookies, len(a.Programs), len(probe.Sites), a.specs)
 		}
 		if got := proc.do("fire 5"); got != "fired 5" {
 			t.Fatal(got)
@@ -147,20 +164,20 @@ func TestArgs(t *testing.T) {
 		v := make([]byte, 104)
 		for i := range int64(5) {
 			if err := q.LookupAndDelete(nil, v); err != nil {
-				t.Fatalf("cookies %v: firing %d: %v", cookies, i, err)
+				t.Fatalf("%s: firing %d: %v", mode, i, err)
 			}
 			want := []int64{-i, 3 * i, -42, 200, -7 * i, -300, -5, -0x123456789abcdf0, 1000 + i, -i, i}
 			for n, w := range want {
 				if got := int64(binary.LittleEndian.Uint64(v[8*n:])); got != w {
-					t.Errorf("cookies %v: firing %d argument %d (%q): %d, want %d", cookies, i, n, strings.Fields(probe.Sites[0].Args)[n], got, w)
+					t.Errorf("%s: firing %d argument %d (%q): %d, want %d", mode, i, n, strings.Fields(probe.Sites[0].Args)[n], got, w)
 				}
 			}
 			if s := string(v[88:]); s != fmt.Sprintf("call %d", i)+strings.Repeat("\x00", 16-len(fmt.Sprint("call ", i))) {
-				t.Errorf("cookies %v: firing %d string %q", cookies, i, s)
+				t.Errorf("%s: firing %d string %q", mode, i, s)
 			}
 		}
 		if err := q.LookupAndDelete(nil, v); !errors.Is(err, mapfd.ErrKeyNotExist) {
-			t.Errorf("cookies %v: more than 5 firings: %v", cookies, err)
+			t.Errorf("%s: more than 5 firings: %v", mode, err)
 		}
 	}
 }
@@ -329,7 +346,7 @@ func wantErr(t *testing.T, what string, err error, parts ...string) {
 // r6-r9, a string buffer over the scratch stack or misaligned, and probes
 // that are not a File's are refused, without a panic.
 func TestBadInput(t *testing.T) {
-	a := &Args{N: 2, site: []Arg{{Kind: ArgReg, Size: 8}, {Kind: ArgConst, Size: 4}}}
+	a := &Args{N: 2, sites: [][]Arg{{{Kind: ArgReg, Size: 8}, {Kind: ArgConst, Size: 4}}}}
 	for _, c := range []struct {
 		dst, ctx Register
 		n        int
