@@ -260,13 +260,14 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 // programs that test one probe's semaphore to fire another: CPython 3.11
 // to 3.14 fire python:function__entry only while python:line is enabled
 // (gh-98894), whose uprobe would trap every line. The uprobe, of a program
-// doing nothing, is on the entry point, which a process runs once.
+// doing nothing, is on code a process runs once: an executable's entry
+// point, a shared library's .init.
 func Enable(p *Probe, o Options) (*Attachment, error) {
 	if p == nil || p.file == nil || len(p.Sites) == 0 {
 		return nil, errors.New("usdt: Enable needs a probe of a File")
 	}
 	if p.file.entry == 0 {
-		return nil, fmt.Errorf("usdt: enable %s: %s has no entry point in an executable segment", p, p.file.Path)
+		return nil, fmt.Errorf("usdt: enable %s: %s has no entry point or .init in an executable segment", p, p.file.Path)
 	}
 	sem, err := p.semaphore(p.Sites[0])
 	if err != nil || sem == 0 {

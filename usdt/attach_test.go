@@ -253,6 +253,45 @@ func TestEnable(t *testing.T) {
 	}
 }
 
+// TestSharedLibrary: the C program's probes in a shared library, whose
+// entry point is 0: Enable sets bpfkit:str's semaphore (through a uprobe
+// on the library's .init), and bpfkit:args, attached by the library's
+// path, counts the firings of the program that loaded it, and only while
+// attached.
+func TestSharedLibrary(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	lib := buildSDT(t, "gcc", "gcc", "-shared", "-fPIC", "-Dmain=sdt_main")
+	main := filepath.Join(filepath.Dir(lib), "main.c")
+	os.WriteFile(main, []byte("int sdt_main(void);\nint main(void) { return sdt_main(); }\n"), 0o644)
+	exe := filepath.Join(filepath.Dir(lib), "sdtlib")
+	os.Rename(lib, filepath.Join(filepath.Dir(lib), "libsdt.so"))
+	lib = filepath.Join(filepath.Dir(lib), "libsdt.so")
+	if b, err := exec.Command("gcc", "-o", exe, main, "-L"+filepath.Dir(lib), "-lsdt", "-Wl,-rpath,"+filepath.Dir(lib)).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, b)
+	}
+	proc := startSDT(t, exe)
+	e, err := Enable(openProbe(t, lib, "bpfkit:str"), Options{PID: proc.pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if got := proc.do("sem"); got != "sem 0 1" {
+		t.Errorf("enabled: %s, want sem 0 1", got)
+	}
+	a, count := counter(t, openProbe(t, lib, "bpfkit:args"), Options{PID: proc.pid})
+	if got := proc.do("fire 3"); got != "fired 3" || count() != 3 {
+		t.Errorf("attached: %s, %d firings counted, want 3", got, count())
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	proc.do("fire 2")
+	if got := proc.do("sem"); got != "sem 0 1" || count() != 3 {
+		t.Errorf("after Close: %s, %d firings counted, want sem 0 1 and 3", got, count())
+	}
+}
+
 // counter attaches a program that counts firings into an array at 0.
 func counter(t *testing.T, p *Probe, o Options) (*Attachment, func() uint64) {
 	t.Helper()

@@ -23,7 +23,7 @@ type File struct {
 	Machine elf.Machine // EM_X86_64, EM_386, EM_AARCH64 ...
 	Probes  []*Probe    // one per provider:name, in the order of the notes
 	progs   []*elf.Prog
-	entry   uint64 // file offset of the entry point, or 0
+	entry   uint64 // file offset of the entry point or .init, or 0
 }
 
 // Probe is one provider:name and its call sites, a site (and note) per
@@ -98,7 +98,12 @@ func Open(path string) (*File, error) {
 		base = s.Addr
 	}
 	file := &File{Path: abs, Machine: f.Machine, progs: f.Progs}
+	// Where Enable's uprobe goes: code a process runs once, the entry point
+	// of an executable, else (a shared library's is 0) .init.
 	file.entry, _ = file.offset(f.Entry, elf.PF_X)
+	if s := f.Section(".init"); s != nil && file.entry == 0 {
+		file.entry, _ = file.offset(s.Addr, elf.PF_X)
+	}
 	byName := map[string]*Probe{}
 	for _, n := range notes {
 		if base != 0 && n.base != 0 {

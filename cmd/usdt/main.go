@@ -256,11 +256,11 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 	// CPython 3.11 to 3.14 fire function__entry and __return only while
 	// python:line is enabled (gh-98894): set its semaphore too.
 	if line, err := f.Probe("python:line"); err == nil && strings.HasPrefix(p.String(), "python:function__") {
-		e, err := usdt.Enable(line, usdt.Options{PID: o.pid})
-		if err != nil {
-			return err
+		if e, err := usdt.Enable(line, usdt.Options{PID: o.pid}); err != nil {
+			fmt.Fprintf(t.Stderr, "usdt: %s may not fire: %v\n", p, strings.TrimPrefix(err.Error(), "usdt: "))
+		} else {
+			defer e.Close()
 		}
-		defer e.Close()
 	}
 	how := "one program, told apart by bpf_cookie"
 	if !a.Cookies {
