@@ -219,6 +219,32 @@ func TestUsdtEvents(t *testing.T) {
 	}
 }
 
+// TestUsdtGlobals: bpfkit:global's arguments are global variables (on x86
+// written relative to %rip, found through the symbols): usdt prints the
+// values the C program set.
+func TestUsdtGlobals(t *testing.T) {
+	testutil.RequireRoot(t)
+	path := sdtBinary(t)
+	proc := startSDTBinary(t, path)
+	r := startTool(t, "usdt", "-json", "-p", strconv.Itoa(proc.pid), path, "bpfkit:global", "-a", "0,1")
+	r.waitErr("Ctrl-C to stop")
+	proc.send("global 77", "global 77")
+	proc.send("global -3", "global -3")
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(r.out.String(), "\n") < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	var got []string
+	for line := range strings.SplitSeq(strings.TrimSpace(r.stop()), "\n") {
+		var e struct{ Args []any }
+		json.Unmarshal([]byte(line), &e)
+		got = append(got, fmt.Sprint(e.Args))
+	}
+	if want := "[77 -77] [-3 3]"; strings.Join(got, " ") != want {
+		t.Errorf("usdt bpfkit:global: %q, want %s", got, want)
+	}
+}
+
 // TestUsdtCount: -count counts the firings of two processes by the
 // string and constant arguments, one row each, exact; without -p both
 // processes count, with -p only one.

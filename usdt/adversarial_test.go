@@ -216,11 +216,11 @@ func TestAdversarialParseArgs(t *testing.T) {
 		{x86, "2147483647@%rax", `usdt: argument 0 "2147483647@%rax": size 2147483647: want 1, 2, 4 or 8 bytes, negative when signed`},
 		{x86, "-2147483648@%rax", `usdt: argument 0 "-2147483648@%rax": size -2147483648: want 1, 2, 4 or 8 bytes, negative when signed`},
 		{x86, "99999999999999999999@%rax", `usdt: argument 0 "99999999999999999999@%rax": want size@location`},
-		{x86, "8@", `usdt: argument 0 "8@": register "$": not one bpfkit can read`},
-		{x86, "8@(", `usdt: argument 0 "8@(": register "": not one bpfkit can read`},
+		{x86, "8@", `usdt: argument 0 "8@": want size@location`},
+		{x86, "8@(", `usdt: argument 0 "8@(": want offset(%register)`},
 		{x86, "8@%rip", `usdt: argument 0 "8@%rip": register "rip": not one bpfkit can read`},
 		{x86, "8@%cr0 8@%rax", `usdt: argument 0 "8@%cr0": register "cr0": not one bpfkit can read`},
-		{arm, "8@", `usdt: argument 0 "8@": register "": not one bpfkit can read`},
+		{arm, "8@", `usdt: argument 0 "8@": want size@location`},
 		{arm, "8@x", `usdt: argument 0 "8@x": register "x": not one bpfkit can read`},
 		{arm, "8@[]", `usdt: argument 0 "8@[]": register "": not one bpfkit can read`},
 		{arm, "8@x-1", `usdt: argument 0 "8@x-1": register "x-1": not one bpfkit can read`},
@@ -240,9 +240,9 @@ func TestAdversarialParseArgs(t *testing.T) {
 		s string
 		a Arg
 	}{
-		{x86, "8@-9223372036854775808(%rbp)", Arg{ArgDeref, "rbp", math.MinInt64, 8, false, 32}},
-		{x86, "-8@$9223372036854775807", Arg{ArgConst, "", math.MaxInt64, 8, true, 0}},
-		{arm, "8@[x30, 0x7fffffffffffffff]", Arg{ArgDeref, "x30", math.MaxInt64, 8, false, 240}},
+		{x86, "8@-9223372036854775808(%rbp)", Arg{ArgDeref, "rbp", math.MinInt64, 8, false, 32, nil}},
+		{x86, "-8@$9223372036854775807", Arg{ArgConst, "", math.MaxInt64, 8, true, 0, nil}},
+		{arm, "8@[x30, 0x7fffffffffffffff]", Arg{ArgDeref, "x30", math.MaxInt64, 8, false, 240, nil}},
 	} {
 		if args, err := ParseArgs(c.m, c.s); err != nil || len(args) != 1 || args[0] != c.a {
 			t.Errorf("ParseArgs(%v, %q): %+v, %v; want %+v", c.m, c.s, args, err, c.a)

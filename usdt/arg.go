@@ -27,6 +27,9 @@ type Arg struct {
 	Size   int     // bytes: 1, 2, 4 or 8
 	Signed bool    // the size is written negative ("-4@...")
 	PtRegs int16   // Reg's offset in the x86_64 (for all x86) or arm64 struct pt_regs
+	// Err, from Probe.ParseArgs, says why the argument cannot be read
+	// (its other fields are then zero); Args.Load of it returns Err.
+	Err error
 }
 
 // ParseArgs parses a call site's arguments ("8@%rdi -4@$5") in the
@@ -61,7 +64,7 @@ func splitArgs(s string) []string {
 
 func parseArg(machine elf.Machine, s string) (a Arg, err error) {
 	size, loc, ok := strings.Cut(s, "@")
-	if a.Size, err = strconv.Atoi(size); !ok || err != nil {
+	if a.Size, err = strconv.Atoi(size); !ok || err != nil || loc == "" {
 		return a, fmt.Errorf("want size@location")
 	}
 	if a.Signed = a.Size < 0; a.Signed {
@@ -73,8 +76,16 @@ func parseArg(machine elf.Machine, s string) (a Arg, err error) {
 	// Each syntax to "const", "reg" or "[reg, offset]".
 	switch machine {
 	case elf.EM_X86_64, elf.EM_386:
-		if off, reg, ok := strings.Cut(strings.TrimSuffix(loc, ")"), "("); ok {
-			loc = "[" + reg + ", " + off + "]"
+		if off, reg, ok := strings.Cut(loc, "("); ok {
+			switch {
+			case !strings.HasSuffix(reg, ")"):
+				return a, fmt.Errorf("want offset(%%register)")
+			case strings.Contains(reg, ","):
+				return a, fmt.Errorf("an index register (base, index, scale) is not supported")
+			case reg == "%rip)":
+				return a, fmt.Errorf("%%rip-relative: a global variable, which Probe.ParseArgs finds in the file's symbols")
+			}
+			loc = "[" + strings.TrimSuffix(reg, ")") + ", " + off + "]"
 		}
 		if c, ok := strings.CutPrefix(loc, "$"); ok {
 			loc = c

@@ -15,16 +15,16 @@ func TestParseArgs(t *testing.T) {
 		s    string
 		want []Arg
 	}{
-		{x86, "-4@%edi", []Arg{{ArgReg, "edi", 0, 4, true, 112}}},
-		{x86, "8@-16(%rbp)", []Arg{{ArgDeref, "rbp", -16, 8, false, 32}}},
-		{x86, "8@%rax -4@$5", []Arg{{ArgReg, "rax", 0, 8, false, 80}, {ArgConst, "", 5, 4, true, 0}}},
-		{x86, "2@(%r9w)  1@0x10(%r15b) -1@%sil 8@%r12", []Arg{{ArgDeref, "r9w", 0, 2, false, 64}, {ArgDeref, "r15b", 16, 1, false, 0},
-			{ArgReg, "sil", 0, 1, true, 104}, {ArgReg, "r12", 0, 8, false, 24}}},
-		{elf.EM_386, "-4@%esp 4@8(%ebx) 1@$-56", []Arg{{ArgReg, "esp", 0, 4, true, 152}, {ArgDeref, "ebx", 8, 4, false, 40}, {ArgConst, "", -56, 1, false, 0}}},
-		{arm, "-4@x0", []Arg{{ArgReg, "x0", 0, 4, true, 0}}},
-		{arm, "8@[sp, 16] 8@[x1]", []Arg{{ArgDeref, "sp", 16, 8, false, 248}, {ArgDeref, "x1", 0, 8, false, 8}}},
-		{arm, "-4@-42 -8@[x29, -8] 4@w30 2@[x2, #4]", []Arg{{ArgConst, "", -42, 4, true, 0}, {ArgDeref, "x29", -8, 8, true, 232},
-			{ArgReg, "w30", 0, 4, false, 240}, {ArgDeref, "x2", 4, 2, false, 16}}},
+		{x86, "-4@%edi", []Arg{{ArgReg, "edi", 0, 4, true, 112, nil}}},
+		{x86, "8@-16(%rbp)", []Arg{{ArgDeref, "rbp", -16, 8, false, 32, nil}}},
+		{x86, "8@%rax -4@$5", []Arg{{ArgReg, "rax", 0, 8, false, 80, nil}, {ArgConst, "", 5, 4, true, 0, nil}}},
+		{x86, "2@(%r9w)  1@0x10(%r15b) -1@%sil 8@%r12", []Arg{{ArgDeref, "r9w", 0, 2, false, 64, nil}, {ArgDeref, "r15b", 16, 1, false, 0, nil},
+			{ArgReg, "sil", 0, 1, true, 104, nil}, {ArgReg, "r12", 0, 8, false, 24, nil}}},
+		{elf.EM_386, "-4@%esp 4@8(%ebx) 1@$-56", []Arg{{ArgReg, "esp", 0, 4, true, 152, nil}, {ArgDeref, "ebx", 8, 4, false, 40, nil}, {ArgConst, "", -56, 1, false, 0, nil}}},
+		{arm, "-4@x0", []Arg{{ArgReg, "x0", 0, 4, true, 0, nil}}},
+		{arm, "8@[sp, 16] 8@[x1]", []Arg{{ArgDeref, "sp", 16, 8, false, 248, nil}, {ArgDeref, "x1", 0, 8, false, 8, nil}}},
+		{arm, "-4@-42 -8@[x29, -8] 4@w30 2@[x2, #4]", []Arg{{ArgConst, "", -42, 4, true, 0, nil}, {ArgDeref, "x29", -8, 8, true, 232, nil},
+			{ArgReg, "w30", 0, 4, false, 240, nil}, {ArgDeref, "x2", 4, 2, false, 16, nil}}},
 		{x86, "", nil},
 	} {
 		got, err := ParseArgs(c.m, c.s)
@@ -42,15 +42,18 @@ func TestParseArgs(t *testing.T) {
 		m      elf.Machine
 		s, err string
 	}{
-		{x86, "8@sym(%rip)", "symbols"},
-		{x86, "8@8(%rip)", `register "rip"`},
+		{x86, "8@sym(%rip)", "%rip-relative: a global variable, which Probe.ParseArgs finds"},
+		{x86, "8@8(%rip)", "%rip-relative"},
+		{x86, "8@-16(%rbp", "want offset(%register)"},
+		{x86, "8@ %rsi", "want size@location"},
 		{x86, "3@%eax", "size 3"},
 		{x86, "16@%xmm0", "size 16"},
 		{x86, "8@%xmm0", `register "xmm0"`},
 		{x86, "8@%ah", `register "ah"`},
 		{x86, "8@%r16", `register "r16"`},
 		{x86, "8@%r08", `register "r08"`},
-		{x86, "8@(%rax,%rbx,8)", "offset"},
+		{x86, "8@(%rax,%rbx,8)", "an index register (base, index, scale) is not supported"},
+		{x86, "4@-96(%rbp,%rax)", "an index register"},
 		{x86, "8@$sym", `"sym"`},
 		{x86, "8@5", `"$5"`},
 		{x86, "8%rax", "size@location"},

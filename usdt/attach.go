@@ -28,7 +28,7 @@ type Builder func(args *Args) ([]Item, error)
 // Attachment is one program attached to every call site of a probe, or
 // one program per call site.
 type Attachment struct {
-	Cookies  bool            // one program serves every site, reading its arguments' descriptions by bpf_cookie
+	Cookies  bool            // one program serves every site, reading the descriptions of arguments that differ by bpf_cookie
 	Programs []*prog.Program // one with Cookies, else one per site
 	links    []*prog.Link
 	specs    *mapfd.Map
@@ -80,7 +80,9 @@ func (a *Args) Load(dst, ctx Register, n int) ([]Item, error) {
 	}
 	regs := map[int16]bool{} // the registers the sites read it from
 	for _, args := range a.sites {
-		if args[n].Kind != ArgConst {
+		if args[n].Err != nil {
+			return nil, args[n].Err
+		} else if args[n].Kind != ArgConst {
 			regs[args[n].PtRegs] = true
 		}
 	}
@@ -175,16 +177,21 @@ func (a *Args) String(ctx Register, n int, buf int16, size int32) ([]Item, error
 }
 
 // ParseArgs parses the arguments of every call site of the probe; they
-// must be as many at each.
+// must be as many at each. An argument that cannot be read has its Err
+// set, naming the probe and the site, so that the others still can be.
 func (p *Probe) ParseArgs() ([][]Arg, error) {
 	if p.file == nil || len(p.Sites) == 0 {
 		return nil, fmt.Errorf("usdt: probe %s is none of a File's", p)
 	}
 	var out [][]Arg
 	for _, s := range p.Sites {
-		args, err := ParseArgs(p.file.Machine, s.Args)
-		if err != nil {
-			return nil, sys.Wrap("usdt", err, "%s in %s, site %#x", p, p.file.Path, s.Address)
+		var args []Arg
+		for i, f := range splitArgs(s.Args) {
+			a, err := p.file.parseArg(f, s.Address)
+			if err != nil {
+				a = Arg{Err: fmt.Errorf("usdt: %s in %s, site %#x: argument %d %q: %w", p, p.file.Path, s.Address, i, f, err)}
+			}
+			args = append(args, a)
 		}
 		if len(out) > 0 && len(args) != len(out[0]) {
 			return nil, fmt.Errorf("usdt: %s in %s: %d arguments at site %#x, %d at %#x", p, p.file.Path, len(args), s.Address, len(out[0]), p.Sites[0].Address)

@@ -182,6 +182,76 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// TestGlobals: bpfkit:global's arguments are global variables, which x86
+// writes relative to %rip ("-4@bpfkit_global(%rip) -8@8+counter(%rip)"):
+// read through the site's address and the symbols, they are the values
+// the C program set, with one program (the arguments as written, or, with
+// a second site, through the descriptions) and with a program per site.
+// In a stripped copy the variables are unknown: Load says so.
+func TestGlobals(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	path := sdtProgram(t)
+	probe := openProbe(t, path, "bpfkit:global")
+	str := openProbe(t, path, "bpfkit:str").Sites[0]
+	differing := *probe
+	differing.Sites = append([]Site{}, probe.Sites[0], Site{Address: str.Address, Offset: str.Offset, Semaphore: probe.Sites[0].Semaphore, Args: probe.Sites[0].Args})
+	for _, mode := range []string{"cookies", "descriptions", "no cookies"} {
+		cookies := mode != "no cookies"
+		if cookies && !slices.Contains(cookieModes(t), true) {
+			continue
+		}
+		probe := probe
+		if mode == "descriptions" {
+			probe = &differing
+		}
+		proc := startSDT(t, path)
+		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 16, MaxEntries: 8, Name: "usdt_test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		a, err := Attach(probe, Options{PID: proc.pid, NoCookies: !cookies}, func(args *Args) ([]Item, error) {
+			items := []Item{Mov64Reg(R6, R1)}
+			for n := range 2 {
+				load, err := args.Load(R7, R6, n)
+				if err != nil {
+					return nil, err
+				}
+				items = append(append(items, load...), StoreMem(BPF_DW, R10, int16(-32+8*n), R7))
+			}
+			return append(items, LoadMapFD(R1, q), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -32),
+				Mov64Imm(R3, 0), Call(BPF_FUNC_map_push_elem), Mov64Imm(R0, 0), Exit()), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (a.specs != nil) != (mode == "descriptions") {
+			t.Errorf("%s: descriptions %v", mode, a.specs)
+		}
+		proc.do("global 1234")
+		proc.do("global -5")
+		a.Close()
+		v := make([]byte, 16)
+		for _, want := range []int64{1234, -5} {
+			err := q.LookupAndDelete(nil, v)
+			if got := [2]int64{int64(binary.LittleEndian.Uint64(v)), int64(binary.LittleEndian.Uint64(v[8:]))}; err != nil || got != [2]int64{want, -want} {
+				t.Errorf("%s: %v, %v; want %d and %d", mode, got, err, want, -want)
+			}
+		}
+	}
+	stripped := filepath.Join(t.TempDir(), "sdt")
+	if b, err := exec.Command("strip", "-o", stripped, path).CombinedOutput(); err != nil {
+		t.Skipf("strip: %v %s", err, b)
+	}
+	args, err := openProbe(t, stripped, "bpfkit:global").ParseArgs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = (&Args{N: 2, sites: args}).Load(R7, R6, 0)
+	wantErr(t, "a stripped program's global variable", err, `the variable "bpfkit_global" is in neither the symbol table nor the dynamic symbols (stripped?)`)
+}
+
 // TestSites: bpfkit:str has two call sites, one passing i in a register,
 // the other the constant 99: each firing reads its own site's arguments,
 // through the cookie's index or its own program.

@@ -5,13 +5,17 @@
 // Open reads an ELF file's .note.stapsdt notes: each probe's call sites,
 // file offsets, semaphores and argument strings, which ParseArgs reads (x86
 // or arm64 syntax) into a register, memory at a register plus an offset, or
-// a constant, with size and signedness.
+// a constant, with size and signedness. Probe.ParseArgs also reads x86's
+// global variables ("-4@counter+8(%rip)") through the file's symbols, and
+// gives an argument it cannot read an Err rather than failing the probe.
 //
 // Attach puts a uprobe on every call site of a probe, with the probe's
 // semaphore as its ref_ctr_offset, so that the traced program, which often
 // skips a probe while its semaphore is zero, sees it enabled. Args.Load
 // reads an argument in the program. With bpf_cookie (5.15) one program
-// serves every site, the cookie indexing an array map of argument
-// descriptions as in libbpf's usdt.bpf.h; before, each site gets a
-// program built for its arguments (Attachment.Cookies says which).
+// serves every site: an argument the same at each is read as written
+// there, one that differs through the cookie, which indexes an array map
+// of argument descriptions as in libbpf's usdt.bpf.h. Before 5.15, each
+// site gets a program built for its arguments (Attachment.Cookies says
+// which).
 package usdt

@@ -38,6 +38,7 @@ func ExampleOpen() {
 	// With sdt built, it prints:
 	// bpfkit:args sites: 1
 	// bpfkit:str sites: 2
+	// bpfkit:global sites: 1
 }
 
 // Probe finds one probe by name; the error for a name the file does not
@@ -65,7 +66,7 @@ func ExampleFile_Probe() {
 	// With sdt built, it prints:
 	// true true 2
 	// true true 2
-	// it has bpfkit:args, bpfkit:str
+	// it has bpfkit:args, bpfkit:str, bpfkit:global
 }
 
 // ParseArgs reads a call site's argument string, as the note writes it in
@@ -93,7 +94,7 @@ func ExampleParseArgs() {
 	// memory   rbp -16, 8 bytes, signed false; pt_regs offset 32
 	// constant       5, 4 bytes, signed false; pt_regs offset 0
 	// memory   sp   16, 8 bytes, signed false; pt_regs offset 248
-	// usdt: argument 0 "4@foo(%rip)": offset "foo": want a number (symbols, as for global variables, are not supported)
+	// usdt: argument 0 "4@foo(%rip)": %rip-relative: a global variable, which Probe.ParseArgs finds in the file's symbols
 }
 
 // Attach runs a program at every call site of a probe, here in one

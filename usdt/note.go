@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/bpfkit/bpfkit/sys"
@@ -23,7 +24,8 @@ type File struct {
 	Machine elf.Machine // EM_X86_64, EM_386, EM_AARCH64 ...
 	Probes  []*Probe    // one per provider:name, in the order of the notes
 	progs   []*elf.Prog
-	entry   uint64 // file offset of the entry point or .init, or 0
+	entry   uint64            // file offset of the entry point or .init, or 0
+	syms    map[string]uint64 // for %rip-relative arguments: symbols' addresses, 0 for two of a name
 }
 
 // Probe is one provider:name and its call sites, a site (and note) per
@@ -106,6 +108,18 @@ func Open(path string) (*File, error) {
 	}
 	byName := map[string]*Probe{}
 	for _, n := range notes {
+		if strings.Contains(n.args, "(%rip)") && file.syms == nil {
+			file.syms = map[string]uint64{}
+			syms, _ := f.Symbols()
+			dyn, _ := f.DynamicSymbols()
+			for _, s := range append(syms, dyn...) {
+				if v, ok := file.syms[s.Name]; s.Value != 0 && (!ok || v == s.Value) {
+					file.syms[s.Name] = s.Value
+				} else if s.Value != 0 {
+					file.syms[s.Name] = 0
+				}
+			}
+		}
 		if base != 0 && n.base != 0 {
 			n.pc += base - n.base
 			if n.sem != 0 {
@@ -218,6 +232,44 @@ func (p *Probe) semaphore(s Site) (uint64, error) {
 		err = fmt.Errorf("semaphore: the kernel can only count it in a writable mapping of the file, and %w", err)
 	}
 	return off, err
+}
+
+// parseArg parses argument s of the site at address; an x86 argument in a
+// global variable, "-4@counter+8(%rip)", is read through rip, which at the
+// uprobe is the site's address (handle_swbp sets it for the handlers): at
+// the variable's address plus 8, less the site's.
+func (f *File) parseArg(s string, site uint64) (Arg, error) {
+	size, loc, _ := strings.Cut(s, "@")
+	expr, ok := strings.CutSuffix(loc, "(%rip)")
+	if !ok || f.Machine != elf.EM_X86_64 {
+		return parseArg(f.Machine, s)
+	}
+	a, err := parseArg(f.Machine, size+"@$0") // the size and signedness
+	if err != nil {
+		return a, err
+	}
+	sym, off := expr, int64(0)
+	if l, r, ok := strings.Cut(expr, "+"); ok { // "counter+8", "8+counter"
+		if off, err = strconv.ParseInt(r, 0, 64); err == nil {
+			sym = l
+		} else if off, err = strconv.ParseInt(l, 0, 64); err == nil {
+			sym = r
+		}
+	} else if i := strings.LastIndexByte(expr, '-'); i > 0 { // "counter-8"
+		sym = expr[:i]
+		off, err = strconv.ParseInt(expr[i:], 0, 64)
+	}
+	addr := f.syms[sym]
+	switch _, there := f.syms[sym]; {
+	case err != nil || sym == "":
+		return a, fmt.Errorf("%q: want a symbol plus or minus a number", expr)
+	case !there:
+		return a, fmt.Errorf("the variable %q is in neither the symbol table nor the dynamic symbols (stripped?)", sym)
+	case addr == 0:
+		return a, fmt.Errorf("the file has more than one symbol %q", sym)
+	}
+	a.Kind, a.Reg, a.Value, a.PtRegs = ArgDeref, "rip", int64(addr-site)+off, 128 // pt_regs' ip
+	return a, nil
 }
 
 // Probe finds a probe by "provider:name"; when there is none, the error

@@ -145,8 +145,9 @@ type field struct {
 
 func (f field) end() int { return f.off + map[bool]int{false: 8, true: strSize}[f.str] }
 
-// fields reads -a and -s against the probe's arguments.
-func fields(o options, args []usdt.Arg) ([]field, error) {
+// fields reads -a and -s against the probe's arguments at its sites.
+func fields(o options, sites [][]usdt.Arg) ([]field, error) {
+	args := sites[0]
 	var out []field
 	for _, l := range []struct {
 		flag, list string
@@ -161,6 +162,11 @@ func fields(o options, args []usdt.Arg) ([]field, error) {
 			case slices.ContainsFunc(out, func(f field) bool { return f.n == n }):
 				return nil, tool.Usagef("argument %d is chosen twice", n)
 			default:
+				for _, site := range sites {
+					if site[n].Err != nil {
+						return nil, site[n].Err
+					}
+				}
 				out = append(out, field{n: n, str: l.str, signed: args[n].Signed})
 			}
 		}
@@ -190,7 +196,7 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 	if err != nil {
 		return err
 	}
-	fs, err := fields(o, args[0])
+	fs, err := fields(o, args)
 	if err != nil {
 		return err
 	}

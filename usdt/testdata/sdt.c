@@ -10,6 +10,9 @@
  *            ("call i", i) for even i, ("call i", 99) for odd i;
  *            answers "fired N"
  *   sem      answers "sem A S", the two semaphores' values
+ *   global N fires bpfkit:global once, whose arguments are global
+ *            variables (x86: "-4@bpfkit_global(%rip) -8@counter+8(%rip)"),
+ *            N and -N; answers "global N"
  * It prints "ready" first and exits at the end of its input.
  *
  * Built with -DSDT_FREESTANDING (no libc: -nostdlib -ffreestanding) it is
@@ -65,6 +68,16 @@ void _start(void)
 #include <stdlib.h>
 #include <string.h>
 
+unsigned short bpfkit_global_semaphore __attribute__((section(".probes")));
+int bpfkit_global;
+static long counter[2];
+
+/* Apart from where they are set, so that the probe reads the variables. */
+__attribute__((noinline)) void global_probe(void)
+{
+	STAP_PROBE2(bpfkit, global, bpfkit_global, counter[1]);
+}
+
 int main(void)
 {
 	struct rec r = {0, 0, -300, -5, 0xfedcba9876543210ull};
@@ -80,6 +93,11 @@ int main(void)
 				fire(&r, i, s);
 			}
 			printf("fired %ld\n", n);
+		} else if (strncmp(line, "global ", 7) == 0) {
+			bpfkit_global = atoi(line + 7);
+			counter[1] = -bpfkit_global;
+			global_probe();
+			printf("global %d\n", bpfkit_global);
 		} else if (strncmp(line, "sem", 3) == 0) {
 			printf("sem %u %u\n", *(volatile unsigned short *)&bpfkit_args_semaphore,
 			       *(volatile unsigned short *)&bpfkit_str_semaphore);
