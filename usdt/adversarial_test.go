@@ -141,7 +141,7 @@ func TestAdversarialOpen(t *testing.T) {
 		namesBomb:   "usdt: " + namesBomb + ": its section-name table is compressed, which Open does not inflate: a few bytes may claim gigabytes",
 		long:        "usdt: open " + cwd + "/" + long + ": file name too long",
 		"/nowhere":  "usdt: open /nowhere: no such file or directory",
-		notELF:      "usdt: " + notELF + ": bad magic number '[104 101 108 108]' in record at byte 0x0",
+		notELF:      "usdt: " + notELF + ": not an ELF file",
 		truncated:   "usdt: " + truncated + ": EOF",
 		huge:        "usdt: " + huge + ": .note.stapsdt of 1073741824 bytes at 0x60 is compressed or past the end of the file",
 		compressed:  "usdt: " + compressed + ": .note.stapsdt of 1073741824 bytes at 0x60 is compressed or past the end of the file",

@@ -70,6 +70,10 @@ func Open(path string) (*File, error) {
 	}
 	defer r.Close()
 	size, _ := r.Seek(0, io.SeekEnd)
+	var magic [4]byte
+	if r.ReadAt(magic[:], 0); string(magic[:]) != elf.ELFMAG {
+		return nil, fmt.Errorf("usdt: %s: not an ELF file", path)
+	}
 	if namesCompressed(r) {
 		return nil, fmt.Errorf("usdt: %s: its section-name table is compressed, which Open does not inflate: a few bytes may claim gigabytes", path)
 	}
@@ -160,7 +164,7 @@ func namesCompressed(r io.ReaderAt) bool {
 		ndx = uint64(le.Uint32(b[:]))
 	}
 	r.ReadAt(b[:], int64(shoff+ndx*shent))
-	return string(h[:4]) == elf.ELFMAG && elf.SectionFlag(le.Uint32(b[8:]))&elf.SHF_COMPRESSED != 0
+	return elf.SectionFlag(le.Uint32(b[8:]))&elf.SHF_COMPRESSED != 0
 }
 
 // parseNotes reads the NT_STAPSDT notes of a .note.stapsdt section whose
