@@ -62,6 +62,10 @@ func BenchmarkToolCost(b *testing.B) {
 		// bpftrace takes no argument past 5 on x86_64)
 		{"usdt", []string{"usdt", sdt, "bpfkit:args", "-a", "1,5", "-count", "60"},
 			fmt.Sprintf(`usdt:%s:bpfkit:args { @[arg1, arg5] = count(); }`, sdt), firings},
+		// bpfkit:str's two sites pass argument 1 in a register and as a
+		// constant: it is read through the cookie's description
+		{"usdt-sites", []string{"usdt", sdt, "bpfkit:str", "-a", "0,1", "-count", "60"},
+			fmt.Sprintf(`usdt:%s:bpfkit:str { @[arg0, arg1] = count(); }`, sdt), firings},
 		{"tracex5", []string{"tracex5", "-json", "60"}, fmt.Sprintf(`tracepoint:raw_syscalls:sys_enter /args->id == %d/ { @[args->id] = count(); }`, syscall.SYS_GETPPID), getppids},
 	} {
 		b.Run(c.name, func(b *testing.B) {
