@@ -142,7 +142,7 @@ func TestAdversarialOpen(t *testing.T) {
 		long:        "usdt: open " + cwd + "/" + long + ": file name too long",
 		"/nowhere":  "usdt: open /nowhere: no such file or directory",
 		notELF:      "usdt: " + notELF + ": not an ELF file",
-		truncated:   "usdt: " + truncated + ": EOF",
+		truncated:   "usdt: " + truncated + ": program or section headers past the end of the file",
 		huge:        "usdt: " + huge + ": .note.stapsdt of 1073741824 bytes at 0x60 is compressed or past the end of the file",
 		compressed:  "usdt: " + compressed + ": .note.stapsdt of 1073741824 bytes at 0x60 is compressed or past the end of the file",
 	} {

@@ -70,12 +70,8 @@ func Open(path string) (*File, error) {
 	}
 	defer r.Close()
 	size, _ := r.Seek(0, io.SeekEnd)
-	var magic [4]byte
-	if r.ReadAt(magic[:], 0); string(magic[:]) != elf.ELFMAG {
-		return nil, fmt.Errorf("usdt: %s: not an ELF file", path)
-	}
-	if namesCompressed(r) {
-		return nil, fmt.Errorf("usdt: %s: its section-name table is compressed, which Open does not inflate: a few bytes may claim gigabytes", path)
+	if err := checkHeaders(r, uint64(size)); err != nil {
+		return nil, fmt.Errorf("usdt: %s: %w", path, err)
 	}
 	f, err := elf.NewFile(r)
 	if err != nil {
@@ -145,26 +141,51 @@ func Open(path string) (*File, error) {
 	return file, nil
 }
 
-// namesCompressed says whether the section-name table of the ELF file r is
-// compressed, which elf.NewFile would inflate to the size it claims, for a
-// few bytes of zlib as much as a gigabyte, before Open could refuse it.
-func namesCompressed(r io.ReaderAt) bool {
+// checkHeaders refuses an ELF file whose program or section headers, or
+// section-name table, do not fit in its size bytes, or whose section-name
+// table is compressed, before elf.NewFile would allocate what they claim,
+// or inflate the table to the size it claims: for a few bytes of zlib as
+// much as a gigabyte.
+func checkHeaders(r io.ReaderAt, size uint64) error {
 	var h [64]byte
-	r.ReadAt(h[:], 0)
+	if r.ReadAt(h[:], 0); string(h[:4]) != elf.ELFMAG {
+		return errors.New("not an ELF file")
+	}
 	le, wide := binary.LittleEndian, h[4] == byte(elf.ELFCLASS64)
-	// e_shoff, e_shentsize, e_shstrndx; sh_link's offset in a section header
-	shoff, shent, ndx, link := uint64(le.Uint32(h[32:])), uint64(le.Uint16(h[46:])), uint64(le.Uint16(h[50:])), int64(24)
+	// e_phoff, e_phentsize, e_phnum, e_shoff, e_shentsize, e_shnum, e_shstrndx
+	phoff, phent, phnum := uint64(le.Uint32(h[28:])), uint64(le.Uint16(h[42:])), uint64(le.Uint16(h[44:]))
+	shoff, shent, shnum, ndx := uint64(le.Uint32(h[32:])), uint64(le.Uint16(h[46:])), uint64(le.Uint16(h[48:])), uint64(le.Uint16(h[50:]))
 	if wide {
-		shoff, shent, ndx, link = le.Uint64(h[40:]), uint64(le.Uint16(h[58:])), uint64(le.Uint16(h[62:])), 40
+		phoff, phent, phnum = le.Uint64(h[32:]), uint64(le.Uint16(h[54:])), uint64(le.Uint16(h[56:]))
+		shoff, shent, shnum, ndx = le.Uint64(h[40:]), uint64(le.Uint16(h[58:])), uint64(le.Uint16(h[60:])), uint64(le.Uint16(h[62:]))
 	}
-	// sh_name, sh_type and sh_flags, whose low word holds SHF_COMPRESSED
-	var b [12]byte
-	if ndx == uint64(elf.SHN_XINDEX) { // the index is section 0's sh_link
-		r.ReadAt(b[:4], int64(shoff)+link)
-		ndx = uint64(le.Uint32(b[:]))
+	// section i's sh_flags, sh_offset, sh_size and sh_link
+	section := func(i uint64) (flags, off, n, link uint64) {
+		var b [64]byte
+		r.ReadAt(b[:], int64(shoff+i*shent))
+		if wide {
+			return le.Uint64(b[8:]), le.Uint64(b[24:]), le.Uint64(b[32:]), uint64(le.Uint32(b[40:]))
+		}
+		return uint64(le.Uint32(b[8:])), uint64(le.Uint32(b[16:])), uint64(le.Uint32(b[20:])), uint64(le.Uint32(b[24:]))
 	}
-	r.ReadAt(b[:], int64(shoff+ndx*shent))
-	return elf.SectionFlag(le.Uint32(b[8:]))&elf.SHF_COMPRESSED != 0
+	if _, _, n, link := section(0); shoff != 0 && shoff < size {
+		// Past 0xff00 sections, the count is section 0's sh_size, and past
+		// 0xff00 the name table's index its sh_link (SHN_XINDEX).
+		shnum = cmp.Or(shnum, n)
+		if ndx == uint64(elf.SHN_XINDEX) {
+			ndx = link
+		}
+	}
+	flags, off, n, _ := section(ndx)
+	switch {
+	case phoff > size || phent*phnum > size-phoff || shoff > size || shnum > size || shent*shnum > size-shoff:
+		return errors.New("program or section headers past the end of the file")
+	case ndx < shnum && elf.SectionFlag(flags)&elf.SHF_COMPRESSED != 0:
+		return errors.New("its section-name table is compressed, which Open does not inflate: a few bytes may claim gigabytes")
+	case ndx < shnum && (off > size || n > size-off):
+		return errors.New("its section-name table is past the end of the file")
+	}
+	return nil
 }
 
 // parseNotes reads the NT_STAPSDT notes of a .note.stapsdt section whose

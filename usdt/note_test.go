@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/internal/testutil"
 )
 
 // readelfNote is one probe descriptor as readelf -n prints it.
@@ -425,6 +426,34 @@ func FuzzNotes(f *testing.F) {
 			if err == nil && (n.provider == "" || n.name == "") {
 				t.Fatalf("note %+v", n)
 			}
+		}
+	})
+}
+
+// FuzzOpen: any file is opened or refused, never a panic, allocating
+// little more than its size; what is opened parses its arguments or gives
+// them an Err.
+func FuzzOpen(f *testing.F) {
+	f.Add(notesELF(nil, 0, 0))
+	desc := append(binary.LittleEndian.AppendUint64(make([]byte, 16), 0x1000), "p\x00n\x00-4@x+8(%rip) 8@%rdi\x00"...)
+	note := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 8), uint32(len(desc)))
+	note = append(append(binary.LittleEndian.AppendUint32(note, 3), "stapsdt\x00"...), desc...)
+	f.Add(notesELF(note, uint64(len(note)), 0))
+	path := filepath.Join(f.TempDir(), "elf")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var file *File
+		var err error
+		if n := testutil.Allocated(func() { file, err = Open(path) }); n > 1<<20+16*uint64(len(b)) {
+			t.Fatalf("Open of %d bytes allocated %d", len(b), n)
+		}
+		if err != nil {
+			return
+		}
+		for _, p := range file.Probes {
+			p.ParseArgs()
 		}
 	})
 }
