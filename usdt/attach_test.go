@@ -103,30 +103,16 @@ func cookieModes(t *testing.T) []bool {
 // offset, on the stack, constants, signed and unsigned, and a string)
 // into a queue map; the C program fires it 5 times: exactly 5 records
 // come out, with the values it passed, with one program and bpf_cookie
-// and with one program per call site. With cookies, one program serving
-// a probe of one site reads each argument as written there; so the
-// descriptions the cookie indexes are tested too, the probe is given a
-// second site, whose arguments all differ: bpfkit:str's nop, which never
-// runs, as its semaphore stays zero.
+// and with one program per call site (argModes: with a second site, whose
+// arguments all differ, the one program reads the cookie's descriptions).
 func TestArgs(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	path := sdtProgram(t)
 	probe := openProbe(t, path, "bpfkit:args")
-	str := openProbe(t, path, "bpfkit:str").Sites[0]
-	differing := *probe
-	differing.Sites = []Site{probe.Sites[0], {Address: str.Address, Offset: str.Offset, Semaphore: probe.Sites[0].Semaphore,
-		Args: strings.TrimSpace(strings.Repeat("8@$0 ", len(strings.Fields(probe.Sites[0].Args))))}}
 	const rec = -Scratch - 104 // 11 numbers, then 16 bytes of string
-	for _, mode := range []string{"cookies", "descriptions", "no cookies"} {
-		cookies := mode != "no cookies"
-		if cookies && !slices.Contains(cookieModes(t), true) {
-			continue
-		}
-		probe := probe
-		if mode == "descriptions" {
-			probe = &differing
-		}
+	for _, m := range argModes(t, path, probe, strings.TrimSpace(strings.Repeat("8@$0 ", 12))) {
+		mode, cookies, probe := m.name, m.cookies, m.probe
 		proc := startSDT(t, path)
 		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 104, MaxEntries: 64, Name: "usdt_test"})
 		if err != nil {
@@ -134,13 +120,9 @@ func TestArgs(t *testing.T) {
 		}
 		defer q.Close()
 		a, err := Attach(probe, Options{PID: proc.pid, NoCookies: !cookies}, func(args *Args) ([]Item, error) {
-			items := []Item{Mov64Reg(R6, R1)}
-			for n := range 11 {
-				load, err := args.Load(R7, R6, n)
-				if err != nil {
-					return nil, err
-				}
-				items = append(append(items, load...), StoreMem(BPF_DW, R10, int16(rec+8*n), R7))
+			items, err := loadArgs(args, 11, rec)
+			if err != nil {
+				return nil, err
 			}
 			// junk where the string goes, as a stack slot may hold
 			items = append(items, StoreImm(BPF_DW, R10, rec+88, -1), StoreImm(BPF_DW, R10, rec+96, -1))
@@ -182,6 +164,44 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// argMode is a way to attach a probe for reading its arguments.
+type argMode struct {
+	name    string
+	probe   *Probe
+	cookies bool
+}
+
+// argModes are those this kernel has: a program per site; and with
+// cookies one program, which reads arguments the same at every site as
+// written there ("cookies"), and those that differ through the
+// descriptions the cookie indexes ("descriptions": the probe given a
+// second site, with the arguments second, on bpfkit:str's nop, which never
+// runs, as bpfkit:str's semaphore stays zero).
+func argModes(t *testing.T, path string, probe *Probe, second string) []argMode {
+	str := openProbe(t, path, "bpfkit:str").Sites[0]
+	differing := *probe
+	differing.Sites = []Site{probe.Sites[0], {Address: str.Address, Offset: str.Offset, Semaphore: probe.Sites[0].Semaphore, Args: second}}
+	modes := []argMode{{"no cookies", probe, false}}
+	if slices.Contains(cookieModes(t), true) {
+		modes = append(modes, argMode{"cookies", probe, true}, argMode{"descriptions", &differing, true})
+	}
+	return modes
+}
+
+// loadArgs is r6 = ctx, then arguments 0 to n-1 stored from r10+rec, 8
+// bytes each.
+func loadArgs(args *Args, n int, rec int16) ([]Item, error) {
+	items := []Item{Mov64Reg(R6, R1)}
+	for i := range n {
+		load, err := args.Load(R7, R6, i)
+		if err != nil {
+			return nil, err
+		}
+		items = append(append(items, load...), StoreMem(BPF_DW, R10, rec+int16(8*i), R7))
+	}
+	return items, nil
+}
+
 // TestGlobals: bpfkit:global's arguments are global variables, which x86
 // writes relative to %rip ("-4@bpfkit_global(%rip) -8@8+counter(%rip)"):
 // read through the site's address and the symbols, they are the values
@@ -193,18 +213,9 @@ func TestGlobals(t *testing.T) {
 	testutil.CheckNoLeaks(t)
 	path := sdtProgram(t)
 	probe := openProbe(t, path, "bpfkit:global")
-	str := openProbe(t, path, "bpfkit:str").Sites[0]
-	differing := *probe
-	differing.Sites = append([]Site{}, probe.Sites[0], Site{Address: str.Address, Offset: str.Offset, Semaphore: probe.Sites[0].Semaphore, Args: probe.Sites[0].Args})
-	for _, mode := range []string{"cookies", "descriptions", "no cookies"} {
-		cookies := mode != "no cookies"
-		if cookies && !slices.Contains(cookieModes(t), true) {
-			continue
-		}
-		probe := probe
-		if mode == "descriptions" {
-			probe = &differing
-		}
+	// At a second site, the same arguments are at other offsets from it.
+	for _, m := range argModes(t, path, probe, probe.Sites[0].Args) {
+		mode, cookies, probe := m.name, m.cookies, m.probe
 		proc := startSDT(t, path)
 		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 16, MaxEntries: 8, Name: "usdt_test"})
 		if err != nil {
@@ -212,16 +223,9 @@ func TestGlobals(t *testing.T) {
 		}
 		defer q.Close()
 		a, err := Attach(probe, Options{PID: proc.pid, NoCookies: !cookies}, func(args *Args) ([]Item, error) {
-			items := []Item{Mov64Reg(R6, R1)}
-			for n := range 2 {
-				load, err := args.Load(R7, R6, n)
-				if err != nil {
-					return nil, err
-				}
-				items = append(append(items, load...), StoreMem(BPF_DW, R10, int16(-32+8*n), R7))
-			}
+			items, err := loadArgs(args, 2, -32)
 			return append(items, LoadMapFD(R1, q), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -32),
-				Mov64Imm(R3, 0), Call(BPF_FUNC_map_push_elem), Mov64Imm(R0, 0), Exit()), nil
+				Mov64Imm(R3, 0), Call(BPF_FUNC_map_push_elem), Mov64Imm(R0, 0), Exit()), err
 		})
 		if err != nil {
 			t.Fatal(err)
