@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
@@ -160,6 +162,57 @@ func TestArgs(t *testing.T) {
 		}
 		if err := q.LookupAndDelete(nil, v); !errors.Is(err, mapfd.ErrKeyNotExist) {
 			t.Errorf("%s: more than 5 firings: %v", mode, err)
+		}
+	}
+}
+
+// TestArgs386: a 32-bit (i386) program's arguments, read on this 64-bit
+// kernel, whose pt_regs holds its registers in the same slots: the C
+// program built freestanding fires bpfkit:args once as it starts, with 1.
+func TestArgs386(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	if regs, err := prog.KernelPtRegs(); err != nil || regs.Size != BPF_DW || runtime.GOARCH != "amd64" {
+		t.Skipf("not an amd64 test on a 64-bit kernel: %v", err)
+	}
+	path := buildSDT(t, "gcc", "gcc", "-m32", "-nostdlib", "-static", "-ffreestanding", "-DSDT_FREESTANDING")
+	probe := openProbe(t, path, "bpfkit:args")
+	const rec = -Scratch - 104
+	for _, m := range argModes(t, path, probe, strings.TrimSpace(strings.Repeat("8@$0 ", 12))) {
+		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 104, MaxEntries: 8, Name: "usdt_test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		a, err := Attach(m.probe, Options{NoCookies: !m.cookies}, func(args *Args) ([]Item, error) {
+			items, err := loadArgs(args, 11, rec)
+			if err != nil {
+				return nil, err
+			}
+			str, err := args.String(R6, 11, rec+88, 16)
+			return append(append(items, str...), LoadMapFD(R1, q), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, rec),
+				Mov64Imm(R3, 0), Call(BPF_FUNC_map_push_elem), Mov64Imm(R0, 0), Exit()), err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(path) // fires, then spins
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		v := make([]byte, 104)
+		for i := 0; q.LookupAndDelete(nil, v) != nil && i < 500; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		a.Close()
+		var got []int64
+		for n := range 11 {
+			got = append(got, int64(binary.LittleEndian.Uint64(v[8*n:])))
+		}
+		if want := []int64{-1, 3, -42, 200, 0, 0, 0, 0, 1001, -1, 1}; !slices.Equal(got, want) || string(v[88:90]) != "x\x00" {
+			t.Errorf("%s: %v %q, want %v \"x\"", m.name, got, v[88:], want)
 		}
 	}
 }

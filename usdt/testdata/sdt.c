@@ -59,7 +59,8 @@ __attribute__((noinline)) void fire(struct rec *r, long i, const char *s)
 void _start(void)
 {
 	struct rec r = {0};
-	fire(&r, 1, "x");
+	char s[2] = "x"; /* on the stack: BPF reads no page not yet faulted in */
+	fire(&r, 1, s);
 	for (;;)
 		;
 }
