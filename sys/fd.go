@@ -39,9 +39,13 @@ func Dup(fd int) (int, error) {
 }
 
 // OpenRegular opens the file at path to read if it is a regular file, as
-// ELF binaries are: O_NONBLOCK, so that a FIFO does not wait for a writer,
-// and then a FIFO, a device or a directory is refused, never read.
+// ELF binaries are: a FIFO, a device or a directory is refused, before
+// opening (some devices act on open) and after (the path may have changed),
+// and the open is O_NONBLOCK, so that a FIFO does not wait for a writer.
 func OpenRegular(path string) (*os.File, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		return nil, &Error{Op: "open " + path, Errno: unix.EINVAL, Hint: "not a regular file"}
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, sysErr("open "+path, err)

@@ -219,9 +219,9 @@ func TestUsdtEvents(t *testing.T) {
 	}
 }
 
-// TestUsdtGlobals: bpfkit:global's arguments are global variables (on x86
-// written relative to %rip, found through the symbols): usdt prints the
-// values the C program set.
+// TestUsdtGlobals: bpfkit:global's arguments are global variables (on
+// x86-64 written relative to %rip, found through the symbols): usdt prints
+// the values the C program set, at each of the probe's two sites.
 func TestUsdtGlobals(t *testing.T) {
 	testutil.RequireRoot(t)
 	path := sdtBinary(t)
@@ -231,7 +231,7 @@ func TestUsdtGlobals(t *testing.T) {
 	proc.send("global 77", "global 77")
 	proc.send("global -3", "global -3")
 	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(r.out.String(), "\n") < 2 && time.Now().Before(deadline) {
+	for strings.Count(r.out.String(), "\n") < 4 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	var got []string
@@ -240,7 +240,7 @@ func TestUsdtGlobals(t *testing.T) {
 		json.Unmarshal([]byte(line), &e)
 		got = append(got, fmt.Sprint(e.Args))
 	}
-	if want := "[77 -77] [-3 3]"; strings.Join(got, " ") != want {
+	if want := "[77 -77] [77 -77] [-3 3] [-3 3]"; strings.Join(got, " ") != want { // two sites
 		t.Errorf("usdt bpfkit:global: %q, want %s", got, want)
 	}
 }

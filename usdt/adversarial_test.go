@@ -127,6 +127,9 @@ func TestAdversarialOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	notELF := write("notelf", []byte("hello, this is not an ELF file"))
+	bigEndian := notesELF(nil, 0, 0)
+	bigEndian[5] = byte(elf.ELFDATA2MSB)
+	big := write("big", bigEndian)
 	truncated := write("truncated", notesELF(nil, 0, 0)[:100])
 	huge := write("huge", notesELF(nil, 1<<30, 0))
 	compressed := write("compressed", notesELF(z.Bytes(), uint64(z.Len()), uint64(elf.SHF_COMPRESSED)))
@@ -142,6 +145,7 @@ func TestAdversarialOpen(t *testing.T) {
 		long:        "usdt: open " + cwd + "/" + long + ": file name too long",
 		"/nowhere":  "usdt: open /nowhere: no such file or directory",
 		notELF:      "usdt: " + notELF + ": not an ELF file",
+		big:         "usdt: " + big + ": a big-endian ELF file: only little-endian ones are supported",
 		truncated:   "usdt: " + truncated + ": program or section headers past the end of the file",
 		huge:        "usdt: " + huge + ": .note.stapsdt of 1073741824 bytes at 0x60 is compressed or past the end of the file",
 		compressed:  "usdt: " + compressed + ": .note.stapsdt of 1073741824 bytes at 0x60 is compressed or past the end of the file",

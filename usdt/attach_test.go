@@ -258,17 +258,20 @@ func loadArgs(args *Args, n int, rec int16) ([]Item, error) {
 // TestGlobals: bpfkit:global's arguments are global variables, which x86
 // writes relative to %rip ("-4@bpfkit_global(%rip) -8@8+counter(%rip)"):
 // read through the site's address and the symbols, they are the values
-// the C program set, with one program (the arguments as written, or, with
-// a second site, through the descriptions) and with a program per site.
-// In a stripped copy the variables are unknown: Load says so.
+// the C program set, at both its sites, with one program (the arguments at
+// different offsets from each site: through the descriptions the cookie
+// indexes, 0 and 1) and with a program per site (as written there). In a
+// stripped copy the variables are unknown: Load says so.
 func TestGlobals(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	path := sdtProgram(t)
 	probe := openProbe(t, path, "bpfkit:global")
-	// At a second site, the same arguments are at other offsets from it.
-	for _, m := range argModes(t, path, probe, probe.Sites[0].Args) {
-		mode, cookies, probe := m.name, m.cookies, m.probe
+	if len(probe.Sites) != 2 {
+		t.Fatalf("bpfkit:global has %d sites, want 2", len(probe.Sites))
+	}
+	for _, cookies := range cookieModes(t) {
+		mode := map[bool]string{true: "cookies", false: "no cookies"}[cookies]
 		proc := startSDT(t, path)
 		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 16, MaxEntries: 8, Name: "usdt_test"})
 		if err != nil {
@@ -283,14 +286,14 @@ func TestGlobals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (a.specs != nil) != (mode == "descriptions") {
+		if (a.specs != nil) != cookies {
 			t.Errorf("%s: descriptions %v", mode, a.specs)
 		}
 		proc.do("global 1234")
 		proc.do("global -5")
 		a.Close()
 		v := make([]byte, 16)
-		for _, want := range []int64{1234, -5} {
+		for _, want := range []int64{1234, 1234, -5, -5} {
 			err := q.LookupAndDelete(nil, v)
 			if got := [2]int64{int64(binary.LittleEndian.Uint64(v)), int64(binary.LittleEndian.Uint64(v[8:]))}; err != nil || got != [2]int64{want, -want} {
 				t.Errorf("%s: %v, %v; want %d and %d", mode, got, err, want, -want)

@@ -38,7 +38,7 @@ func ExampleOpen() {
 	// With sdt built, it prints:
 	// bpfkit:args sites: 1
 	// bpfkit:str sites: 2
-	// bpfkit:global sites: 1
+	// bpfkit:global sites: 2
 }
 
 // Probe finds one probe by name; the error for a name the file does not

@@ -78,13 +78,14 @@ func Open(path string) (*File, error) {
 		return nil, fmt.Errorf("usdt: %s: %w", path, err)
 	}
 	sec := f.Section(".note.stapsdt")
+	// Data would allocate what a section's header says, or inflate it.
+	inFile := func(s *elf.Section) bool {
+		return s != nil && s.Flags&elf.SHF_COMPRESSED == 0 && s.Offset <= uint64(size) && s.FileSize <= uint64(size)-s.Offset
+	}
 	switch {
-	case f.Data != elf.ELFDATA2LSB:
-		return nil, fmt.Errorf("usdt: %s: a big-endian ELF file: only little-endian ones are supported", path)
 	case sec == nil:
 		return nil, fmt.Errorf("%w in %s: it has no .note.stapsdt section", ErrNoProbes, path)
-	case sec.Flags&elf.SHF_COMPRESSED != 0 || sec.Offset > uint64(size) || sec.FileSize > uint64(size)-sec.Offset:
-		// Data would allocate what the header says, or decompress it.
+	case !inFile(sec):
 		return nil, fmt.Errorf("usdt: %s: .note.stapsdt of %d bytes at %#x is compressed or past the end of the file", path, sec.Size, sec.Offset)
 	}
 	data, err := sec.Data()
@@ -110,8 +111,13 @@ func Open(path string) (*File, error) {
 	for _, n := range notes {
 		if strings.Contains(n.args, "(%rip)") && file.syms == nil {
 			file.syms = map[string]uint64{}
-			syms, _ := f.Symbols()
-			dyn, _ := f.DynamicSymbols()
+			var syms, dyn []elf.Symbol
+			if s := f.SectionByType(elf.SHT_SYMTAB); inFile(s) && int(s.Link) < len(f.Sections) && inFile(f.Sections[s.Link]) {
+				syms, _ = f.Symbols()
+			}
+			if s := f.SectionByType(elf.SHT_DYNSYM); inFile(s) && int(s.Link) < len(f.Sections) && inFile(f.Sections[s.Link]) {
+				dyn, _ = f.DynamicSymbols()
+			}
 			for _, s := range append(syms, dyn...) {
 				if v, ok := file.syms[s.Name]; s.Value != 0 && (!ok || v == s.Value) {
 					file.syms[s.Name] = s.Value
@@ -141,15 +147,17 @@ func Open(path string) (*File, error) {
 	return file, nil
 }
 
-// checkHeaders refuses an ELF file whose program or section headers, or
-// section-name table, do not fit in its size bytes, or whose section-name
-// table is compressed, before elf.NewFile would allocate what they claim,
-// or inflate the table to the size it claims: for a few bytes of zlib as
-// much as a gigabyte.
+// checkHeaders refuses a file that is not a little-endian ELF file, or
+// whose program or section headers, or section-name table, do not fit in
+// its size bytes, or whose section-name table is compressed, before
+// elf.NewFile would allocate what they claim, or inflate the table to the
+// size it claims, whatever few bytes of zlib hold it.
 func checkHeaders(r io.ReaderAt, size uint64) error {
 	var h [64]byte
 	if r.ReadAt(h[:], 0); string(h[:4]) != elf.ELFMAG {
 		return errors.New("not an ELF file")
+	} else if h[5] != byte(elf.ELFDATA2LSB) {
+		return errors.New("a big-endian ELF file: only little-endian ones are supported")
 	}
 	le, wide := binary.LittleEndian, h[4] == byte(elf.ELFCLASS64)
 	// e_phoff, e_phentsize, e_phnum, e_shoff, e_shentsize, e_shnum, e_shstrndx
@@ -286,7 +294,7 @@ func (f *File) parseArg(s string, site uint64) (Arg, error) {
 	}
 	addr := f.syms[sym]
 	switch _, there := f.syms[sym]; {
-	case err != nil || sym == "":
+	case err != nil || sym == "" || strings.ContainsAny(sym[:1], "-+0123456789"):
 		return a, fmt.Errorf("%q: want a symbol plus or minus a number", expr)
 	case !there:
 		return a, fmt.Errorf("the variable %q is in neither the symbol table nor the dynamic symbols (stripped?)", sym)

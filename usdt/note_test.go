@@ -3,6 +3,7 @@ package usdt
 import (
 	"bytes"
 	"cmp"
+	"compress/zlib"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -392,11 +393,12 @@ func TestErrors(t *testing.T) {
 	_, err = f.Probe("bpfkit:nope")
 	wantErr(t, "missing probe", err, "bpfkit:args, bpfkit:str")
 	// An argument that cannot be read: its Err, and Load's; not the others'.
-	bad := &Probe{Provider: "p", Name: "n", file: f, Sites: []Site{{Address: 0x1234, Args: "8@%rax 8@sym(%rip) 4@(%rax,%rbx,4)"}}}
+	bad := &Probe{Provider: "p", Name: "n", file: f, Sites: []Site{{Address: 0x1234, Args: "8@%rax 8@sym(%rip) 4@(%rax,%rbx,4) 4@-8(%rip)"}}}
 	args, err := bad.ParseArgs()
-	if err != nil || len(args) != 1 || len(args[0]) != 3 || args[0][0].Err != nil {
+	if err != nil || len(args) != 1 || len(args[0]) != 4 || args[0][0].Err != nil {
 		t.Fatalf("ParseArgs: %+v, %v", args, err)
 	}
+	wantErr(t, "%rip and no symbol", args[0][3].Err, `argument 3 "4@-8(%rip)": "-8": want a symbol plus or minus a number`)
 	wantErr(t, "an unknown variable", args[0][1].Err, "p:n", "0x1234", `argument 1 "8@sym(%rip)": the variable "sym" is in neither the symbol table nor the dynamic symbols`)
 	wantErr(t, "an index register", args[0][2].Err, "p:n", "0x1234", `argument 2 "4@(%rax,%rbx,4)": an index register`)
 	a := &Args{N: 3, sites: args}
@@ -428,6 +430,49 @@ func FuzzNotes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSymbolsBounded: the C program with its .symtab made 16 KiB of zlib
+// claiming 64 MiB: Open, which reads the symbols for bpfkit:global's %rip
+// arguments, did inflate it; it leaves the symbols unread, allocating
+// little, and the arguments say the variable is unknown.
+func TestSymbolsBounded(t *testing.T) {
+	b, err := os.ReadFile(buildSDT(t, "gcc", "gcc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	var z bytes.Buffer // an ELF64 compression header, then the zeros
+	z.Write(le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, uint64(elf.COMPRESS_ZLIB)), 64<<20), 8))
+	w := zlib.NewWriter(&z)
+	w.Write(make([]byte, 64<<20))
+	w.Close()
+	for i, s := range ef.Sections {
+		if s.Type == elf.SHT_SYMTAB {
+			sh := b[le.Uint64(b[40:])+uint64(i)*64:]
+			le.PutUint64(sh[8:], le.Uint64(sh[8:])|uint64(elf.SHF_COMPRESSED))
+			le.PutUint64(sh[24:], uint64(len(b)))
+			le.PutUint64(sh[32:], uint64(z.Len()))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "bomb")
+	if err := os.WriteFile(path, append(b, z.Bytes()...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var f *File
+	if n := testutil.Allocated(func() { f, err = Open(path) }); err != nil || n > 1<<20 {
+		t.Fatalf("Open: %v, %d bytes allocated", err, n)
+	}
+	p, _ := f.Probe("bpfkit:global")
+	args, err := p.ParseArgs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "a compressed symbol table's variable", args[0][0].Err, `the variable "bpfkit_global" is in neither the symbol table nor the dynamic symbols`)
 }
 
 // FuzzOpen: any file is opened or refused, never a panic, allocating

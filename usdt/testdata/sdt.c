@@ -10,9 +10,10 @@
  *            ("call i", i) for even i, ("call i", 99) for odd i;
  *            answers "fired N"
  *   sem      answers "sem A S", the two semaphores' values
- *   global N fires bpfkit:global once, whose arguments are global
- *            variables (x86: "-4@bpfkit_global(%rip) -8@counter+8(%rip)"),
- *            N and -N; answers "global N"
+ *   global N fires bpfkit:global at each of its two sites, whose
+ *            arguments are global variables (x86:
+ *            "-4@bpfkit_global(%rip) -8@8+counter(%rip)"), N and -N;
+ *            answers "global N"
  * It prints "ready" first and exits at the end of its input.
  *
  * Built with -DSDT_FREESTANDING (no libc: -nostdlib -ffreestanding) it is
@@ -73,8 +74,15 @@ unsigned short bpfkit_global_semaphore __attribute__((section(".probes")));
 int bpfkit_global;
 static long counter[2];
 
-/* Apart from where they are set, so that the probe reads the variables. */
+/* Apart from where they are set, so that the probe reads the variables;
+ * twice, so that bpfkit:global has two sites, whose arguments are at
+ * different offsets from each. */
 __attribute__((noinline)) void global_probe(void)
+{
+	STAP_PROBE2(bpfkit, global, bpfkit_global, counter[1]);
+}
+
+__attribute__((noinline)) void global_probe2(void)
 {
 	STAP_PROBE2(bpfkit, global, bpfkit_global, counter[1]);
 }
@@ -98,6 +106,7 @@ int main(void)
 			bpfkit_global = atoi(line + 7);
 			counter[1] = -bpfkit_global;
 			global_probe();
+			global_probe2();
 			printf("global %d\n", bpfkit_global);
 		} else if (strncmp(line, "sem", 3) == 0) {
 			printf("sem %u %u\n", *(volatile unsigned short *)&bpfkit_args_semaphore,
