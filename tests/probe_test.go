@@ -76,7 +76,7 @@ func tracefsLink(t *testing.T, kprobe, legacy bool) (*prog.Link, string) {
 	counts, _ := newArray(t, 1)
 	p := counter(t, prog.Kprobe, counts, false)
 	exe, off := testutil.FuncOffset(t, uprobeTarget)
-	before := allEvents(t)
+	before := ownEvents(t)
 	o := prog.AttachOptions{Legacy: legacy}
 	var l *prog.Link
 	var err error
@@ -90,7 +90,7 @@ func tracefsLink(t *testing.T, kprobe, legacy bool) (*prog.Link, string) {
 		t.Fatal(err)
 	}
 	var ev string
-	for _, e := range strings.Fields(allEvents(t)) {
+	for _, e := range strings.Fields(ownEvents(t)) {
 		if !strings.Contains(before, e) {
 			ev = e
 		}

@@ -84,7 +84,7 @@ func TestAdversarialLookups(t *testing.T) {
 func TestAdversarialProbes(t *testing.T) {
 	testutil.RequireRoot(t)
 	exe, off := fileOffset(t, "")
-	before := strings.Join(append(events(t, tracefs.Kprobe), events(t, tracefs.Uprobe)...), " ")
+	before := probeEvents(t)
 	// What a uprobe on "/"+s and a kprobe on s are told.
 	uprobeErr := map[string]string{"": "/ is not a regular file", "do\x00sys": "free of NUL", "do\nsys": "no such file",
 		"do\xa0sys": "no such file", strings.Repeat("a", 300): "file name too long", "..": "/.. is not a regular file", "a/b": "no such file"}
@@ -124,7 +124,7 @@ func TestAdversarialProbes(t *testing.T) {
 		_, err := tracefs.CreateProbe(spec)
 		wantInvalid(t, "hostile spec", err, "")
 	}
-	if after := strings.Join(append(events(t, tracefs.Kprobe), events(t, tracefs.Uprobe)...), " "); after != before {
+	if after := probeEvents(t); after != before {
 		t.Fatalf("events changed:\nbefore %s\nafter  %s", before, after)
 	}
 }

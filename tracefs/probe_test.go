@@ -94,7 +94,7 @@ func TestOffsetsInFile(t *testing.T) {
 	testutil.RequireRoot(t)
 	exe, off := fileOffset(t, "")
 	st, _ := os.Stat(exe)
-	before := events(t, tracefs.Uprobe)
+	before := probeEvents(t)
 	for _, spec := range []tracefs.ProbeSpec{
 		{Kind: tracefs.Uprobe, Path: exe, Offset: math.MaxUint64},
 		{Kind: tracefs.Uprobe, Path: exe, Offset: uint64(st.Size())},
@@ -105,7 +105,7 @@ func TestOffsetsInFile(t *testing.T) {
 			t.Errorf("offset %#x, ref_ctr_offset %#x: %v, want ErrInvalid", spec.Offset, spec.RefCtrOffset, err)
 		}
 	}
-	if after := events(t, tracefs.Uprobe); strings.Join(after, " ") != strings.Join(before, " ") {
+	if after := probeEvents(t); after != before {
 		t.Fatalf("events changed: %v -> %v", before, after)
 	}
 }
