@@ -78,12 +78,9 @@ func (a *Args) Load(dst, ctx Register, n int) ([]Item, error) {
 	if n < 0 || n >= a.N || len(a.sites) == 0 || n >= len(a.sites[0]) || ctx < R6 || ctx > R9 || dst > R9 {
 		return nil, fmt.Errorf("usdt: argument %d into %v with the context in %v: the probe has %d arguments, the context must be in r6 to r9", n, dst, ctx, a.N)
 	}
-	regs := map[int16]bool{} // the registers the sites read it from
 	for _, args := range a.sites {
 		if args[n].Err != nil {
 			return nil, args[n].Err
-		} else if args[n].Kind != ArgConst {
-			regs[args[n].PtRegs] = true
 		}
 	}
 	if !slices.ContainsFunc(a.sites, func(args []Arg) bool { return !args[n].same(a.sites[0][n]) }) {
@@ -91,6 +88,12 @@ func (a *Args) Load(dst, ctx Register, n int) ([]Item, error) {
 	}
 	if a.specs == nil {
 		return nil, fmt.Errorf("usdt: argument %d differs between call sites, and the program serves them without cookies", n)
+	}
+	regs := map[int16]bool{} // the registers the sites read it from
+	for _, args := range a.sites {
+		if args[n].Kind != ArgConst {
+			regs[args[n].PtRegs] = true
+		}
 	}
 	a.labels++
 	l := func(s string) string { return fmt.Sprintf("usdt_%d_%s", a.labels, s) }

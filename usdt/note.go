@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -107,25 +108,25 @@ func Open(path string) (*File, error) {
 	if s := f.Section(".init"); s != nil && file.entry == 0 {
 		file.entry, _ = file.offset(s.Addr, elf.PF_X)
 	}
-	byName := map[string]*Probe{}
-	for _, n := range notes {
-		if strings.Contains(n.args, "(%rip)") && file.syms == nil {
-			file.syms = map[string]uint64{}
-			var syms, dyn []elf.Symbol
-			if s := f.SectionByType(elf.SHT_SYMTAB); inFile(s) && int(s.Link) < len(f.Sections) && inFile(f.Sections[s.Link]) {
-				syms, _ = f.Symbols()
+	if slices.ContainsFunc(notes, func(n note) bool { return strings.Contains(n.args, "(%rip)") }) {
+		file.syms = map[string]uint64{}
+		for typ, read := range map[elf.SectionType]func() ([]elf.Symbol, error){elf.SHT_SYMTAB: f.Symbols, elf.SHT_DYNSYM: f.DynamicSymbols} {
+			s := f.SectionByType(typ)
+			if !inFile(s) || int(s.Link) >= len(f.Sections) || !inFile(f.Sections[s.Link]) {
+				continue
 			}
-			if s := f.SectionByType(elf.SHT_DYNSYM); inFile(s) && int(s.Link) < len(f.Sections) && inFile(f.Sections[s.Link]) {
-				dyn, _ = f.DynamicSymbols()
-			}
-			for _, s := range append(syms, dyn...) {
-				if v, ok := file.syms[s.Name]; s.Value != 0 && (!ok || v == s.Value) {
-					file.syms[s.Name] = s.Value
+			syms, _ := read()
+			for _, s := range syms {
+				if v, ok := file.syms[s.Name]; s.Value != 0 && ok && v != s.Value {
+					file.syms[s.Name] = 0 // two of a name
 				} else if s.Value != 0 {
-					file.syms[s.Name] = 0
+					file.syms[s.Name] = s.Value
 				}
 			}
 		}
+	}
+	byName := map[string]*Probe{}
+	for _, n := range notes {
 		if base != 0 && n.base != 0 {
 			n.pc += base - n.base
 			if n.sem != 0 {
