@@ -65,11 +65,12 @@ var pmus struct {
 func probePMU(kind tracefs.ProbeKind) (pmu, error) {
 	pmus.Lock()
 	defer pmus.Unlock()
-	p, ok := pmus.m[kind.PMU()]
+	name := kind.PMU()
+	p, ok := pmus.m[name]
 	if ok {
 		return p, nil
 	}
-	dir := "/sys/bus/event_source/devices/" + kind.PMU()
+	dir := "/sys/bus/event_source/devices/" + name
 	typ, err := readNum(dir+"/type", 32)
 	if errors.Is(err, fs.ErrNotExist) {
 		err = nil
@@ -86,7 +87,7 @@ func probePMU(kind tracefs.ProbeKind) (pmu, error) {
 	if pmus.m == nil {
 		pmus.m = map[string]pmu{}
 	}
-	pmus.m[kind.PMU()] = p
+	pmus.m[name] = p
 	return p, nil
 }
 

@@ -2,7 +2,6 @@ package prog
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"strings"
@@ -76,8 +75,11 @@ func fileOffset(path, symbol string, off uint64) (uint64, error) {
 	}
 	defer file.Close()
 	// The kernel probes any file: one that is not ELF is a mistake to report.
-	size, _ := file.Seek(0, io.SeekEnd)
-	f, err := readELF(file, size)
+	fi, err := file.Stat()
+	if err != nil {
+		return 0, err
+	}
+	f, err := readELF(file, fi.Size())
 	if err != nil {
 		return 0, fmt.Errorf("not an ELF binary: %w", err)
 	}

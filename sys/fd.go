@@ -43,8 +43,9 @@ func Dup(fd int) (int, error) {
 // opening (some devices act on open) and after (the path may have changed),
 // and the open is O_NONBLOCK, so that a FIFO does not wait for a writer.
 func OpenRegular(path string) (*os.File, error) {
+	notRegular := &Error{Op: "open " + path, Errno: unix.EINVAL, Hint: "not a regular file"}
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-		return nil, &Error{Op: "open " + path, Errno: unix.EINVAL, Hint: "not a regular file"}
+		return nil, notRegular
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
@@ -52,7 +53,7 @@ func OpenRegular(path string) (*os.File, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
-		err = &Error{Op: "open " + path, Errno: unix.EINVAL, Hint: "not a regular file"}
+		err = notRegular
 		if fi.IsDir() {
 			err = &Error{Op: "open " + path, Errno: unix.EISDIR}
 		}

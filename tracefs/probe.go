@@ -267,15 +267,15 @@ func writeEvents(k ProbeKind, cmd string) error {
 	if err != nil {
 		return err
 	}
-	p, log := dir+"/"+kinds[k].events, dir+"/error_log"
+	p, log := dir+"/"+k.EventsFile(), dir+"/error_log"
 	before, _ := os.ReadFile(log)
 	if err = sys.WriteControl(p, cmd+"\n"); err == nil {
 		return nil
 	}
 	if _, serr := os.Stat(p); errors.Is(serr, fs.ErrNotExist) {
-		pmu := strings.ToUpper(kinds[k].pmu)
+		pmu := strings.ToUpper(k.PMU())
 		return fmt.Errorf("this kernel has no %ss: %s is missing (CONFIG_%sS or CONFIG_%s_EVENTS is off): %w: %w",
-			kinds[k].pmu, p, pmu, pmu, sys.ErrNotSupported, err)
+			k.PMU(), p, pmu, pmu, sys.ErrNotSupported, err)
 	}
 	after, _ := os.ReadFile(log)
 	if detail := newError(string(before), string(after)); detail != "" {
@@ -329,7 +329,7 @@ func Events(k ProbeKind) ([]string, error) {
 	if !k.valid() {
 		return nil, fmt.Errorf("%w: kind %d", ErrInvalid, int(k))
 	}
-	p, err := file(kinds[k].events)
+	p, err := file(k.EventsFile())
 	if err != nil {
 		return nil, err
 	}

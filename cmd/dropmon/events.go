@@ -117,17 +117,9 @@ func (d *dropmon) stream(ctx context.Context, format *tracefs.Format) error {
 		return err
 	}
 	fmt.Fprintf(d.t.Stdout, "%d drops", drops)
-	if lost := sum(r.Lost()); lost > 0 {
+	if lost := tool.Sum(r.Lost()); lost > 0 {
 		fmt.Fprintf(d.t.Stdout, ", %d lost", lost)
 	}
 	fmt.Fprintln(d.t.Stdout)
 	return nil
-}
-
-func sum(vs []uint64) uint64 {
-	n := uint64(0)
-	for _, v := range vs {
-		n += v
-	}
-	return n
 }

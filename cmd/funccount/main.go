@@ -205,7 +205,7 @@ func checkPattern(pat string) error {
 		return tool.Usagef("pattern %q: %v", pat, err)
 	case pat == "":
 		return tool.Usagef("an empty pattern")
-	case strings.ContainsRune("0123456789.+-", rune(pat[0])) && !strings.Contains(pat, ":"):
+	case tool.IsNumber(pat) && !strings.Contains(pat, ":"):
 		return tool.Usagef("pattern %q is a number: the interval and count come last, after the patterns, at most two of them", pat)
 	}
 	return nil

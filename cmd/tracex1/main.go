@@ -12,6 +12,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -117,11 +118,7 @@ func run(ctx context.Context, t *tool.Tool, dev string, printk bool) error {
 		return err
 	}
 	fmt.Fprintf(t.Stdout, "%d packets", packets)
-	lost := uint64(0)
-	for _, n := range r.Lost() {
-		lost += n
-	}
-	if lost > 0 {
+	if lost := tool.Sum(r.Lost()); lost > 0 {
 		fmt.Fprintf(t.Stdout, ", %d records lost", lost)
 	}
 	fmt.Fprintln(t.Stdout)
@@ -231,13 +228,14 @@ func traceprintk(ctx context.Context, t *tool.Tool, filter []Item, length tracef
 	defer l.Close()
 	t.Started("bpf_trace_printk lines from %s/trace_pipe", dir)
 	s := bufio.NewScanner(pipe)
+	msg := []byte("tracex1: dev " + dev + " len ")
 	for s.Scan() {
-		if !strings.Contains(s.Text(), "tracex1: dev "+dev+" len ") {
+		if !bytes.Contains(s.Bytes(), msg) {
 			continue // another program's, or another tracex1's
 		}
-		if !t.JSON {
-			fmt.Fprintln(t.Stdout, s.Text())
-		} else if p, ok := parsePrintk(s.Text(), dev); ok {
+		if line := s.Text(); !t.JSON {
+			fmt.Fprintln(t.Stdout, line)
+		} else if p, ok := parsePrintk(line, dev); ok {
 			if err := t.Emit(p); err != nil {
 				return err
 			}

@@ -258,14 +258,10 @@ func slotLabel(i int) string {
 // and the latency slots that hold some, in µs; or, with total set, the
 // same of the whole run, which tracex3 prints last.
 func jsonColumn(col []uint64, total bool) any {
-	n := uint64(0)
-	for _, v := range col {
-		n += v
-	}
 	return struct {
 		Time      string          `json:"time"`
 		Requests  uint64          `json:"requests"`
 		LatencyUs []tool.HistSlot `json:"latency_us"`
 		Total     bool            `json:"total,omitempty"`
-	}{time.Now().Format(time.RFC3339Nano), n, tool.HistSlots(col), total}
+	}{time.Now().Format(time.RFC3339Nano), tool.Sum(col), tool.HistSlots(col), total}
 }

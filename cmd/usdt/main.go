@@ -162,6 +162,8 @@ func fields(o options, sites [][]usdt.Arg) ([]field, error) {
 			case slices.ContainsFunc(out, func(f field) bool { return f.n == n }):
 				return nil, tool.Usagef("argument %d is chosen twice", n)
 			default:
+				// Load would refuse it too, but after the maps are made,
+				// and for a user without root only after NeedRoot.
 				for _, site := range sites {
 					if site[n].Err != nil {
 						return nil, site[n].Err

@@ -110,7 +110,7 @@ func (t *Tool) Parse(args []string) error {
 	rest := t.Flags.Args()
 	if t.takesArgs {
 		n := len(rest)
-		for n > 0 && len(rest)-n < 2 && isNumber(rest[n-1]) {
+		for n > 0 && len(rest)-n < 2 && IsNumber(rest[n-1]) {
 			n--
 		}
 		t.Args, rest = rest[:n], rest[n:]
@@ -141,10 +141,19 @@ func (t *Tool) Parse(args []string) error {
 	return nil
 }
 
-// isNumber says whether s reads as an interval or a count: it starts with
+// IsNumber says whether s reads as an interval or a count: it starts with
 // a digit, a point or a sign.
-func isNumber(s string) bool {
+func IsNumber(s string) bool {
 	return s != "" && strings.ContainsRune("0123456789.-+", rune(s[0]))
+}
+
+// Sum is the sum of vs, as of the records lost on each CPU.
+func Sum(vs []uint64) uint64 {
+	n := uint64(0)
+	for _, v := range vs {
+		n += v
+	}
+	return n
 }
 
 // MaxInterval is the longest interval, in either form of ParseInterval.
