@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: all build tools dropmon example deps test test-host test-386 test-vm bench fuzz lint
+.PHONY: all build tools dropmon example deps test test-host test-race test-386 test-vm bench fuzz lint
 
 all: build lint test
 
@@ -30,13 +30,13 @@ example:
 
 # Every test, as root: gofmt and vet, the kernel tests on this machine
 # (tests needing a feature this kernel lacks, kprobes say, skip and say so),
-# then the integration tests and perfring's in VMs booted from Debian's 5.10,
+# the unsafe packages' tests again under the race detector, then the integration tests and perfring's in VMs booted from Debian's 5.10,
 # 6.1, 6.12 and 7.2 kernels, which have kprobes, x86-64 then arm64 (built
 # with GOARCH=arm64, under qemu's emulation). test-vm installs
 # qemu-system-x86, qemu-system-arm, busybox-static and cpio if missing and
 # caches the kernels outside the repository (/var/cache/bpfkit-vm); see
 # tests/vm/README.md.
-test: lint deps test-host test-386 test-vm
+test: lint deps test-host test-race test-386 test-vm
 
 # What the tests need beyond Go, from Debian's packages, installed if
 # missing: bpftool (the inspector's tests compare with it), gcc, libc6-dev,
@@ -53,6 +53,15 @@ deps:
 test-host:
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the tests load BPF programs"; exit 1; }
 	$(GO) test -count=1 ./...
+
+# The library's packages that hold unsafe code, built with the race
+# detector, which also turns on checkptr: a pointer or slice that strays
+# outside its allocation (the journal once read 256 bytes of a 4-byte
+# string) fails the test instead of reading unrelated memory unseen.
+RACE_PACKAGES := ./sys ./mapfd ./perfring ./prog ./usdt
+test-race:
+	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the tests load BPF programs"; exit 1; }
+	$(GO) test -race -count=1 $(RACE_PACKAGES)
 
 # 32-bit: the library's tests built for 386 and run on this 64-bit kernel,
 # which takes their system calls through its compat layer: attrs, pointers

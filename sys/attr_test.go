@@ -523,6 +523,25 @@ func TestProgQueryFullAttr(t *testing.T) {
 	t.Logf("kernel attr size %d, revision %d", size, attr.Revision)
 }
 
+// TestCStringsStopAtNUL: the journal reads a string only up to its NUL. A
+// "GPL" ending a page whose next page is PROT_NONE faulted when the journal
+// read 256 bytes whatever the string's length.
+func TestCStringsStopAtNUL(t *testing.T) {
+	page := unix.Getpagesize()
+	mem, err := unix.Mmap(-1, 0, 2*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	if err := unix.Mprotect(mem[page:], unix.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	copy(mem[page-4:], "GPL\x00")
+	if got := cString(NewPointer(unsafe.Pointer(&mem[page-4]))); got != "GPL" {
+		t.Errorf("cString = %q, want GPL", got)
+	}
+}
+
 // TestCStrings: the journal's strings and object names end at the first
 // NUL; a string with none in its first 256 bytes is cut there and marked.
 func TestCStrings(t *testing.T) {

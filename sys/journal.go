@@ -211,14 +211,22 @@ func describe(cmd int, p unsafe.Pointer) string {
 	return name
 }
 
-// cString reads the NUL-terminated string at p, at most 256 bytes of it.
+// cString reads the NUL-terminated string at p, at most 256 bytes of it,
+// one byte at a time up to the NUL. The kernel reads the same bytes
+// (strncpy_from_user); reading 256 at once went past the end of the
+// string's own memory, which a race or checkptr build refuses.
 func cString(p Pointer) string {
 	if p.ptr == nil {
 		return ""
 	}
-	b := unsafe.Slice((*byte)(p.ptr), 256)
-	if s := unix.ByteSliceToString(b); len(s) < len(b) {
-		return s
+	const limit = 256
+	var b []byte
+	for i := range limit {
+		c := *(*byte)(unsafe.Add(p.ptr, i))
+		if c == 0 {
+			return string(b)
+		}
+		b = append(b, c)
 	}
 	return string(b) + "..."
 }
