@@ -13,7 +13,7 @@ build:
 
 # tools: every command of cmd/ as a static binary in bin/.
 tools:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o bin/ ./cmd/...
 
 # dropmon: count the packets the kernel drops, by reason and location, every
 # second until Ctrl-C. DROPMON_FLAGS passes flags and arguments ("-top 20 5",

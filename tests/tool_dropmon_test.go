@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -176,4 +177,58 @@ func TestToolsHelp(t *testing.T) {
 			t.Errorf("%s -h: status %d:\n%s", tool, status, out)
 		}
 	}
+}
+
+// TestToolsVersion: -version, wherever it is among the arguments, prints
+// one line naming the tool, and the module's version and VCS revision as
+// the go command recorded them in the binary (go version -m), and exits 0;
+// -h after the positional arguments still prints the usage.
+func TestToolsVersion(t *testing.T) {
+	for _, tool := range []string{"dropmon", "tracex1", "tracex2", "tracex3", "tracex4", "tracex5", "funccount", "usdt", "bpfkit"} {
+		args := map[string][]string{"funccount": {"vfs_read", "5", "-version"}, "usdt": {"/bin/true", "a:b", "-version"},
+			"bpfkit": {"-version"}}[tool]
+		if args == nil {
+			args = []string{"-version"}
+		}
+		out, errOut, status := runTool(t, tool, args...)
+		if status != 0 || errOut != "" || !strings.HasPrefix(out, tool+" ") || strings.Count(out, "\n") != 1 {
+			t.Errorf("%s -version: status %d, stdout %q, stderr %q; want one line", tool, status, out, errOut)
+		}
+		if recorded := goVersionM(t, toolPath(t, tool)); !strings.Contains(out, recorded) {
+			t.Errorf("%s -version: %q; the binary records %q", tool, out, recorded)
+		}
+		if tool == "bpfkit" {
+			continue
+		}
+		args = append(args[:len(args)-1:len(args)-1], "-h")
+		out, _, status = runTool(t, tool, args...)
+		if status != 0 || !strings.HasPrefix(out, tool+": ") {
+			t.Errorf("%s %q: status %d:\n%s", tool, args, status, out)
+		}
+	}
+}
+
+// goVersionM is what -version must print of the build information that
+// go version -m reads from binary: the module's path and version, then
+// the revision or the lack of one. In the VMs, which have no go command,
+// it is "".
+func goVersionM(t *testing.T, binary string) string {
+	if os.Getenv("BPFKIT_VM") != "" {
+		return ""
+	}
+	out, err := exec.Command("go", "version", "-m", binary).Output()
+	if err != nil {
+		t.Fatalf("go version -m %s: %v", binary, err)
+	}
+	mod, revision := "", ", no VCS revision recorded"
+	for line := range strings.SplitSeq(string(out), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[0] == "mod":
+			mod = f[1] + " " + f[2]
+		case len(f) == 2 && f[0] == "build" && strings.HasPrefix(f[1], "vcs.revision="):
+			revision = ", revision " + strings.TrimPrefix(f[1], "vcs.revision=")
+		}
+	}
+	return mod + revision
 }

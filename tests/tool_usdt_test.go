@@ -380,7 +380,7 @@ func TestUsdtErrors(t *testing.T) {
 		{[]string{path, "bpfkit:args", "-s", "0,1,2,3"}, 2, "more than the 496 there are"},
 		{[]string{path, "bpfkit:nope"}, 1, "has no probe bpfkit:nope; it has bpfkit:args, bpfkit:str"},
 		{[]string{"-l", "/proc/self/exe"}, 1, "no .note.stapsdt section"},
-		{[]string{path, "bpfkit:args", "-x"}, 2, "flag provided but not defined: -x"},
+		{[]string{path, "bpfkit:args", "-x"}, 2, `unknown flag "-x"`},
 	} {
 		out, errOut, status := runTool(t, "usdt", c.args...)
 		if status != c.status || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.msg) {
