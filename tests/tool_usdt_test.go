@@ -374,7 +374,7 @@ func TestUsdtErrors(t *testing.T) {
 	}{
 		{nil, 2, "want a path and a probe"},
 		{[]string{"-l"}, 2, "-l takes one path"},
-		{[]string{"-p", "-1", path, "bpfkit:args"}, 2, "-p -1: want a process id"},
+		{[]string{"-p", "-1", path, "bpfkit:args"}, 2, `-p "-1": want a process id`},
 		{[]string{path, "bpfkit:args", "-a", "12"}, 2, "-a 12: the probe has 12 arguments"},
 		{[]string{path, "bpfkit:args", "-a", "1", "-s", "1"}, 2, "argument 1 is chosen twice"},
 		{[]string{path, "bpfkit:args", "-s", "0,1,2,3"}, 2, "more than the 496 there are"},

@@ -54,18 +54,17 @@ func main() {
 	).Periodic(time.Second).TakesArgs()
 	var o options
 	t.Flags.BoolVar(&o.list, "l", false, "list the probes of PATH")
-	t.Flags.IntVar(&o.pid, "p", 0, "trace process `PID` only")
+	pid := t.PIDFlag("p", "trace process `PID` only")
 	t.Flags.StringVar(&o.nums, "a", "", "print arguments `N,...` (from 0) as numbers")
 	t.Flags.StringVar(&o.strs, "s", "", "print arguments `N,...` as strings they point to")
 	t.Flags.BoolVar(&o.count, "count", false, "count firings by the values of the arguments chosen, every interval")
 	t.ParseOrExit()
+	o.pid = int(*pid)
 	switch n := len(t.Args); {
 	case o.list && n != 1:
 		t.Exit(tool.Usagef("-l takes one path"))
 	case !o.list && n != 2:
 		t.Exit(tool.Usagef("want a path and a probe (provider:name), or -l and a path"))
-	case o.pid < 0:
-		t.Exit(tool.Usagef("-p %d: want a process id", o.pid))
 	}
 	ctx, stop := tool.Context()
 	defer stop()
