@@ -246,26 +246,42 @@ func (s *scrape) labelled(labelValues []string, x series) series {
 }
 
 // WriteTo writes every family in the text exposition format, reading
-// each through its callback. It writes nothing if a callback fails.
+// each through its callback. It writes nothing if a callback fails, nor
+// for a nil Metrics.
 func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var b bytes.Buffer
-	for _, f := range m.families {
-		s := &scrape{f: f}
-		if err := f.collect(s); err != nil {
-			return 0, fmt.Errorf("metric %s: %w", f.name, err)
-		}
-		if s.err != nil {
-			return 0, s.err
-		}
-		all, err := merge(s.series)
-		if err != nil {
-			return 0, fmt.Errorf("metric %s: %w", f.name, err)
-		}
-		f.write(&b, all)
+	if err := m.write(&b); err != nil {
+		return 0, err
 	}
 	return b.WriteTo(w)
+}
+
+// write appends the exposition to b; if a callback fails, what it
+// appended is partial, for the caller to drop.
+func (m *Metrics) write(b *bytes.Buffer) error {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, f := range m.families {
+		s := &scrape{f: f}
+		err := f.collect(s)
+		if err != nil {
+			err = fmt.Errorf("metric %s: %w", f.name, err)
+		} else if s.err != nil {
+			err = s.err
+		}
+		all, mergeErr := merge(s.series)
+		if err == nil && mergeErr != nil {
+			err = fmt.Errorf("metric %s: %w", f.name, mergeErr)
+		}
+		if err != nil {
+			return err
+		}
+		f.write(b, all)
+	}
+	return nil
 }
 
 // merge sorts a family's series by label values and adds up those whose
