@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +19,8 @@ import (
 // Prometheus sees is what the kernel's maps hold at that moment.
 //
 // The zero value is an empty set, ready to use. Families are written in
-// the order they were added, their series sorted by label values.
+// the order they were added, their series sorted by their label sets as
+// written, so that the text is the same for the same values.
 type Metrics struct {
 	mu       sync.Mutex // one scrape at a time: the callbacks need not be safe for concurrent use
 	families []*family
@@ -95,15 +97,14 @@ type family struct {
 	collect          func(s *scrape) error
 }
 
-// series is one series of a family being written: its label values, as
-// written (escaped) and as a label set (a="x",b="y"), and its value or
-// its histogram.
+// series is one series of a family being written: its label set as
+// written (a="x",b="y", the values escaped), and its value or its
+// histogram.
 type series struct {
-	labels []string
-	set    string
-	value  float64
-	hist   []uint64 // cumulative counts per bucket, then the count of all
-	sum    float64
+	set   string
+	value float64
+	hist  []uint64 // cumulative counts per bucket, then the count of all
+	sum   float64
 }
 
 // scrape collects the series of one family.
@@ -233,13 +234,11 @@ func (s *scrape) check(labelValues []string) bool {
 	return false
 }
 
-// labelled is x with the label values, escaped, of s's family.
+// labelled is x with its label set, the label values escaped.
 func (s *scrape) labelled(labelValues []string, x series) series {
-	x.labels = make([]string, len(labelValues))
 	pairs := make([]string, len(labelValues))
 	for i, v := range labelValues {
-		x.labels[i] = labelValue(v)
-		pairs[i] = s.f.labels[i] + `="` + x.labels[i] + `"`
+		pairs[i] = s.f.labels[i] + `="` + labelValue(v) + `"`
 	}
 	x.set = strings.Join(pairs, ",")
 	return x
@@ -284,11 +283,11 @@ func (m *Metrics) write(b *bytes.Buffer) error {
 	return nil
 }
 
-// merge sorts a family's series by label values and adds up those whose
-// label values read the same once escaped: to Prometheus they are one
-// series. Histograms added up must have the same buckets.
+// merge sorts a family's series by their label sets as written and adds
+// up those whose label values read the same once escaped: to Prometheus
+// they are one series. Histograms added up must have the same buckets.
 func merge(all []series) ([]series, error) {
-	slices.SortStableFunc(all, func(x, y series) int { return slices.Compare(x.labels, y.labels) })
+	sort.Slice(all, func(i, j int) bool { return all[i].set < all[j].set })
 	var out []series
 	for _, s := range all {
 		last := len(out) - 1

@@ -63,12 +63,12 @@ var defaultLimits = serverLimits{
 // is refused.
 const readBufferSize = 4 << 10
 
-// readers and bodies are the connections' read buffers and the responses'
-// bodies, reused: a burst of connections or of requests makes little
-// garbage, and the peak of the process's memory stays near its usual.
+// readers and buffers are the connections' read buffers and the buffers
+// responses are built in, reused: a burst of connections or of requests
+// makes little garbage, and the process's peak memory stays near its usual.
 var (
 	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufferSize) }}
-	bodies  = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
 
 // serverConn is one connection and since when it has waited for a whole
@@ -206,8 +206,7 @@ func (s *MetricsServer) serve(sc *serverConn) {
 		sc.c.SetReadDeadline(time.Now().Add(s.limits.headerTimeout))
 		req, err := readRequest(r, s.limits.maxHeaderBytes)
 		s.waiting(sc, false)
-		var refused *httpError
-		if errors.As(err, &refused) {
+		if refused, ok := err.(*httpError); ok {
 			sc.c.SetWriteDeadline(time.Now().Add(s.limits.writeTimeout))
 			response{status: refused.status, body: []byte(refused.why + "\n"), close: true}.write(sc.c)
 			return
@@ -236,8 +235,8 @@ func (s *MetricsServer) respond(w io.Writer, req request, keep bool) error {
 	s.mu.Lock()
 	m := s.metrics
 	s.mu.Unlock()
-	body := bodies.Get().(*bytes.Buffer)
-	defer bodies.Put(body)
+	body := buffers.Get().(*bytes.Buffer)
+	defer buffers.Put(body)
 	body.Reset()
 	if err := m.write(body); err != nil {
 		return response{status: "500 Internal Server Error", body: []byte(err.Error() + "\n"), close: !keep, head: head}.write(w)
@@ -255,27 +254,28 @@ type response struct {
 	head       bool // it answers a HEAD: no body, the headers as for a GET
 }
 
-// write writes the response, the status line and headers and the body
-// (unless it answers a HEAD) in one writev.
+// write writes the response in one write: the status line and headers,
+// and the body unless it answers a HEAD.
 func (r response) write(w io.Writer) error {
 	contentType := "text/plain; charset=utf-8"
 	if r.exposition {
 		contentType = "text/plain; version=0.0.4; charset=utf-8"
 	}
-	var h bytes.Buffer
-	fmt.Fprintf(&h, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n", r.status, contentType, len(r.body))
+	b := buffers.Get().(*bytes.Buffer)
+	defer buffers.Put(b)
+	b.Reset()
+	fmt.Fprintf(b, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n", r.status, contentType, len(r.body))
 	if r.allow {
-		h.WriteString("Allow: GET, HEAD\r\n")
+		b.WriteString("Allow: GET, HEAD\r\n")
 	}
 	if r.close {
-		h.WriteString("Connection: close\r\n")
+		b.WriteString("Connection: close\r\n")
 	}
-	h.WriteString("\r\n")
-	out := net.Buffers{h.Bytes()}
+	b.WriteString("\r\n")
 	if !r.head {
-		out = append(out, r.body)
+		b.Write(r.body)
 	}
-	_, err := out.WriteTo(w)
+	_, err := w.Write(b.Bytes())
 	return err
 }
 
