@@ -155,6 +155,7 @@ func TestToolsRejectBadArguments(t *testing.T) {
 		{"dropmon", []string{"-listen", "127.0.0.1"}, "-listen \"127.0.0.1\": want HOST:PORT"},
 		{"dropmon", []string{"-listen", ":99999"}, "-listen \":99999\": want HOST:PORT"},
 		{"dropmon", []string{"-listen", "localhost:http"}, "the port a number"},
+		{"dropmon", []string{"5", "-listen", "a\nb:80"}, `-listen "a\nb:80": the host is neither a name nor an IP address`},
 		{"tracex2", []string{"-p", "-3"}, `-p "-3": want a process id from 1 to 4194304`},
 		{"tracex2", []string{"-p", "4294967297"}, `-p "4294967297": want a process id`},
 		{"tracex4", []string{"-p", "4294967296"}, `-p "4294967296": want a process id`},

@@ -30,8 +30,9 @@ import (
 // It exists, instead of net/http's server, to keep the tools small:
 // BENCHMARKS.md has what net/http would add to dropmon.
 type MetricsServer struct {
-	ln     net.Listener
-	limits serverLimits
+	ln      net.Listener
+	limits  serverLimits
+	serving func() // says where Serve serves; nil says nothing
 
 	mu      sync.Mutex
 	metrics *Metrics
@@ -78,18 +79,6 @@ type serverConn struct {
 	waitingSince time.Time
 }
 
-// ListenMetrics binds addr (HOST:PORT, or :PORT on every address; port
-// 0 picks a free one) for a MetricsServer, which serves nothing before
-// Serve. Binding first, before anything is loaded, makes an address in
-// use an error before anything was done.
-func ListenMetrics(addr string) (*MetricsServer, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	return newMetricsServer(ln, defaultLimits), nil
-}
-
 func newMetricsServer(ln net.Listener, limits serverLimits) *MetricsServer {
 	return &MetricsServer{ln: ln, limits: limits, conns: map[*serverConn]struct{}{}}
 }
@@ -108,6 +97,9 @@ func (s *MetricsServer) Serve(m *Metrics) {
 	s.mu.Lock()
 	s.metrics = m
 	s.mu.Unlock()
+	if s.serving != nil {
+		s.serving()
+	}
 	go s.accept()
 }
 
