@@ -120,11 +120,10 @@ func TestDropmonMetrics(t *testing.T) {
 	testutil.RequireRoot(t)
 	r := startTool(t, "dropmon", "-listen", "127.0.0.1:0", "60")
 	r.waitFor("Ctrl-C to stop")
-	r.waitFor("/metrics\n") // stderr's line, which stdout's may overtake
-	addr := strings.Fields(r.err.String()[strings.Index(r.err.String(), "http://"):])[0]
+	addr := r.metricsAddr()
 	dropUDP(t, 100)
 	time.Sleep(100 * time.Millisecond)
-	resp, err := http.Get(addr)
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
