@@ -183,7 +183,7 @@ func TestToolsHelp(t *testing.T) {
 // the go command recorded them in the binary (go version -m), and exits 0;
 // -h after the positional arguments still prints the usage.
 func TestToolsVersion(t *testing.T) {
-	for _, tool := range []string{"dropmon", "tracex1", "tracex2", "tracex3", "tracex4", "tracex5", "funccount", "usdt", "bpfkit"} {
+	for _, tool := range []string{"dropmon", "tracex1", "tracex2", "tracex3", "tracex4", "tracex5", "funccount", "usdt", "bpfkit", "example"} {
 		args := map[string][]string{"funccount": {"vfs_read", "5", "-version"}, "usdt": {"/bin/true", "a:b", "-version"},
 			"bpfkit": {"-version"}}[tool]
 		if args == nil {
@@ -230,4 +230,22 @@ func goVersionM(t *testing.T, binary string) string {
 		}
 	}
 	return mod + revision
+}
+
+// TestExampleHelp: cmd/example -h says what it does and exits 0 without
+// loading anything, as nobody too (it ran and failed to load before); an
+// argument is a usage error.
+func TestExampleHelp(t *testing.T) {
+	cmd := exec.Command(toolPath(t, "example"), "-h")
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	out, errOut, status := runCmd(t, cmd)
+	if status != 0 || errOut != "" || !strings.HasPrefix(out, "example: build a packet classifier") ||
+		!strings.Contains(out, "\nusage: example\n") || !strings.Contains(out, "\nexamples:\n  example ") {
+		t.Errorf("example -h: status %d, stderr %q, stdout:\n%s", status, errOut, out)
+	}
+	if out, errOut, status := runTool(t, "example", "now"); status != 2 || out != "" || !strings.Contains(errOut, `unexpected argument "now"`) {
+		t.Errorf("example now: status %d, stdout %q, stderr %q; want 2", status, out, errOut)
+	}
 }

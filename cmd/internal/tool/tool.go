@@ -101,7 +101,7 @@ func (t *Tool) TakesArgs() *Tool {
 // PrintUsage writes the description, usage line, flags and examples.
 func (t *Tool) PrintUsage(w io.Writer) {
 	t.defineCommon()
-	fmt.Fprintf(w, "%s: %s\n\nusage: %s %s\n\nflags:\n", t.Name, t.summary, t.Name, t.usage)
+	fmt.Fprintf(w, "%s: %s\n\nusage: %s\n\nflags:\n", t.Name, t.summary, strings.TrimSpace(t.Name+" "+t.usage))
 	t.Flags.SetOutput(w)
 	t.Flags.PrintDefaults()
 	t.Flags.SetOutput(io.Discard)
