@@ -1,14 +1,3 @@
-// Package tool is what bpfkit's command line tools share: one argument
-// parser (flags before, between or after the positional arguments, "--" to
-// end them, -h with examples, -version, -json, the bcc-style positional
-// interval and count), the privilege check before anything is loaded, a
-// clean exit on Ctrl-C or SIGTERM that still prints the interval in
-// progress, the reading of perf rings with their losses reported, and the
-// renderers (log2 histograms, heatmaps).
-//
-// Exit status: 0 on success, on Ctrl-C, for -h and -version; 1 when the
-// kernel or the system refuses (privilege, a missing tracepoint); 2 for
-// bad flags or arguments, said in one line that quotes what was typed.
 package tool
 
 import (
