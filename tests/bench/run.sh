@@ -33,15 +33,20 @@ section "Tools: what each tool's programs cost the kernel per event, beside bpft
 # dropmon's size beside tests/bench/sizebase, a program that uses the
 # standard library as dropmon's own code does (flags, signals, fmt, time
 # formatting, JSON, sorting, a TCP listener) and has no BPF: the difference
-# is what bpfkit costs a tool.
+# is what bpfkit costs a tool. Then dropmon built with the tag
+# bpfkit_nethttp, serving -listen with net/http's server in place of the
+# tools' own: the difference is what net/http would add.
 base=$(mktemp -d)
 flags=(-trimpath -ldflags='-s -w')
 CGO_ENABLED=0 $GO build "${flags[@]}" -o "$base/dropmon" ./cmd/dropmon
 CGO_ENABLED=0 $GO build "${flags[@]}" -o "$base/baseline" ./tests/bench/sizebase
-d=$(stat -c %s "$base/dropmon") b=$(stat -c %s "$base/baseline")
+CGO_ENABLED=0 $GO build "${flags[@]}" -tags bpfkit_nethttp -o "$base/dropmon-nethttp" ./cmd/dropmon
+d=$(stat -c %s "$base/dropmon") b=$(stat -c %s "$base/baseline") n=$(stat -c %s "$base/dropmon-nethttp")
 {
 	printf '\n## dropmon'"'"'s size\n\n`CGO_ENABLED=0 go build -trimpath -ldflags='"'"'-s -w'"'"'`, beside tests/bench/sizebase (the same standard library, used as dropmon uses it, and no BPF):\n\n```\n'
 	printf 'dropmon   %9d bytes\nbaseline  %9d bytes\nover      %9d bytes (%s MB)\n' "$d" "$b" $((d - b)) "$(awk -v x=$((d - b)) 'BEGIN{printf "%.2f", x/1e6}')"
+	printf 'dropmon with net/http serving /metrics (-tags bpfkit_nethttp): %d bytes, %d more (%s MB)\n' \
+		"$n" $((n - d)) "$(awk -v x=$((n - d)) 'BEGIN{printf "%.2f", x/1e6}')"
 	heavy=$($GO list -deps ./cmd/dropmon | { grep -xE 'regexp|debug/elf|debug/dwarf|internal/zstd|net/http' || true; } | tr '\n' ' ')
 	printf 'regexp, debug/elf, zstd or net/http linked: %s\n' "${heavy:-none}"
 	printf '```\n'

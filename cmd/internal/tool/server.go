@@ -119,26 +119,6 @@ func (s *MetricsServer) Close() error {
 	return s.ln.Close()
 }
 
-// accept accepts connections until the listener is closed. When accepting
-// fails otherwise (no fd left: EMFILE), it waits, longer each time, as
-// net/http does, rather than spin.
-func (s *MetricsServer) accept() {
-	backoff := time.Duration(0)
-	for {
-		c, err := s.ln.Accept()
-		if errors.Is(err, net.ErrClosed) {
-			return
-		}
-		if err != nil {
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			time.Sleep(backoff)
-			continue
-		}
-		backoff = 0
-		s.admit(c)
-	}
-}
-
 // admit serves c, making room for it if maxConns are served: the
 // connection that has waited longest for a whole request is closed; if
 // every one is being answered, c is.
