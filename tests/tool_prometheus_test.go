@@ -31,7 +31,7 @@ import (
 func requirePrometheus(t *testing.T) {
 	t.Helper()
 	if vm := os.Getenv("BPFKIT_VM"); vm != "" {
-		t.Skipf("the VM (%s) has no Prometheus: the host runs this test with Debian's prometheus package", vm)
+		t.Skipf("the VM (%s) has no Prometheus: the host runs this test with Debian's", vm)
 	}
 	for _, name := range []string{"prometheus", "promtool"} {
 		if _, err := exec.LookPath(name); err != nil {
@@ -93,20 +93,30 @@ func scrapedByPrometheus(t *testing.T, targets ...string) *prometheus {
 	for i, target := range targets {
 		quoted[i] = strconv.Quote(target)
 	}
-	config := fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"+
-		"scrape_configs:\n  - job_name: bpfkit\n    static_configs:\n      - targets: [%s]\n", strings.Join(quoted, ", "))
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
+	config := "global:\n" +
+		"  scrape_interval: 1s\n" +
+		"  scrape_timeout: 1s\n" +
+		"  evaluation_interval: 1s\n" +
+		"scrape_configs:\n" +
+		"  - job_name: bpfkit\n" +
+		"    static_configs:\n" +
+		"      - targets: [" + strings.Join(quoted, ", ") + "]\n"
+	err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var p *prometheus
-	for try := 0; p == nil; try++ { // the free port may be taken between finding it and Prometheus binding it
+	// The free port may be taken between finding it and Prometheus binding it.
+	for try := 0; p == nil; try++ {
 		p = startPrometheus(t, dir, freePort(t))
 		if p == nil && try == 2 {
 			t.Fatal("Prometheus did not start in three tries")
 		}
 	}
 	up := fmt.Sprintf("count(up{job=%q} == 1)", "bpfkit")
-	p.await(up, func(s []promSample) bool { return len(s) == 1 && s[0].Value == float64(len(targets)) })
+	p.await(up, func(s []promSample) bool {
+		return len(s) == 1 && s[0].Value == float64(len(targets))
+	})
 	return p
 }
 
@@ -124,7 +134,12 @@ func freePort(t *testing.T) int {
 // listening on port, and waits until it is ready; nil if it exited first.
 func startPrometheus(t *testing.T, dir string, port int) *prometheus {
 	t.Helper()
-	p := &prometheus{t: t, url: fmt.Sprintf("http://127.0.0.1:%d", port), log: &lockedBuffer{}, done: make(chan struct{})}
+	p := &prometheus{
+		t:    t,
+		url:  fmt.Sprintf("http://127.0.0.1:%d", port),
+		log:  &lockedBuffer{},
+		done: make(chan struct{}),
+	}
 	cmd := exec.Command("prometheus",
 		"--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"),
@@ -199,7 +214,8 @@ func (p *prometheus) query(expr string) []promSample {
 			}
 		}
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || answer.Status != "success" || answer.Data.ResultType != "vector" {
+	err = json.NewDecoder(resp.Body).Decode(&answer)
+	if err != nil || answer.Status != "success" || answer.Data.ResultType != "vector" {
 		p.t.Fatalf("query %s: %s %v %+v", expr, resp.Status, err, answer)
 	}
 	var samples []promSample
@@ -226,8 +242,8 @@ func (p *prometheus) await(expr string, ok func([]promSample) bool) []promSample
 			return samples
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("Prometheus did not give the samples wanted in 30 s; %s is %+v\nPrometheus said:\n%s",
-				expr, samples, p.log.String())
+			p.t.Fatalf("Prometheus did not give the samples wanted in 30 s; "+
+				"%s is %+v\nPrometheus said:\n%s", expr, samples, p.log.String())
 		}
 		time.Sleep(time.Second)
 	}
@@ -249,7 +265,8 @@ func TestPrometheusDropmon(t *testing.T) {
 	p := scrapedByPrometheus(t, addr)
 	dropUDP(t, 100)
 	checkMetrics(t, addr)
-	drops := `dropmon_drops_total{job="bpfkit",reason="NO_SOCKET",location=~"__udp4_lib_rcv\\+0x[0-9a-f]+"}`
+	drops := `dropmon_drops_total{job="bpfkit",reason="NO_SOCKET",` +
+		`location=~"__udp4_lib_rcv\\+0x[0-9a-f]+"}`
 	samples := p.await(drops, func(s []promSample) bool { return len(s) == 1 && s[0].Value >= 100 })
 	if samples[0].Value != 100 {
 		t.Fatalf("Prometheus has %v drops, want 100: %+v", samples[0].Value, samples)

@@ -18,13 +18,14 @@ type drop struct {
 // each scrape.
 func dropMetrics(totals func() ([]drop, error)) (*tool.Metrics, error) {
 	var m tool.Metrics
-	err := m.Counter("dropmon_drops_total", "Packets the kernel dropped (skb:kfree_skb), by location and reason.",
-		[]string{"location", "reason"}, func(add tool.AddValue) error {
-			rows, err := totals()
-			for _, r := range rows {
-				add(float64(r.Drops), r.Location, r.Reason)
-			}
-			return err
-		})
+	help := "Packets the kernel dropped (skb:kfree_skb), by location and reason."
+	collect := func(add tool.AddValue) error {
+		rows, err := totals()
+		for _, r := range rows {
+			add(float64(r.Drops), r.Location, r.Reason)
+		}
+		return err
+	}
+	err := m.Counter("dropmon_drops_total", help, []string{"location", "reason"}, collect)
 	return &m, err
 }

@@ -22,9 +22,9 @@ import (
 )
 
 func main() {
-	tool.New("example", "build a packet classifier with the insn DSL, load it, test-run it on hand-made packets, and print "+
-		"the program as the kernel holds it, the results, its map and the journal of its bpf() calls; "+
-		"it attaches to nothing (needs root to load)",
+	tool.New("example", "build a packet classifier with the insn DSL, load it, test-run it "+
+		"on hand-made packets, and print the program as the kernel holds it, the results, its "+
+		"map and the journal of its bpf() calls; it attaches to nothing (needs root to load)",
 		"",
 		"example               # the whole run, as root",
 		"go run ./cmd/example  # the same from a checkout (make example)",

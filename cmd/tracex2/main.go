@@ -25,7 +25,8 @@ func main() {
 		"tracex2 -p 1234 5 3     # write sizes of process 1234 only, every 5 s, three times",
 		"tracex2 -json 10        # one JSON object every 10 s",
 	).Periodic(time.Second)
-	pid := t.PIDFlag("p", "count the writes of process `PID` only (packets are freed in any context: all are counted)")
+	pid := t.PIDFlag("p", "count the writes of process `PID` only "+
+		"(packets are freed in any context: all are counted)")
 	top := t.Flags.Int("top", 10, "show the `N` busiest locations")
 	t.ParseOrExit()
 	switch {

@@ -22,12 +22,19 @@ func TestEventTime(t *testing.T) {
 	}
 	after := time.Now()
 	now := uint64(mono.Nano())
-	if got := EventTime(now); got.Before(before.Add(-time.Millisecond)) || got.After(after.Add(time.Millisecond)) {
+	if got := EventTime(now); !within(got, before, after) {
 		t.Errorf("EventTime(now) = %v, want between %v and %v", got, before, after)
 	}
-	if d := EventTime(now).Sub(EventTime(now - uint64(time.Second))); d < time.Second-time.Millisecond || d > time.Second+time.Millisecond {
+	d := EventTime(now).Sub(EventTime(now - uint64(time.Second)))
+	if d < time.Second-time.Millisecond || d > time.Second+time.Millisecond {
 		t.Errorf("an event a second earlier is %v earlier", d)
 	}
+}
+
+// within says whether t is between before and after, give or take a
+// millisecond.
+func within(t, before, after time.Time) bool {
+	return !t.Before(before.Add(-time.Millisecond)) && !t.After(after.Add(time.Millisecond))
 }
 
 // TestWallTime: the offset is read between the two wall-clock readings,
@@ -53,12 +60,14 @@ func TestWallTime(t *testing.T) {
 // program ran.
 func TestEventTimeBPF(t *testing.T) {
 	testutil.RequireRoot(t)
-	stamps, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: mapfd.Array, MaxEntries: 1, Name: "stamp"})
+	stampsSpec := mapfd.Spec{Type: mapfd.Array, MaxEntries: 1, Name: "stamp"}
+	stamps, err := mapfd.CreateTyped[uint32, uint64](stampsSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stamps.Close()
-	p, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "stamp", License: "GPL", Insns: []insn.Item{
+	program := []insn.Item{
+		// stamps[0] = bpf_ktime_get_ns()
 		insn.Call(insn.BPF_FUNC_ktime_get_ns),
 		insn.StoreMem(insn.BPF_DW, insn.R10, -8, insn.R0),
 		insn.StoreImm(insn.BPF_W, insn.R10, -12, 0),
@@ -71,7 +80,9 @@ func TestEventTimeBPF(t *testing.T) {
 		insn.Call(insn.BPF_FUNC_map_update_elem),
 		insn.Mov64Imm(insn.R0, 0),
 		insn.Exit(),
-	}})
+	}
+	spec := prog.Spec{Type: prog.SocketFilter, Name: "stamp", License: "GPL", Insns: program}
+	p, err := prog.Load(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +96,7 @@ func TestEventTimeBPF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := EventTime(stamp); got.Before(before.Add(-time.Millisecond)) || got.After(after.Add(time.Millisecond)) {
+	if got := EventTime(stamp); !within(got, before, after) {
 		t.Errorf("the program ran between %v and %v; EventTime says %v", before, after, got)
 	}
 }

@@ -15,7 +15,8 @@ import (
 // not given; ListenMetrics binds it.
 func (t *Tool) ListenFlag() *string {
 	addr := new(string)
-	t.Flags.Var(listenValue{addr}, "listen", "serve the metrics at http://`ADDR`/metrics for Prometheus (HOST:PORT or :PORT)")
+	t.Flags.Var(listenValue{addr}, "listen",
+		"serve the metrics at http://`ADDR`/metrics for Prometheus (HOST:PORT or :PORT)")
 	return addr
 }
 
@@ -33,7 +34,9 @@ func (t *Tool) ListenMetrics(addr string) (*MetricsServer, error) {
 		return nil, fmt.Errorf("-listen %q: %w", addr, err)
 	}
 	s := newMetricsServer(ln, defaultLimits)
-	s.serving = func() { fmt.Fprintf(t.Stderr, "%s: serving http://%s/metrics\n", t.Name, s.Addr()) }
+	s.serving = func() {
+		fmt.Fprintf(t.Stderr, "%s: serving http://%s/metrics\n", t.Name, s.Addr())
+	}
 	return s, nil
 }
 

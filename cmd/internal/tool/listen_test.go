@@ -3,6 +3,7 @@ package tool
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -20,7 +21,7 @@ func TestListenFlag(t *testing.T) {
 		{"[fe80::1%eth0]:80", ""},
 		{"localhost:9101", ""},
 		{"node-1.example.com.:65535", ""},
-		{"127.0.0.1", `-listen "127.0.0.1": want HOST:PORT or :PORT, the port a number up to 65535`},
+		{"127.0.0.1", `"127.0.0.1": want HOST:PORT or :PORT, the port a number up to 65535`},
 		{":99999", `-listen ":99999": want HOST:PORT`},
 		{"localhost:http", `-listen "localhost:http": want HOST:PORT`},
 		{":-1", `-listen ":-1": want HOST:PORT`},
@@ -38,7 +39,8 @@ func TestListenFlag(t *testing.T) {
 		switch {
 		case c.err == "" && (err != nil || *addr != c.addr):
 			t.Errorf("-listen %q: %q, %v", c.addr, *addr, err)
-		case c.err != "" && (!errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), c.err) || *addr != ""):
+		case c.err != "" && (!errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), c.err)),
+			c.err != "" && *addr != "":
 			t.Errorf("-listen %q: %q, %v; want a usage error with %q", c.addr, *addr, err, c.err)
 		}
 	}
@@ -61,7 +63,8 @@ func TestListenMetrics(t *testing.T) {
 	}
 	defer busy.Close()
 	_, err = tl.ListenMetrics(busy.Addr().String())
-	if err == nil || errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), `-listen "`+busy.Addr().String()+`"`) ||
+	quoted := fmt.Sprintf("-listen %q", busy.Addr().String())
+	if err == nil || errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), quoted) ||
 		!strings.Contains(err.Error(), "address already in use") {
 		t.Errorf("an address in use: %v", err)
 	}
@@ -71,7 +74,8 @@ func TestListenMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if conn, err := net.Dial("tcp", s.Addr().String()); err != nil { // bound, and queued until Serve
+	// Bound already: a connection waits in the backlog until Serve.
+	if conn, err := net.Dial("tcp", s.Addr().String()); err != nil {
 		t.Errorf("not bound before Serve: %v", err)
 	} else {
 		conn.Close()

@@ -26,6 +26,14 @@ type Metrics struct {
 	families []*family
 }
 
+// Collect reads a counter's or a gauge's series at a scrape, reporting
+// each through add; an error it returns fails the scrape.
+type Collect func(add AddValue) error
+
+// CollectHistograms reads a histogram's series at a scrape, reporting each
+// through add; an error it returns fails the scrape.
+type CollectHistograms func(add AddHistogram) error
+
 // AddValue reports one series of a counter or a gauge: its value, and
 // its label values in the order of the family's label names.
 type AddValue func(value float64, labelValues ...string)
@@ -116,9 +124,8 @@ type scrape struct {
 
 // Counter adds a counter family, the total of something since the tool
 // started (drops, calls): Prometheus's conventions want its name to end
-// in _total. collect is called at every scrape and reports each series
-// through add; an error it returns fails the scrape.
-func (m *Metrics) Counter(name, help string, labels []string, collect func(add AddValue) error) error {
+// in _total. collect is called at every scrape.
+func (m *Metrics) Counter(name, help string, labels []string, collect Collect) error {
 	if !strings.HasSuffix(name, "_total") {
 		return fmt.Errorf("counter %q: the name of a counter ends in _total", name)
 	}
@@ -127,7 +134,7 @@ func (m *Metrics) Counter(name, help string, labels []string, collect func(add A
 
 // Gauge adds a gauge family, a value that goes up and down (entries in a
 // map, a queue's length). collect is as for Counter.
-func (m *Metrics) Gauge(name, help string, labels []string, collect func(add AddValue) error) error {
+func (m *Metrics) Gauge(name, help string, labels []string, collect Collect) error {
 	if strings.HasSuffix(name, "_total") {
 		return fmt.Errorf("gauge %q: _total is for counters", name)
 	}
@@ -135,27 +142,30 @@ func (m *Metrics) Gauge(name, help string, labels []string, collect func(add Add
 }
 
 // addValues adds a counter or gauge family.
-func (m *Metrics) addValues(name, help, kind string, labels []string, collect func(add AddValue) error) error {
-	return m.add(&family{name: name, help: help, kind: kind, labels: labels, collect: func(s *scrape) error {
+func (m *Metrics) addValues(name, help, kind string, labels []string, collect Collect) error {
+	f := &family{name: name, help: help, kind: kind, labels: labels}
+	f.collect = func(s *scrape) error {
 		return collect(func(value float64, labelValues ...string) {
 			if s.check(labelValues) {
 				s.series = append(s.series, s.labelled(labelValues, series{value: value}))
 			}
 		})
-	}})
+	}
+	return m.add(f)
 }
 
 // Histogram adds a histogram family of log2 slots counted in unit; its
 // name ends in the unit's base (_seconds for Microseconds, _bytes for
 // Bytes), and the exposition gives its buckets' bounds and its sum in
-// that base unit. collect is called at every scrape and reports each
-// series through add; an error it returns fails the scrape.
-func (m *Metrics) Histogram(name, help string, unit Unit, labels []string, collect func(add AddHistogram) error) error {
+// that base unit. collect is called at every scrape.
+func (m *Metrics) Histogram(name, help string, unit Unit, labels []string,
+	collect CollectHistograms) error {
 	switch {
 	case unit < Number || unit > Seconds:
 		return fmt.Errorf("histogram %q: unit %d is none of tool's units", name, unit)
 	case !strings.HasSuffix(name, unit.suffix()):
-		return fmt.Errorf("histogram %q: the name of a histogram in that unit ends in %s", name, unit.suffix())
+		return fmt.Errorf("histogram %q: the name of a histogram in that unit ends in %s",
+			name, unit.suffix())
 	case slices.Contains(labels, "le"):
 		return fmt.Errorf("histogram %q: the label le is the buckets'", name)
 	}
@@ -164,7 +174,8 @@ func (m *Metrics) Histogram(name, help string, unit Unit, labels []string, colle
 			return fmt.Errorf("histogram %q: %s is a name of its own", name, suffix)
 		}
 	}
-	return m.add(&family{name: name, help: help, kind: "histogram", labels: labels, unit: unit, collect: func(s *scrape) error {
+	f := &family{name: name, help: help, kind: "histogram", labels: labels, unit: unit}
+	f.collect = func(s *scrape) error {
 		return collect(func(h Log2Histogram, labelValues ...string) {
 			if !s.check(labelValues) {
 				return
@@ -178,9 +189,11 @@ func (m *Metrics) Histogram(name, help string, unit Unit, labels []string, colle
 			for i := 1; i < len(cumulative); i++ {
 				cumulative[i] += cumulative[i-1]
 			}
-			s.series = append(s.series, s.labelled(labelValues, series{hist: cumulative, sum: h.Sum}))
+			hist := series{hist: cumulative, sum: h.Sum}
+			s.series = append(s.series, s.labelled(labelValues, hist))
 		})
-	}})
+	}
+	return m.add(f)
 }
 
 // maxLog2Slot is the last slot of a u64's log2 histogram, 2^63 and up.
@@ -189,11 +202,13 @@ const maxLog2Slot = 64
 // add checks a family's names and adds it.
 func (m *Metrics) add(f *family) error {
 	if !validName(f.name, true) {
-		return fmt.Errorf("metric name %q: want letters, digits, '_' and ':', not a digit first", f.name)
+		return fmt.Errorf("metric name %q: want letters, digits, '_' and ':', not a digit first",
+			f.name)
 	}
 	for i, l := range f.labels {
 		if !validName(l, false) || strings.HasPrefix(l, "__") {
-			return fmt.Errorf("%s: label name %q: want letters, digits and '_', not a digit or __ first", f.name, l)
+			return fmt.Errorf("%s: label name %q: want letters, digits and '_', "+
+				"not a digit or __ first", f.name, l)
 		}
 		if slices.Contains(f.labels[:i], l) {
 			return fmt.Errorf("%s: label %q twice", f.name, l)
@@ -214,8 +229,9 @@ func (m *Metrics) add(f *family) error {
 // or with colon false a label name, which has no ':'.
 func validName(s string, colon bool) bool {
 	for i, r := range s {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || colon && r == ':' || i > 0 && r >= '0' && r <= '9'
-		if !ok {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_'
+		digit := r >= '0' && r <= '9'
+		if !letter && !(colon && r == ':') && !(i > 0 && digit) {
 			return false
 		}
 	}
@@ -229,7 +245,8 @@ func (s *scrape) check(labelValues []string) bool {
 		return true
 	}
 	if s.err == nil {
-		s.err = fmt.Errorf("metric %s: %d label values for the labels %q", s.f.name, len(labelValues), s.f.labels)
+		s.err = fmt.Errorf("metric %s: %d label values for the labels %q",
+			s.f.name, len(labelValues), s.f.labels)
 	}
 	return false
 }
@@ -296,7 +313,8 @@ func merge(all []series) ([]series, error) {
 			continue
 		}
 		if len(out[last].hist) != len(s.hist) {
-			return nil, fmt.Errorf("two series {%s} with %d and %d buckets", s.set, len(out[last].hist), len(s.hist))
+			return nil, fmt.Errorf("two series {%s} with %d and %d buckets",
+				s.set, len(out[last].hist), len(s.hist))
 		}
 		out[last].value += s.value
 		out[last].sum += s.sum
@@ -322,7 +340,8 @@ func (f *family) write(b *bytes.Buffer, all []series) {
 			if i+1 == maxLog2Slot {
 				edge = math.MaxUint64
 			}
-			writeSample(b, f.name+"_bucket", joinLabels(set, `le="`+formatValue(float64(edge)/perBase)+`"`), float64(n))
+			le := `le="` + formatValue(float64(edge)/perBase) + `"`
+			writeSample(b, f.name+"_bucket", joinLabels(set, le), float64(n))
 		}
 		count := float64(s.hist[len(s.hist)-1])
 		writeSample(b, f.name+"_bucket", joinLabels(set, `le="+Inf"`), count)

@@ -20,7 +20,8 @@ func sampleMetrics(t *testing.T) *Metrics {
 			t.Fatal(err)
 		}
 	}
-	must(m.Counter("test_drops_total", "Packets dropped, by location and reason.", []string{"location", "reason"},
+	help := "Packets dropped, by location and reason."
+	must(m.Counter("test_drops_total", help, []string{"location", "reason"},
 		func(add AddValue) error {
 			add(100, "__udp4_lib_rcv+0x4bc", "NO_SOCKET")
 			add(3, "tcp_v4_rcv+0x1a0", "TCP_CSUM")
@@ -60,7 +61,8 @@ func TestMetricsExposition(t *testing.T) {
 	golden(t, "metrics", b.String())
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Log("no promtool (Debian package prometheus, which make deps installs): the text is checked against the golden file only")
+		t.Log("no promtool (Debian package prometheus, which make deps installs): " +
+			"the text is checked against the golden file only")
 		return
 	}
 	cmd := exec.Command(promtool, "check", "metrics")
@@ -98,7 +100,7 @@ func TestMetricsHistogram(t *testing.T) {
 		{Bytes, append(make([]uint64, 64), 2, 9), 1 << 62, []string{
 			`h_bytes_bucket{le="1"} 0`,
 			`h_bytes_bucket{le="4503599627370495"} 0`,    // 2^52 - 1, exact as a float64
-			`h_bytes_bucket{le="9223372036854776000"} 0`, // 2^63 - 1 as the float64 Prometheus reads
+			`h_bytes_bucket{le="9223372036854776000"} 0`, // 2^63 - 1 as a float64
 			`h_bytes_bucket{le="18446744073709552000"} 2`,
 			`h_bytes_bucket{le="+Inf"} 11`,
 			`h_bytes_sum 4611686018427388000`,
@@ -126,7 +128,8 @@ func TestMetricsHistogram(t *testing.T) {
 				t.Errorf("unit %d, %d slots: no line %q", c.unit, len(c.slots), line)
 			}
 		}
-		if got, want := strings.Count(b.String(), "_bucket{"), max(min(len(c.slots), 65)-1, 1)+1; got != want {
+		want := max(min(len(c.slots), 65)-1, 1) + 1 // the slots from 1 to 64 there are, and +Inf
+		if got := strings.Count(b.String(), "_bucket{"); got != want {
 			t.Errorf("unit %d, %d slots: %d buckets, want %d", c.unit, len(c.slots), got, want)
 		}
 	}
@@ -202,7 +205,8 @@ func TestMetricsMerged(t *testing.T) {
 		add(4, "b")
 		return nil
 	})
-	if _, err := m.WriteTo(&b); err != nil || !strings.Contains(b.String(), "c_total{l=\"a\\\\xff\"} 3\nc_total{l=\"b\"} 4\n") {
+	want := "c_total{l=\"a\\\\xff\"} 3\nc_total{l=\"b\"} 4\n"
+	if _, err := m.WriteTo(&b); err != nil || !strings.Contains(b.String(), want) {
 		t.Errorf("%v:\n%s", err, b.String())
 	}
 	var h Metrics
@@ -212,8 +216,9 @@ func TestMetricsMerged(t *testing.T) {
 		return nil
 	})
 	b.Reset()
-	if _, err := h.WriteTo(&b); err != nil || !strings.Contains(b.String(), `h_bytes_bucket{l="x",le="3"} 4`+"\n") ||
-		!strings.Contains(b.String(), `h_bytes_sum{l="x"} 7`+"\n") {
+	_, err := h.WriteTo(&b)
+	if err != nil || !strings.Contains(b.String(), "h_bytes_bucket{l=\"x\",le=\"3\"} 4\n") ||
+		!strings.Contains(b.String(), "h_bytes_sum{l=\"x\"} 7\n") {
 		t.Errorf("%v:\n%s", err, b.String())
 	}
 	var d Metrics
@@ -231,8 +236,8 @@ func TestMetricsMerged(t *testing.T) {
 func TestFormatValue(t *testing.T) {
 	for v, want := range map[float64]string{
 		0: "0", 100: "100", -3: "-3", 0.25: "0.25", 15e-6: "0.000015", 1e-10: "1e-10",
-		1 << 53: "9007199254740992", 1e21: "1e+21", math.Inf(1): "+Inf", math.Inf(-1): "-Inf", math.NaN(): "NaN",
-		math.Copysign(0, -1): "0",
+		1 << 53: "9007199254740992", 1e21: "1e+21",
+		math.Inf(1): "+Inf", math.Inf(-1): "-Inf", math.NaN(): "NaN", math.Copysign(0, -1): "0",
 	} {
 		if got := formatValue(v); got != want {
 			t.Errorf("formatValue(%g) = %q, want %q", v, got, want)

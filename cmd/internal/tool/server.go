@@ -132,7 +132,8 @@ func (s *MetricsServer) admit(c net.Conn) {
 	if len(s.conns) >= s.limits.maxConns {
 		var oldest *serverConn
 		for sc := range s.conns {
-			if !sc.waitingSince.IsZero() && (oldest == nil || sc.waitingSince.Before(oldest.waitingSince)) {
+			waiting := !sc.waitingSince.IsZero()
+			if waiting && (oldest == nil || sc.waitingSince.Before(oldest.waitingSince)) {
 				oldest = sc
 			}
 		}
@@ -180,7 +181,9 @@ func (s *MetricsServer) serve(sc *serverConn) {
 		s.waiting(sc, false)
 		if refused, ok := err.(*httpError); ok {
 			sc.c.SetWriteDeadline(time.Now().Add(s.limits.writeTimeout))
-			response{status: refused.status, body: []byte(refused.why + "\n"), close: true}.write(sc.c)
+			answer := response{status: refused.status, body: []byte(refused.why + "\n")}
+			answer.close = true
+			answer.write(sc.c)
 			return
 		}
 		if err != nil { // the client left, or took too long: nothing to answer
@@ -197,12 +200,15 @@ func (s *MetricsServer) serve(sc *serverConn) {
 // respond answers one request: the metrics for GET or HEAD of /metrics,
 // else 404 or 405.
 func (s *MetricsServer) respond(w io.Writer, req request, keep bool) error {
-	head := req.method == "HEAD"
+	answer := response{close: !keep, head: req.method == "HEAD"}
 	switch {
-	case req.method != "GET" && !head:
-		return response{status: "405 Method Not Allowed", allow: true, body: []byte("GET /metrics\n"), close: !keep}.write(w)
+	case req.method != "GET" && !answer.head:
+		answer.status, answer.body = "405 Method Not Allowed", []byte("GET /metrics\n")
+		answer.allow = true
+		return answer.write(w)
 	case req.path() != "/metrics":
-		return response{status: "404 Not Found", body: []byte("the metrics are at /metrics\n"), close: !keep, head: head}.write(w)
+		answer.status, answer.body = "404 Not Found", []byte("the metrics are at /metrics\n")
+		return answer.write(w)
 	}
 	s.mu.Lock()
 	m := s.metrics
@@ -211,9 +217,11 @@ func (s *MetricsServer) respond(w io.Writer, req request, keep bool) error {
 	defer buffers.Put(body)
 	body.Reset()
 	if err := m.write(body); err != nil {
-		return response{status: "500 Internal Server Error", body: []byte(err.Error() + "\n"), close: !keep, head: head}.write(w)
+		answer.status, answer.body = "500 Internal Server Error", []byte(err.Error()+"\n")
+		return answer.write(w)
 	}
-	return response{status: "200 OK", exposition: true, body: body.Bytes(), close: !keep, head: head}.write(w)
+	answer.status, answer.exposition, answer.body = "200 OK", true, body.Bytes()
+	return answer.write(w)
 }
 
 // response is what the server answers.
@@ -236,7 +244,8 @@ func (r response) write(w io.Writer) error {
 	b := buffers.Get().(*bytes.Buffer)
 	defer buffers.Put(b)
 	b.Reset()
-	fmt.Fprintf(b, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n", r.status, contentType, len(r.body))
+	fmt.Fprintf(b, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n",
+		r.status, contentType, len(r.body))
 	if r.allow {
 		b.WriteString("Allow: GET, HEAD\r\n")
 	}
@@ -255,7 +264,7 @@ func (r response) write(w io.Writer) error {
 type request struct {
 	method, target string
 	close          bool // Connection: close, or HTTP/1.0
-	body           bool // it has a body, which the server does not read: the connection ends after the answer
+	body           bool // it has a body, which the server does not read: the connection ends
 }
 
 // path is the request's path: the target without its query, and without
@@ -281,7 +290,7 @@ func (e *httpError) Error() string { return e.status + ": " + e.why }
 // syntax or a limit is an *httpError; another error is the connection's.
 func readRequest(r *bufio.Reader, limit int) (request, error) {
 	line, err := readLine(r, &limit)
-	if err == nil && line == "" { // an empty line before the request is to be ignored (RFC 9112, 2.2)
+	if err == nil && line == "" { // an empty line before a request is ignored (RFC 9112, 2.2)
 		line, err = readLine(r, &limit)
 	}
 	if err != nil {
@@ -340,7 +349,8 @@ func readLine(r *bufio.Reader, budget *int) (string, error) {
 	*budget -= len(b)
 	switch {
 	case errors.Is(err, bufio.ErrBufferFull) || *budget < 0:
-		return "", &httpError{"431 Request Header Fields Too Large", "the request's line and headers are too long"}
+		why := "the request's line and headers are too long"
+		return "", &httpError{"431 Request Header Fields Too Large", why}
 	case err != nil:
 		return "", err
 	}

@@ -90,7 +90,8 @@ func (t *Tool) TakesArgs() *Tool {
 // PrintUsage writes the description, usage line, flags and examples.
 func (t *Tool) PrintUsage(w io.Writer) {
 	t.defineCommon()
-	fmt.Fprintf(w, "%s: %s\n\nusage: %s\n\nflags:\n", t.Name, t.summary, strings.TrimSpace(t.Name+" "+t.usage))
+	usage := strings.TrimSpace(t.Name + " " + t.usage)
+	fmt.Fprintf(w, "%s: %s\n\nusage: %s\n\nflags:\n", t.Name, t.summary, usage)
 	t.Flags.SetOutput(w)
 	t.Flags.PrintDefaults()
 	t.Flags.SetOutput(io.Discard)

@@ -16,24 +16,28 @@ func TestVersionLine(t *testing.T) {
 		}
 		return s
 	}
-	main := debug.Module{Path: "github.com/bpfkit/bpfkit", Version: "v0.0.0-20261126144500-2c415a0abcde+dirty"}
+	const path, version = "github.com/bpfkit/bpfkit", "v0.0.0-20261126144500-2c415a0abcde+dirty"
+	main := debug.Module{Path: path, Version: version}
+	modified := vcs("vcs.revision", "2c415a0abcdef", "vcs.modified", "true")
+	clean := vcs("vcs.revision", "2c415a0abcdef", "vcs.modified", "false")
 	for _, c := range []struct {
 		info debug.BuildInfo
 		want string
 	}{
-		{debug.BuildInfo{GoVersion: "go1.26.8", Main: main, Settings: vcs("vcs.revision", "2c415a0abcdef", "vcs.modified", "true")},
-			"dropmon github.com/bpfkit/bpfkit v0.0.0-20261126144500-2c415a0abcde+dirty, revision 2c415a0abcdef, modified, go1.26.8"},
-		{debug.BuildInfo{GoVersion: "go1.26.8", Main: main, Settings: vcs("vcs.revision", "2c415a0abcdef", "vcs.modified", "false")},
-			"dropmon github.com/bpfkit/bpfkit v0.0.0-20261126144500-2c415a0abcde+dirty, revision 2c415a0abcdef, go1.26.8"},
-		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/bpfkit/bpfkit", Version: "(devel)"}},
-			"dropmon github.com/bpfkit/bpfkit (devel), no VCS revision recorded, go1.26.8"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: main, Settings: modified},
+			"dropmon " + path + " " + version + ", revision 2c415a0abcdef, modified, go1.26.8"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: main, Settings: clean},
+			"dropmon " + path + " " + version + ", revision 2c415a0abcdef, go1.26.8"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: path, Version: "(devel)"}},
+			"dropmon " + path + " (devel), no VCS revision recorded, go1.26.8"},
 		{debug.BuildInfo{}, "dropmon, no VCS revision recorded"},
 	} {
 		if got := versionLine("dropmon", &c.info); got != c.want {
 			t.Errorf("got  %q\nwant %q", got, c.want)
 		}
 	}
-	if v := New("x", "test", "").Version(); !strings.HasPrefix(v, "x ") || strings.Contains(v, "\n") {
+	v := New("x", "test", "").Version()
+	if !strings.HasPrefix(v, "x ") || strings.Contains(v, "\n") {
 		t.Errorf("this binary's version: %q", v)
 	}
 }

@@ -61,7 +61,8 @@ func main() {
 					line, _ := r.ReadSlice('\n')
 					h := strings.ToLower(string(line))
 					c.SetWriteDeadline(time.Now().Add(time.Second))
-					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\n\r\n%s %v", line, strings.EqualFold(h, "close"))
+					closing := strings.EqualFold(h, "close")
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\n\r\n%s %v", line, closing)
 					c.Close()
 					readers.Put(r)
 				}
