@@ -130,17 +130,33 @@ func Open(path string) (*File, error) {
 	return file, nil
 }
 
-// checkHeaders refuses a file that is not a little-endian ELF file, or
-// whose program or section headers, or section-name table, do not fit in
-// its size bytes, or whose section-name table is compressed, before
-// elf.NewFile would allocate what they claim, or inflate the table to the
-// size it claims, whatever few bytes of zlib hold it.
+// checkHeaders refuses a file that is not a little-endian ELF file, is cut
+// short of its ELF header (debug/elf said a bare EOF), or whose program or
+// section headers, or section-name table, do not fit in its size bytes, or
+// whose section-name table is compressed, before elf.NewFile would
+// allocate what they claim, or inflate the table to the size it claims,
+// whatever few bytes of zlib hold it.
 func checkHeaders(r io.ReaderAt, size uint64) error {
 	var h [64]byte
-	if r.ReadAt(h[:], 0); string(h[:4]) != elf.ELFMAG {
+	r.ReadAt(h[:], 0)
+	// The header's size, by e_ident's EI_CLASS, which a file of 4 bytes lacks.
+	need := map[elf.Class]uint64{elf.ELFCLASS32: 52, elf.ELFCLASS64: 64}[elf.Class(h[4])]
+	switch data := elf.Data(h[5]); {
+	case size < 4 || string(h[:4]) != elf.ELFMAG:
 		return errors.New("not an ELF file")
-	} else if h[5] != byte(elf.ELFDATA2LSB) {
+	case size == 4:
+		return errors.New("truncated: 4 bytes, short of an ELF header (52 bytes for 32-bit, " +
+			"64 for 64-bit)")
+	case need == 0:
+		return fmt.Errorf("unknown ELF class %d (1 for 32-bit, 2 for 64-bit)", h[4])
+	case size > 5 && data == elf.ELFDATA2MSB:
 		return errors.New("a big-endian ELF file: only little-endian ones are supported")
+	case size > 5 && data != elf.ELFDATA2LSB:
+		return fmt.Errorf("unknown ELF data encoding %d (1 for little-endian, 2 for big-endian)",
+			h[5])
+	case size < need:
+		return fmt.Errorf("truncated: %d bytes, short of the %d-byte header of a %d-bit ELF file",
+			size, need, 32<<(h[4]-1))
 	}
 	le, wide := binary.LittleEndian, h[4] == byte(elf.ELFCLASS64)
 	// e_phoff, e_phentsize, e_phnum, e_shoff, e_shentsize, e_shnum, e_shstrndx
