@@ -110,13 +110,26 @@ func usable(p *Program, what string, types ...Type) error {
 		return wrap(ErrClosed, "attach %q to %s", p.name, what)
 	case !slices.Contains(types, p.typ):
 		return fmt.Errorf("%w: program %q is a %s; %s needs type %s", ErrWrongType, p.name,
-			strings.ReplaceAll(p.typ.String(), "_", " "), what, typeNames[types[0]])
+			strings.ReplaceAll(p.typ.String(), "_", " "), what, goName(types[0]))
 	}
 	return nil
 }
 
-// typeNames are the Go names of the types attach functions need.
-var typeNames = map[Type]string{Tracepoint: "Tracepoint", Kprobe: "Kprobe", RawTracepoint: "RawTracepoint", PerfEvent: "PerfEvent"}
+// goName is the Go name of a type attach functions need. A switch, not a
+// map: a package map is made at start-up, code and types every tool links.
+func goName(t Type) string {
+	switch t {
+	case Tracepoint:
+		return "Tracepoint"
+	case Kprobe:
+		return "Kprobe"
+	case RawTracepoint:
+		return "RawTracepoint"
+	case PerfEvent:
+		return "PerfEvent"
+	}
+	return t.String()
+}
 
 // AttachPerfEvent runs p on the perf event perfFD, which the caller keeps
 // (perfring.NewEventReader's, say): a Tracepoint program on a tracepoint,
