@@ -199,6 +199,7 @@ func describe(cmd int, p unsafe.Pointer) string {
 		return fmt.Sprintf("%s, name=%q prog_fd=%d", name, cString(a.Name), a.ProgFD)
 	case unix.BPF_LINK_CREATE:
 		a := (*LinkCreateAttr)(p)
+		cookie := fmt.Sprintf("cookie=%#x", a.Cookie)
 		switch a.AttachType {
 		case unix.BPF_TRACE_KPROBE_MULTI:
 			k := (*LinkCreateKprobeMultiAttr)(p)
@@ -206,11 +207,10 @@ func describe(cmd int, p unsafe.Pointer) string {
 				name, k.ProgFD, AttachTypeName(k.AttachType), k.KprobeFlags, k.Cnt)
 		case unix.BPF_TRACE_FENTRY, unix.BPF_TRACE_FEXIT, unix.BPF_MODIFY_RETURN, unix.BPF_TRACE_RAW_TP, unix.BPF_LSM_MAC:
 			tr := (*LinkCreateTracingAttr)(p)
-			return fmt.Sprintf("%s, prog_fd=%d target_fd=%d attach_type=%s flags=%#x target_btf_id=%d cookie=%#x",
-				name, tr.ProgFD, int32(tr.TargetFD), AttachTypeName(tr.AttachType), tr.Flags, tr.TargetBTFID, tr.Cookie)
+			cookie = fmt.Sprintf("target_btf_id=%d cookie=%#x", tr.TargetBTFID, tr.Cookie)
 		}
-		return fmt.Sprintf("%s, prog_fd=%d target_fd=%d attach_type=%s flags=%#x cookie=%#x",
-			name, a.ProgFD, int32(a.TargetFD), AttachTypeName(a.AttachType), a.Flags, a.Cookie)
+		return fmt.Sprintf("%s, prog_fd=%d target_fd=%d attach_type=%s flags=%#x %s",
+			name, a.ProgFD, int32(a.TargetFD), AttachTypeName(a.AttachType), a.Flags, cookie)
 	case unix.BPF_TASK_FD_QUERY:
 		a := (*TaskFDQueryAttr)(p)
 		return fmt.Sprintf("%s, pid=%d fd=%d buf_len=%d", name, a.PID, a.FD, a.BufLen)
