@@ -25,7 +25,10 @@ func MmapReadOnly(fd int, length int) ([]byte, error) {
 func mmap(fd int, offset int64, length, prot, flags int) ([]byte, error) {
 	var mem []byte
 	_, err := traced("mmap", func() string {
-		share := map[int]string{unix.MAP_SHARED: "MAP_SHARED", unix.MAP_PRIVATE: "MAP_PRIVATE"}[flags]
+		share := "MAP_SHARED"
+		if flags == unix.MAP_PRIVATE {
+			share = "MAP_PRIVATE"
+		}
 		return fmt.Sprintf("NULL, %d, %s, %s, %d, %#x", length, protNames(prot), share, fd, offset)
 	}, func() (int, error) {
 		var err error
