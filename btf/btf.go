@@ -137,8 +137,8 @@ func (b *Blob) Count() (uint32, error) {
 // blob or of its base. ErrNotFound, ErrAmbiguous or ErrMalformed say why
 // not. A name in no string is not found without walking the types.
 func (b *Blob) Find(kind Kind, name string) (uint32, error) {
-	if name == "" || len(name) > maxNameLen || strings.IndexByte(name, 0) >= 0 {
-		return 0, fmt.Errorf("btf: %s %q: a name is 1 to %d bytes without NUL: %w", kind, name, maxNameLen, ErrNotFound)
+	if err := checkName(kind, name); err != nil {
+		return 0, err
 	}
 	names := map[uint32]bool{}
 	for blob := b; blob != nil; blob = blob.base {
@@ -164,6 +164,14 @@ func (b *Blob) Find(kind Kind, name string) (uint32, error) {
 		return found[0], nil
 	}
 	return 0, fmt.Errorf("btf: %s %q: ids %v: %w", kind, name, found, ErrAmbiguous)
+}
+
+// checkName refuses a name no type can have.
+func checkName(kind Kind, name string) error {
+	if name == "" || len(name) > maxNameLen || strings.IndexByte(name, 0) >= 0 {
+		return fmt.Errorf("btf: %s %.40q: a name is 1 to %d bytes without NUL: %w", kind, name, maxNameLen, ErrNotFound)
+	}
+	return nil
 }
 
 // nameOffsets are the string offsets (as types name them) at which the

@@ -14,8 +14,18 @@ const VmlinuxPath = "/sys/kernel/btf/vmlinux"
 
 // ErrNoKernelBTF is the error of a kernel without BTF; it wraps
 // sys.ErrNotSupported.
-var ErrNoKernelBTF = fmt.Errorf("btf: this kernel has no BTF (%s needs CONFIG_DEBUG_INFO_BTF, Linux 5.4), "+
-	"which fentry, fexit and tp_btf programs name their target in: %w", VmlinuxPath, sys.ErrNotSupported)
+var ErrNoKernelBTF error = noKernelBTF{}
+
+// noKernelBTF is a value, not made at init: a program that never looks
+// BTF up (a tracepoint tool) runs no code of this package.
+type noKernelBTF struct{}
+
+func (noKernelBTF) Error() string {
+	return "btf: this kernel has no BTF (" + VmlinuxPath + " needs CONFIG_DEBUG_INFO_BTF, Linux 5.4), " +
+		"which fentry, fexit and tp_btf programs name their target in: " + sys.ErrNotSupported.Error()
+}
+
+func (noKernelBTF) Unwrap() error { return sys.ErrNotSupported }
 
 // File is vmlinux's BTF: mapped (6.16), or read from the file as lookups
 // need it.
@@ -161,6 +171,9 @@ func openObject(id uint32) (*Object, error) {
 // module's. The Object is the module's whose type it is, for the program's
 // load (attach_btf_obj_fd), or nil for vmlinux's; the caller closes it.
 func Lookup(kind Kind, name, module string) (uint32, *Object, error) {
+	if err := checkName(kind, name); err != nil {
+		return 0, nil, err
+	}
 	vmlinux, err := Vmlinux()
 	if err != nil {
 		return 0, nil, err
