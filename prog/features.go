@@ -25,6 +25,7 @@ type Feature struct {
 	Errno unix.Errno // the kernel's answer to the probe: 0 when it simply accepted it
 	Value int        // a measurement: the tail-call limit
 	Err   error      // the probe could not tell (no privilege, an answer it did not expect)
+	Note  string     // why not, where the kernel's answer says more than its errno
 }
 
 var features struct {
@@ -65,11 +66,21 @@ func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
 
 func (f Feature) result() (bool, error) { return f.OK, f.Err }
 
+// Probed returns the answer of the probe name ("tracing trace_fentry"),
+// if it ran: its Note or Errno say why a no is a no, to tell a user.
+func Probed(name string) (Feature, bool) {
+	features.Lock()
+	defer features.Unlock()
+	f, ok := features.m[name]
+	return f, ok
+}
+
 // Features runs the probes without arguments, HaveProgType and HaveMapType
 // for every type the journal names, HaveHelper for bpf_get_attach_cookie in
-// kprobe and raw tracepoint programs (bpf_cookie: 5.15 and 6.10), and for
-// every helper insn names and type of helpersOf; it returns every answer
-// cached, by name.
+// kprobe and raw tracepoint programs (bpf_cookie: 5.15 and 6.10),
+// HaveTracing, HaveTracingLink and HaveTracingCookie for fentry, fexit and
+// tp_btf, and HaveHelper for every helper insn names and type of
+// helpersOf; it returns every answer cached, by name.
 func Features(helpersOf ...Type) []Feature {
 	HavePerfLink()
 	HaveKprobeMulti()
@@ -79,6 +90,11 @@ func Features(helpersOf ...Type) []Feature {
 	TailCallLimit()
 	HaveHelper(Kprobe, insn.BPF_FUNC_get_attach_cookie)
 	HaveHelper(RawTracepoint, insn.BPF_FUNC_get_attach_cookie)
+	for _, at := range []uint32{BPF_TRACE_FENTRY, BPF_TRACE_FEXIT, BPF_TRACE_RAW_TP} {
+		HaveTracing(at)
+		HaveTracingLink(at)
+		HaveTracingCookie(at)
+	}
 	for v := 2; v <= 4; v++ {
 		HaveISA(v)
 	}
@@ -290,10 +306,15 @@ func HaveHelper(t Type, h insn.Helper) (bool, error) {
 		case f.Errno == 0 || f.Errno == unix.EPERM:
 			f.Err = wrap(err, "probe for %s", f.Name)
 		case log != "": // else the kernel refused the program type itself
-			f.OK = !strings.Contains(log, "invalid func ") && !strings.Contains(log, "unknown func ") &&
-				!strings.Contains(log, "program of this type cannot use helper ")
+			f.OK = !helperRefused(log)
 		}
 	}).result()
+}
+
+// helperRefused says whether the verifier's log refuses a helper call.
+func helperRefused(log string) bool {
+	return strings.Contains(log, "invalid func ") || strings.Contains(log, "unknown func ") ||
+		strings.Contains(log, "program of this type cannot use helper ")
 }
 
 // HaveMapType reports whether the kernel creates maps of type t (a

@@ -56,7 +56,7 @@ func (l *Link) Close() error {
 // AttachOptions apply to every attachment made through a perf event.
 type AttachOptions struct {
 	Cookie uint64 // what bpf_get_attach_cookie reads; needs BPF perf links (5.15), else an ErrNotSupported error
-	Legacy bool   // attach with PERF_EVENT_IOC_SET_BPF, without a cookie, even where perf links exist
+	Legacy bool   // attach with PERF_EVENT_IOC_SET_BPF (a tracing program: BPF_RAW_TRACEPOINT_OPEN), even where links exist
 }
 
 // attachPerf attaches p to the perf event perfFD (unless err says why it
@@ -127,6 +127,8 @@ func goName(t Type) string {
 		return "RawTracepoint"
 	case PerfEvent:
 		return "PerfEvent"
+	case Tracing:
+		return "Tracing"
 	}
 	return t.String()
 }
