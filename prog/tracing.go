@@ -142,9 +142,10 @@ func explainTracingAttach(err error) error {
 // AttachTracing runs p, a Tracing program loaded with Spec.AttachTo, at
 // its target: the function's entry (fentry) or return (fexit), or the
 // tracepoint (tp_btf). It links with BPF_LINK_CREATE where the kernel
-// links tracing programs (HaveTracingLink: fentry and fexit 5.19, tp_btf
-// 6.10), which carries o.Cookie, else (or with o.Legacy) with
-// BPF_RAW_TRACEPOINT_OPEN, which carries a tp_btf cookie only (6.10).
+// links tracing programs (HaveTracingLink: 6.1 does, 5.10 does not), which
+// carries o.Cookie (fentry and fexit 5.19, tp_btf 6.10), else (or with
+// o.Legacy) with BPF_RAW_TRACEPOINT_OPEN, which carries a tp_btf cookie
+// only (6.10).
 func AttachTracing(p *Program, o AttachOptions) (*Link, error) {
 	if err := usable(p, "its BTF target", Tracing); err != nil {
 		return nil, err
@@ -169,7 +170,7 @@ func AttachTracing(p *Program, o AttachOptions) (*Link, error) {
 	}
 	if !useLink {
 		if o.Cookie != 0 && at != BPF_TRACE_RAW_TP {
-			return fail(fmt.Errorf("a cookie on fentry or fexit needs BPF_LINK_CREATE for tracing programs (Linux 5.19), "+
+			return fail(fmt.Errorf("a cookie on fentry or fexit needs BPF_LINK_CREATE for tracing programs (Linux 5.19 carries it), "+
 				"and Legacy is set or the kernel has none: %w", sys.ErrNotSupported))
 		}
 		fd, err = sys.RawTracepointOpen(&sys.RawTracepointAttr{ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie})
@@ -263,8 +264,8 @@ func HaveTracing(attachType uint32) (bool, error) {
 }
 
 // HaveTracingLink reports whether BPF_LINK_CREATE links Tracing programs
-// of attachType (fentry and fexit 5.19, tp_btf 6.10), which carries a
-// cookie: EINVAL where it does not (AttachTracing then uses
+// of attachType (6.1 does, 5.10 does not), which carries a cookie
+// (HaveTracingCookie): EINVAL where it does not (AttachTracing then uses
 // BPF_RAW_TRACEPOINT_OPEN); ENOTSUPP, from the trampoline, is a yes.
 func HaveTracingLink(attachType uint32) (bool, error) {
 	if err := checkTracingType("tracing links", attachType); err != nil {

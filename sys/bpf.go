@@ -333,10 +333,12 @@ func LinkCreate(attr *LinkCreateAttr) (int, error) {
 	return callFD(unix.BPF_LINK_CREATE, unsafe.Pointer(attr))
 }
 
-// LinkCreateTracing is BPF_LINK_CREATE for a tracing program (fentry and
-// fexit 5.19, tp_btf 6.10; AttachType must be the program's expected
-// attach type); it returns the link's fd. Kernels before answer EINVAL,
-// and such a program is attached by RawTracepointOpen with a nil Name.
+// LinkCreateTracing is BPF_LINK_CREATE for a tracing program (6.1 has it
+// for fentry, fexit and tp_btf, 5.10 not; AttachType must be the
+// program's expected attach type; Cookie is read from 5.19, for tp_btf
+// from 6.10); it returns the link's fd. A kernel without it answers
+// EINVAL, and such a program is attached by RawTracepointOpen with a nil
+// Name.
 func LinkCreateTracing(attr *LinkCreateTracingAttr) (int, error) {
 	return callFD(unix.BPF_LINK_CREATE, unsafe.Pointer(attr))
 }
