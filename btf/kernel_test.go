@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
@@ -162,4 +164,33 @@ func TestAdversarialLookup(t *testing.T) {
 			t.Errorf("Lookup(%d, %.20q, %q) = %d, %v, %v, want ErrNotFound", c.kind, c.name, c.module, id, o, err)
 		}
 	}
+}
+
+// TestVmlinuxJournal: mapping the kernel's BTF is journaled, mmap and
+// munmap, where the kernel lets it be mapped (6.16); before, the refused
+// mmap is, and the file is read.
+func TestVmlinuxJournal(t *testing.T) {
+	fi, err := os.Stat(VmlinuxPath)
+	if err != nil {
+		t.Skip(err)
+	}
+	var journal strings.Builder
+	sys.SetJournal(&journal)
+	v, err := Vmlinux()
+	if err != nil {
+		sys.SetJournal(nil)
+		t.Fatal(err)
+	}
+	mapped := v.mem != nil
+	err = v.Close()
+	sys.SetJournal(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := journal.String()
+	tried := strings.Contains(j, fmt.Sprintf("mmap(NULL, %d, PROT_READ, MAP_PRIVATE, ", fi.Size()))
+	if !tried || mapped != strings.Contains(j, "munmap(") || mapped == strings.Contains(j, ") = -1 ") {
+		t.Fatalf("mapped %v; journal:\n%s", mapped, j)
+	}
+	t.Logf("mapped %v:\n%s", mapped, journal.String())
 }
