@@ -59,7 +59,8 @@ func TestVmlinuxAgainstBpftool(t *testing.T) {
 		for name, want := range names {
 			i++
 			trace := kind == KindTypedef && len(name) > 10 && name[:10] == "btf_trace_"
-			if !(trace && i%8 == 0 || kind == KindFunc && (i%250 == 0 || len(want) > 1 && twice < 20)) {
+			sampled := kind == KindFunc && (i%250 == 0 || len(want) > 1 && twice < 20)
+			if !(trace && i%8 == 0 || sampled) {
 				continue
 			}
 			checked++
@@ -68,7 +69,8 @@ func TestVmlinuxAgainstBpftool(t *testing.T) {
 			case len(want) > 1:
 				twice++
 				if !errors.Is(err, ErrAmbiguous) {
-					t.Errorf("Find(%s, %q) = %d, %v; bpftool lists it at %v, want ErrAmbiguous", kind, name, id, err, want)
+					t.Errorf("Find(%s, %q) = %d, %v; bpftool lists it at %v, want ErrAmbiguous",
+						kind, name, id, err, want)
 				}
 			case err != nil || id != want[0]:
 				t.Errorf("Find(%s, %q) = %d, %v; bpftool says %d", kind, name, id, err, want[0])
@@ -108,15 +110,36 @@ func TestModules(t *testing.T) {
 		file, _ := os.ReadFile("/sys/kernel/btf/" + e.Name())
 		b, err := o.Blob(vmlinux.Blob)
 		if err != nil || !bytes.Equal(o.raw, file) {
-			t.Errorf("module %s: %v; its BTF from bpf(2) equals the file's: %v", e.Name(), err, bytes.Equal(o.raw, file))
+			t.Errorf("module %s: %v; its BTF from bpf(2) equals the file's: %v", e.Name(), err,
+				bytes.Equal(o.raw, file))
 		}
 		o.Close()
 		n++
-		_ = b
+		if b != nil && b.firstID <= 1 {
+			t.Errorf("module %s: its ids start at %d, not after vmlinux's", e.Name(), b.firstID)
+		}
 	}
 	if n == 0 {
 		t.Skip("no module with BTF is loaded (/sys/kernel/btf holds vmlinux alone)")
 	}
+	if _, err := os.Stat("/sys/kernel/btf/tun"); err != nil {
+		return // tests/vm/run.sh loads tun in the VMs
+	}
+	// tun_chr_open, by module and by name alone: the same id, after vmlinux's.
+	count, err := vmlinux.Count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, o, err := Lookup(KindFunc, "tun_chr_open", "tun")
+	if err != nil || o == nil || o.Name != "tun" || id <= count {
+		t.Fatalf("Lookup(tun_chr_open, tun) = %d, %v, %v; vmlinux has %d types", id, o, err, count)
+	}
+	o.Close()
+	id2, o, err := Lookup(KindFunc, "tun_chr_open", "")
+	if err != nil || o == nil || o.Name != "tun" || id2 != id {
+		t.Fatalf("Lookup(tun_chr_open) = %d, %v, %v; by module %d", id2, o, err, id)
+	}
+	o.Close()
 }
 
 // TestNoSuchName: a function that no BTF has is ErrNotFound, after the
@@ -135,7 +158,8 @@ func TestNoSuchName(t *testing.T) {
 	if err != nil || o != nil || id == 0 {
 		t.Fatalf("Lookup(vfs_read) = %d, %v, %v", id, o, err)
 	}
-	if _, _, err := Lookup(KindFunc, "vfs_read", "no_such_module_bpfkit"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := Lookup(KindFunc, "vfs_read", "no_such_module_bpfkit"); !errors.Is(err,
+		ErrNotFound) {
 		t.Fatalf("Lookup in a module that is not loaded: %v", err)
 	}
 	if !errors.Is(ErrNoKernelBTF, sys.ErrNotSupported) {
@@ -155,13 +179,15 @@ func TestAdversarialLookup(t *testing.T) {
 		kind         Kind
 		name, module string
 	}{
-		{0, "vfs_read", ""}, {255, "vfs_read", ""}, {KindFunc, "", ""}, {KindFunc, "vfs\x00read", ""},
+		{0, "vfs_read", ""}, {255, "vfs_read", ""}, {KindFunc, "", ""}, {KindFunc, "vfs\x00read",
+			""},
 		{KindFunc, string(make([]byte, 1<<20)), ""}, {KindFunc, "vfs_read", "a\x00b"},
 		{KindFunc, "vfs_read", "../../etc/passwd"}, {KindTypedef, "vfs_read", ""},
 	} {
 		id, o, err := Lookup(c.kind, c.name, c.module)
 		if !errors.Is(err, ErrNotFound) || o != nil || id != 0 {
-			t.Errorf("Lookup(%d, %.20q, %q) = %d, %v, %v, want ErrNotFound", c.kind, c.name, c.module, id, o, err)
+			t.Errorf("Lookup(%d, %.20q, %q) = %d, %v, %v, want ErrNotFound", c.kind, c.name,
+				c.module, id, o, err)
 		}
 	}
 }
@@ -189,7 +215,8 @@ func TestVmlinuxJournal(t *testing.T) {
 	}
 	j := journal.String()
 	tried := strings.Contains(j, fmt.Sprintf("mmap(NULL, %d, PROT_READ, MAP_PRIVATE, ", fi.Size()))
-	if !tried || mapped != strings.Contains(j, "munmap(") || mapped == strings.Contains(j, ") = -1 ") {
+	if !tried || mapped != strings.Contains(j, "munmap(") || mapped == strings.Contains(j,
+		") = -1 ") {
 		t.Fatalf("mapped %v; journal:\n%s", mapped, j)
 	}
 	t.Logf("mapped %v:\n%s", mapped, journal.String())

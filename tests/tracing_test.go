@@ -30,8 +30,10 @@ func requireTracing(t *testing.T, attachType uint32) {
 		t.Fatal(err)
 	}
 	v, _ := prog.KernelVersion()
-	if has := runtime.GOARCH == "amd64" || v >= 6<<16|4<<8 || attachType == prog.BPF_TRACE_RAW_TP; os.Getenv("BPFKIT_VM") != "" && ok != has {
-		t.Fatalf("HaveTracing(%s) = %v on Debian's %s kernel %d.%d", sys.AttachTypeName(attachType), ok, runtime.GOARCH, v>>16, v>>8&0xff)
+	has := runtime.GOARCH == "amd64" || v >= 6<<16|4<<8 || attachType == prog.BPF_TRACE_RAW_TP
+	if os.Getenv("BPFKIT_VM") != "" && ok != has {
+		t.Fatalf("HaveTracing(%s) = %v on Debian's %s kernel %d.%d", sys.AttachTypeName(attachType),
+			ok, runtime.GOARCH, v>>16, v>>8&0xff)
 	}
 	if !ok {
 		f, _ := prog.Probed("tracing " + sys.AttachTypeName(attachType))
@@ -42,8 +44,10 @@ func requireTracing(t *testing.T, attachType uint32) {
 // tracingStore returns the instructions that store reg into slot of
 // the array m, or jump to out.
 func tracingStore(m *mapfd.Map, slot int32, reg Register) []Item {
-	return []Item{StoreImm(BPF_W, R10, -4, slot), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -4), LoadMapFD(R1, m),
-		Call(BPF_FUNC_map_lookup_elem), JumpImm(BPF_JEQ, R0, 0, "out"), StoreMem(BPF_DW, R0, 0, reg)}
+	return []Item{StoreImm(BPF_W, R10, -4, slot), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -4),
+		LoadMapFD(R1, m),
+		Call(BPF_FUNC_map_lookup_elem), JumpImm(BPF_JEQ, R0, 0, "out"), StoreMem(BPF_DW, R0, 0,
+			reg)}
 }
 
 // tracingProgram loads a Tracing program on target that,
@@ -54,7 +58,8 @@ func tracingStore(m *mapfd.Map, slot int32, reg Register) []Item {
 func tracingProgram(t *testing.T, target prog.Target, m *mapfd.Map, first int32, withCookie bool,
 	filter []Item, reads ...Item) *prog.Program {
 	t.Helper()
-	items := []Item{Mov64Reg(R6, R1), Call(BPF_FUNC_get_current_pid_tgid), ALU64Imm(BPF_RSH, R0, 32),
+	items := []Item{Mov64Reg(R6, R1), Call(BPF_FUNC_get_current_pid_tgid), ALU64Imm(BPF_RSH, R0,
+		32),
 		JumpImm(BPF_JNE, R0, int32(os.Getpid()), "out")}
 	items = append(append(items, filter...), StoreImm(BPF_W, R10, -4, first))
 	items = append(items, testutil.AddOne(m, "out")...)
@@ -86,11 +91,13 @@ func tracingModes(t *testing.T, attachType uint32) map[string]prog.AttachOptions
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSince(t, "HaveTracingLink("+sys.AttachTypeName(attachType)+")", ok, 6<<16|1<<8, 5<<16|10<<8)
+	checkSince(t, "HaveTracingLink("+sys.AttachTypeName(attachType)+")", ok, 6<<16|1<<8,
+		5<<16|10<<8)
 	if ok {
 		modes["link_create"] = prog.AttachOptions{}
 	} else {
-		t.Logf("%s: no BPF_LINK_CREATE for such tracing programs here", sys.AttachTypeName(attachType))
+		t.Logf("%s: no BPF_LINK_CREATE for such tracing programs here",
+			sys.AttachTypeName(attachType))
 	}
 	return modes
 }
@@ -109,7 +116,8 @@ func haveTracingCookie(t *testing.T, attachType uint32) bool {
 	}
 	checkSince(t, "HaveTracingCookie("+sys.AttachTypeName(attachType)+")", ok, since, since-1)
 	if !ok {
-		t.Logf("%s programs may not call bpf_get_attach_cookie here", sys.AttachTypeName(attachType))
+		t.Logf("%s programs may not call bpf_get_attach_cookie here",
+			sys.AttachTypeName(attachType))
 	}
 	return ok
 }
@@ -140,14 +148,16 @@ func TestFentryFexit(t *testing.T) {
 	testutil.CheckNoLeaks(t)
 	for mode, o := range tracingModes(t, prog.BPF_TRACE_FENTRY) {
 		t.Run(mode, func(t *testing.T) {
-			cookie := !o.Legacy && haveTracingCookie(t, prog.BPF_TRACE_FENTRY) && haveTracingCookie(t, prog.BPF_TRACE_FEXIT)
+			cookie := !o.Legacy && haveTracingCookie(t,
+				prog.BPF_TRACE_FENTRY) && haveTracingCookie(t, prog.BPF_TRACE_FEXIT)
 			m, tm := newArray(t, 17)
 			var args []Item
 			for i := range 6 {
 				args = append(args, FuncArg(R7, R6, i))
 			}
 			entry := tracingProgram(t, prog.Fentry("__sys_sendto"), m, 0, cookie, nil, args...)
-			exit := tracingProgram(t, prog.Fexit("__sys_sendto"), m, 8, cookie, nil, append(args, FuncRet(R7, R6, 6))...)
+			exit := tracingProgram(t, prog.Fexit("__sys_sendto"), m, 8, cookie, nil, append(args,
+				FuncRet(R7, R6, 6))...)
 			for i, p := range []*prog.Program{entry, exit} {
 				o := o
 				if cookie {
@@ -158,7 +168,8 @@ func TestFentryFexit(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer l.Close()
-				if want := []string{"fentry __sys_sendto", "fexit __sys_sendto"}[i]; l.String() != want {
+				if want := []string{"fentry __sys_sendto",
+					"fexit __sys_sendto"}[i]; l.String() != want {
 					t.Errorf("link %q, want %q", l, want)
 				}
 			}
@@ -209,14 +220,17 @@ func sendto(t *testing.T, n int) []uint64 {
 	pb := (*[2]byte)(unsafe.Pointer(&sa.Port)) // network byte order
 	pb[0], pb[1] = byte(port>>8), byte(port)
 	for range n {
-		r, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
-			unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, uintptr(unsafe.Pointer(sa)), unix.SizeofSockaddrInet4)
+		r, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])),
+			uintptr(len(buf)),
+			unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, uintptr(unsafe.Pointer(sa)),
+			unix.SizeofSockaddrInet4)
 		if errno != 0 || r != uintptr(len(buf)) {
 			t.Fatalf("sendto: %d, %v", r, errno)
 		}
 	}
 	want := []uint64{uint64(fd), uint64(uintptr(unsafe.Pointer(&buf[0]))), uint64(len(buf)),
-		unix.MSG_DONTWAIT | unix.MSG_NOSIGNAL, uint64(uintptr(unsafe.Pointer(sa))), unix.SizeofSockaddrInet4, uint64(len(buf))}
+		unix.MSG_DONTWAIT | unix.MSG_NOSIGNAL, uint64(uintptr(unsafe.Pointer(sa))),
+		unix.SizeofSockaddrInet4, uint64(len(buf))}
 	runtime.KeepAlive(buf)
 	runtime.KeepAlive(sa)
 	return want
@@ -235,7 +249,8 @@ func TestTpBTF(t *testing.T) {
 			cookie := haveTracingCookie(t, prog.BPF_TRACE_RAW_TP)
 			m, tm := newArray(t, 3)
 			getppid := []Item{FuncArg(R7, R6, 1), JumpImm(BPF_JNE, R7, unix.SYS_GETPPID, "out")}
-			p := tracingProgram(t, prog.TpBTF("sys_enter"), m, 0, cookie, getppid, FuncArg(R7, R6, 1))
+			p := tracingProgram(t, prog.TpBTF("sys_enter"), m, 0, cookie, getppid, FuncArg(R7, R6,
+				1))
 			if cookie {
 				o.Cookie = 0x7b7f
 			}
@@ -268,12 +283,14 @@ func TestTracingRefusalsSayWhy(t *testing.T) {
 		t.Skipf("fentry works here (%v)", err)
 	}
 	f, _ := prog.Probed("tracing trace_fentry")
-	spec := prog.Spec{Type: prog.Tracing, Name: "refused", License: "GPL", AttachTo: prog.Fentry("__sys_sendto"),
-		Insns: []Item{Mov64Imm(R0, 0), Exit()}}
+	spec := prog.Spec{Type: prog.Tracing, Name: "refused", License: "GPL",
+		AttachTo: prog.Fentry("__sys_sendto"),
+		Insns:    []Item{Mov64Imm(R0, 0), Exit()}}
 	p, err := prog.Load(spec)
 	switch f.Errno {
 	case unix.EPERM:
-		if !errors.Is(err, unix.EPERM) || !strings.Contains(err.Error(), "refuses programs that run through a BPF trampoline") {
+		if !errors.Is(err, unix.EPERM) || !strings.Contains(err.Error(),
+			"refuses programs that run through a BPF trampoline") {
 			t.Fatalf("fentry load: %v; want EPERM and why", err)
 		}
 	case sys.ENOTSUPP:
@@ -282,11 +299,67 @@ func TestTracingRefusalsSayWhy(t *testing.T) {
 		}
 		defer p.Close()
 		_, err = prog.AttachTracing(p, prog.AttachOptions{})
-		if !errors.Is(err, sys.ErrNotSupported) || !errors.Is(err, sys.ENOTSUPP) || !strings.Contains(err.Error(), "ftrace direct calls") {
+		if !errors.Is(err, sys.ErrNotSupported) || !errors.Is(err,
+			sys.ENOTSUPP) || !strings.Contains(err.Error(), "ftrace direct calls") {
 			t.Fatalf("fentry attach: %v; want ENOTSUPP and why", err)
 		}
 	default:
 		t.Fatalf("fentry refused with %v (%s), which this test does not know", f.Errno, f.Note)
 	}
 	t.Log(err)
+}
+
+// TestFentryModule: fentry and fexit on tun_chr_open, a function of the
+// tun module (tests/vm/run.sh loads it in the VMs), named "tun:tun_chr_open"
+// for fentry and plainly for fexit (found among the modules' BTF): the
+// load names the module's BTF object (attach_btf_obj_fd) and an id of its
+// split BTF. Each counts exactly the 3 opens of /dev/net/tun made; fexit
+// sees the file fentry saw (argument 1) and 0 returned.
+func TestFentryModule(t *testing.T) {
+	requireTracing(t, prog.BPF_TRACE_FENTRY)
+	requireTracing(t, prog.BPF_TRACE_FEXIT)
+	testutil.CheckNoLeaks(t)
+	if _, err := os.Stat("/sys/kernel/btf/tun"); err != nil {
+		v, _ := prog.KernelVersion()
+		if _, inVM := os.Stat("/modules/tun.ko"); inVM == nil && v>>8 >= 5<<8|11 {
+			t.Fatalf("tun.ko was loaded in the VM, whose kernel gives modules BTF (5.11): %v", err)
+		}
+		t.Skipf("no tun module with BTF here (%v): tests/vm/run.sh loads it in the VMs, "+
+			"whose kernels give modules BTF from 5.11", err)
+	}
+	m, tm := newArray(t, 6)
+	var journal strings.Builder
+	sys.SetJournal(&journal)
+	entry := tracingProgram(t, prog.Fentry("tun:tun_chr_open"), m, 0, false, nil, FuncArg(R7, R6,
+		1))
+	sys.SetJournal(nil)
+	exit := tracingProgram(t, prog.Fexit("tun_chr_open"), m, 3, false, nil,
+		FuncArg(R7, R6, 1), FuncRet(R7, R6, 2))
+	if j := journal.String(); !strings.Contains(j, " attach_btf_obj_fd=") ||
+		strings.Contains(j, " attach_btf_obj_fd=0)") {
+		t.Errorf("the load named no module BTF object:\n%s", j)
+	}
+	for _, p := range []*prog.Program{entry, exit} {
+		l, err := prog.AttachTracing(p, prog.AttachOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+	}
+	if err := tm.Update(5, 0xdead,
+		mapfd.BPF_ANY); err != nil { // fexit's return value, 0 once it ran
+		t.Fatal(err)
+	}
+	for range 3 {
+		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+	file, _ := tm.Lookup(1)
+	if file == 0 {
+		t.Error("fentry read no file")
+	}
+	expectCounts(t, tm, map[uint32]uint64{0: 3, 3: 3, 4: file, 5: 0})
 }
