@@ -82,7 +82,8 @@ func OpenBytes(raw []byte, base *Blob) (*Blob, error) {
 func Open(r io.ReaderAt, size int64, base *Blob) (*Blob, error) {
 	var h [headerSize]byte
 	if size < headerSize {
-		return nil, fmt.Errorf("%w: %d bytes, shorter than a header (%d)", ErrMalformed, size, headerSize)
+		return nil, fmt.Errorf("%w: %d bytes, shorter than a header (%d)", ErrMalformed, size,
+			headerSize)
 	}
 	if _, err := r.ReadAt(h[:], 0); err != nil {
 		return nil, fmt.Errorf("btf: header: %w", err)
@@ -102,7 +103,8 @@ func Open(r io.ReaderAt, size int64, base *Blob) (*Blob, error) {
 		strOff: hdrLen + int64(le.Uint32(h[16:])), strLen: int64(le.Uint32(h[20:]))}
 	switch {
 	case hdrLen < headerSize || hdrLen > size:
-		return nil, fmt.Errorf("%w: hdr_len %d is not in [%d, %d], the file's size", ErrMalformed, hdrLen, headerSize, size)
+		return nil, fmt.Errorf("%w: hdr_len %d is not in [%d, %d], the file's size", ErrMalformed,
+			hdrLen, headerSize, size)
 	case b.typeOff+b.typeLen > size:
 		return nil, fmt.Errorf("%w: types at %d, %d bytes, past the end of the file (%d bytes)",
 			ErrMalformed, b.typeOff, b.typeLen, size)
@@ -110,7 +112,8 @@ func Open(r io.ReaderAt, size int64, base *Blob) (*Blob, error) {
 		return nil, fmt.Errorf("%w: strings at %d, %d bytes, past the end of the file (%d bytes)",
 			ErrMalformed, b.strOff, b.strLen, size)
 	case b.typeLen%4 != 0:
-		return nil, fmt.Errorf("%w: type section of %d bytes, not a multiple of 4", ErrMalformed, b.typeLen)
+		return nil, fmt.Errorf("%w: type section of %d bytes, not a multiple of 4", ErrMalformed,
+			b.typeLen)
 	}
 	if base != nil {
 		n, err := base.Count()
@@ -169,7 +172,8 @@ func (b *Blob) Find(kind Kind, name string) (uint32, error) {
 // checkName refuses a name no type can have.
 func checkName(kind Kind, name string) error {
 	if name == "" || len(name) > maxNameLen || strings.IndexByte(name, 0) >= 0 {
-		return fmt.Errorf("btf: %s %.40q: a name is 1 to %d bytes without NUL: %w", kind, name, maxNameLen, ErrNotFound)
+		return fmt.Errorf("btf: %s %.40q: a name is 1 to %d bytes without NUL: %w", kind, name,
+			maxNameLen, ErrNotFound)
 	}
 	return nil
 }
@@ -224,7 +228,8 @@ func (b *Blob) walk(kind Kind, names map[uint32]bool) ([]uint32, error) {
 	var n uint32
 	for left := b.typeLen; left > 0; n++ {
 		if left < typeSize {
-			return nil, fmt.Errorf("%w: type %d: %d bytes left of the type section, want %d", ErrMalformed, b.firstID+n, left, typeSize)
+			return nil, fmt.Errorf("%w: type %d: %d bytes left of the type section, want %d",
+				ErrMalformed, b.firstID+n, left, typeSize)
 		}
 		t, err := c.peek(typeSize)
 		if err != nil {
@@ -234,7 +239,7 @@ func (b *Blob) walk(kind Kind, names map[uint32]bool) ([]uint32, error) {
 		k, vlen := Kind(info>>kindShift&kindMask), int64(info&vlenMask)
 		extra, err := trailing(k, vlen)
 		if err != nil || typeSize+extra > left {
-			return nil, fmt.Errorf("%w: type %d of kind %d, %d bytes, past the type section's %d left: %v",
+			return nil, fmt.Errorf("%w: type %d of kind %d, %d bytes, past the %d left: %v",
 				ErrMalformed, b.firstID+n, uint8(k), typeSize+extra, left, err)
 		}
 		if k == kind && names[nameOff] {
@@ -284,8 +289,10 @@ func trailing(k Kind, vlen int64) (int64, error) {
 		return 12 * vlen, nil
 	case 6, 13: // ENUM's values; FUNC_PROTO's params
 		return 8 * vlen, nil
-	case 2, 7, 8, 9, 10, 11, 12, 16, 18: // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG
+	case 2, 7, 8, 9, 10, 11, 12, 16, 18: // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC,
+		// FLOAT, TYPE_TAG
 		return 0, nil
 	}
-	return 0, fmt.Errorf("kind %d is unknown (the last known is %d): a newer BTF", uint8(k), maxKindKnown)
+	return 0, fmt.Errorf("kind %d is unknown (the last known is %d): a newer BTF", uint8(k),
+		maxKindKnown)
 }

@@ -36,7 +36,8 @@ func (b *builder) str(s string) uint32 {
 // trailingBytes is what follows a type of each kind, per member for the
 // kinds with members, written from Documentation/bpf/btf.rst apart from
 // the code under test.
-var trailingBytes = map[Kind]int{1: 4, 3: 12, 4: 12, 5: 12, 6: 8, 13: 8, 14: 4, 15: 12, 17: 4, 19: 12}
+var trailingBytes = map[Kind]int{1: 4, 3: 12, 4: 12, 5: 12, 6: 8, 13: 8, 14: 4, 15: 12, 17: 4,
+	19: 12}
 
 // typ adds a type of kind with vlen and the trailing bytes its kind needs
 // and returns its id.
@@ -102,20 +103,26 @@ func sample() (*builder, map[string]uint32) {
 
 func TestFind(t *testing.T) {
 	b, ids := sample()
-	for _, hdrLen := range []int{headerSize, headerSize + 8} { // hdr_len beyond what we know is honoured
+	// A hdr_len beyond what this package knows is honoured.
+	for _, hdrLen := range []int{headerSize, headerSize + 8} {
 		blob := open(t, b.blob(hdrLen), nil)
-		for name, kind := range map[string]Kind{"vfs_read": KindFunc, "read": KindFunc, "btf_trace_sys_enter": KindTypedef} {
+		for name, kind := range map[string]Kind{"vfs_read": KindFunc, "read": KindFunc,
+			"btf_trace_sys_enter": KindTypedef} {
 			if id, err := blob.Find(kind, name); err != nil || id != ids[name] {
-				t.Errorf("hdr_len %d: Find(%s, %q) = %d, %v, want %d", hdrLen, kind, name, id, err, ids[name])
+				t.Errorf("hdr_len %d: Find(%s, %q) = %d, %v, want %d", hdrLen, kind, name, id, err,
+					ids[name])
 			}
 		}
-		for name, kind := range map[string]Kind{"struct_only": KindFunc, "vfs_read": KindTypedef, "vfs_rea": KindFunc,
-			"fs_rea": KindFunc, "absent": KindFunc, "": KindFunc, "a\x00b": KindFunc, strings.Repeat("x", 2000): KindFunc} {
+		for name, kind := range map[string]Kind{"struct_only": KindFunc, "vfs_read": KindTypedef,
+			"vfs_rea": KindFunc,
+			"fs_rea":  KindFunc, "absent": KindFunc, "": KindFunc, "a\x00b": KindFunc,
+			strings.Repeat("x", 2000): KindFunc} {
 			if id, err := blob.Find(kind, name); !errors.Is(err, ErrNotFound) {
 				t.Errorf("Find(%s, %q) = %d, %v, want ErrNotFound", kind, name, id, err)
 			}
 		}
-		if id, err := blob.Find(KindFunc, "twice"); !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "ids [") {
+		id, err := blob.Find(KindFunc, "twice")
+		if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "ids [") {
 			t.Errorf("Find of a name two FUNCs share = %d, %v, want ErrAmbiguous", id, err)
 		}
 		if n, err := blob.Count(); err != nil || n != b.n {
@@ -129,9 +136,11 @@ func TestFind(t *testing.T) {
 func TestFindAcrossChunks(t *testing.T) {
 	for cut := 0; cut <= len("boundary_name\x00"); cut++ {
 		b := newBuilder(nil)
-		b.str(strings.Repeat("p", readAhead-1-len("\x00")-cut)) // pads so the name starts cut bytes before the chunk's end
+		// The pad puts the name's start cut bytes before the chunk's end.
+		b.str(strings.Repeat("p", readAhead-1-len("\x00")-cut))
 		want := b.typ(b.str("boundary_name"), KindFunc, 0)
-		if id, err := open(t, b.blob(headerSize), nil).Find(KindFunc, "boundary_name"); err != nil || id != want {
+		id, err := open(t, b.blob(headerSize), nil).Find(KindFunc, "boundary_name")
+		if err != nil || id != want {
 			t.Errorf("name %d bytes before the chunk's end: %d, %v, want %d", cut, id, err, want)
 		}
 	}
@@ -149,16 +158,19 @@ func TestSplit(t *testing.T) {
 	vmlinux := open(t, base.blob(headerSize), nil)
 	split := open(t, mod.blob(headerSize), vmlinux)
 	if id, err := split.Find(KindFunc, "mod_func"); err != nil || id != ownID || id != base.n+1 {
-		t.Errorf("Find(mod_func) = %d, %v, want %d (the first after vmlinux's %d)", id, err, ownID, base.n)
+		t.Errorf("Find(mod_func) = %d, %v, want %d (the first after vmlinux's %d)", id, err, ownID,
+			base.n)
 	}
 	if id, err := split.Find(KindFunc, "shared_name"); err != nil || id != sharedID {
-		t.Errorf("Find(shared_name), named by a vmlinux string = %d, %v, want %d", id, err, sharedID)
+		t.Errorf("Find(shared_name), named by a vmlinux string = %d, %v, want %d", id, err,
+			sharedID)
 	}
 	if id, err := vmlinux.Find(KindFunc, "shared_name"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Find(shared_name) in vmlinux = %d, %v: only the module has it", id, err)
 	}
 	if id, err := split.Find(KindFunc, "vfs_read"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Find(vfs_read) in the module = %d, %v: vmlinux's own types are not the module's", id, err)
+		t.Errorf("Find(vfs_read) in the module = %d, %v: vmlinux's own types are not the module's",
+			id, err)
 	}
 }
 
@@ -176,11 +188,12 @@ func TestMalformed(t *testing.T) {
 	bigVlen := bytes.Clone(good)
 	le.PutUint32(bigVlen[headerSize+4:], 4<<24|0xffff)
 	for what, raw := range map[string][]byte{
-		"empty":                    nil,
-		"short header":             good[:10],
-		"bad magic":                append([]byte{0, 0}, good[2:]...),
-		"big-endian":               append([]byte{0xeb, 0x9f}, good[2:]...),
-		"version 2":                append(append([]byte{}, good[:2]...), append([]byte{2}, good[3:]...)...),
+		"empty":        nil,
+		"short header": good[:10],
+		"bad magic":    append([]byte{0, 0}, good[2:]...),
+		"big-endian":   append([]byte{0xeb, 0x9f}, good[2:]...),
+		"version 2": append(append([]byte{}, good[:2]...), append([]byte{2},
+			good[3:]...)...),
 		"hdr_len past the file":    set(4, 1<<31),
 		"hdr_len under 24":         set(4, 8),
 		"types past the file":      set(12, uint32(len(good))),

@@ -63,5 +63,6 @@ func TestExamples(t *testing.T) {
 	if _, err := os.Stat(btf.VmlinuxPath); err != nil {
 		skip = "no kernel BTF"
 	}
-	testutil.RunExamples(t, exampleSource, []testutil.RootExample{{F: ExampleLookup, Skip: skip}, {F: ExampleVmlinux, Skip: skip}})
+	testutil.RunExamples(t, exampleSource, []testutil.RootExample{{F: ExampleLookup, Skip: skip},
+		{F: ExampleVmlinux, Skip: skip}})
 }

@@ -37,9 +37,12 @@ func FuzzFind(f *testing.F) {
 				id1, err1 := inMem.Find(kind, name)
 				id2, err2 := read.Find(kind, name)
 				if id1 != id2 || (err1 == nil) != (err2 == nil) {
-					t.Fatalf("Find(%s, %q): in memory %d, %v; read %d, %v", kind, name, id1, err1, id2, err2)
+					t.Fatalf("Find(%s, %q): in memory %d, %v; read %d, %v", kind, name, id1, err1,
+						id2, err2)
 				}
-				if err1 != nil && !errors.Is(err1, ErrNotFound) && !errors.Is(err1, ErrAmbiguous) && !errors.Is(err1, ErrMalformed) {
+				known := errors.Is(err1, ErrNotFound) || errors.Is(err1, ErrAmbiguous) ||
+					errors.Is(err1, ErrMalformed)
+				if err1 != nil && !known {
 					t.Fatalf("Find(%s, %q): %v", kind, name, err1)
 				}
 			}

@@ -21,8 +21,9 @@ var ErrNoKernelBTF error = noKernelBTF{}
 type noKernelBTF struct{}
 
 func (noKernelBTF) Error() string {
-	return "btf: this kernel has no BTF (" + VmlinuxPath + " needs CONFIG_DEBUG_INFO_BTF, Linux 5.4), " +
-		"which fentry, fexit and tp_btf programs name their target in: " + sys.ErrNotSupported.Error()
+	return "btf: this kernel has no BTF (" + VmlinuxPath + " needs CONFIG_DEBUG_INFO_BTF, 5.4), " +
+		"which fentry, fexit and tp_btf programs name their target in: " +
+		sys.ErrNotSupported.Error()
 }
 
 func (noKernelBTF) Unwrap() error { return sys.ErrNotSupported }
@@ -49,7 +50,8 @@ func Vmlinux() (*File, error) {
 	v := &File{f: f}
 	fi, err := f.Stat()
 	if err == nil {
-		v.mem, _ = sys.MmapReadOnly(int(f.Fd()), int(fi.Size())) // refused before 6.16: read instead
+		// Before 6.16 the kernel refuses to map it: it is read instead.
+		v.mem, _ = sys.MmapReadOnly(int(f.Fd()), int(fi.Size()))
 		if v.mem != nil {
 			v.Blob, err = OpenBytes(v.mem, nil)
 		} else {
@@ -108,7 +110,8 @@ func OpenModule(name string) (*Object, error) {
 		return true
 	})
 	if err == nil && found == nil {
-		err = fmt.Errorf("btf: no loaded module %q has BTF (see /sys/kernel/btf): %w", name, ErrNotFound)
+		err = fmt.Errorf("btf: no loaded module %q has BTF (see /sys/kernel/btf): %w", name,
+			ErrNotFound)
 	}
 	return found, err
 }
@@ -149,7 +152,8 @@ func openObject(id uint32) (*Object, error) {
 	o.fd.Set(fd)
 	name := make([]byte, 64) // MODULE_NAME_LEN is 56
 	info := sys.BTFInfo{Name: sys.SlicePointer(name), NameLen: uint32(len(name))}
-	if err = sys.InfoByFD(fd, &info); err == nil && (info.KernelBTF == 0 || unix.ByteSliceToString(name) == "vmlinux") {
+	err = sys.InfoByFD(fd, &info)
+	if err == nil && (info.KernelBTF == 0 || unix.ByteSliceToString(name) == "vmlinux") {
 		o.Close()
 		return nil, nil
 	}
@@ -216,7 +220,8 @@ func Lookup(kind Kind, name, module string) (uint32, *Object, error) {
 		err = ferr
 	}
 	if err == nil && found == nil {
-		err = fmt.Errorf("btf: %s %q: not in vmlinux nor in a loaded module: %w", kind, name, ErrNotFound)
+		err = fmt.Errorf("btf: %s %q: not in vmlinux nor in a loaded module: %w", kind, name,
+			ErrNotFound)
 	}
 	if err != nil {
 		if found != nil {

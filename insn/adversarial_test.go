@@ -236,11 +236,16 @@ func TestAdversarialJumps(t *testing.T) {
 		{"value min", MapIncrement(fakeMap(3), -8, math.MinInt16), ErrArgument,
 			"insn: item 0: invalid argument: map increment: key at r10-8, value at r10-32768: the stack is r10-512 to r10-1, the value 8-byte aligned"},
 		{"log2 same", Log2(R1, R2, R1), ErrArgument, "insn: item 0: invalid argument: Log2: dst r1, src r2 and tmp r1 must differ"},
-		{"func arg -1", []Item{FuncArg(R0, R1, -1)}, ErrArgument, "insn: item 0: invalid argument: FuncArg: argument -1 is not in 0 to 11"},
-		{"func arg 12", []Item{FuncArg(R0, R1, 12)}, ErrArgument, "insn: item 0: invalid argument: FuncArg: argument 12 is not in 0 to 11"},
-		{"func arg huge", []Item{FuncArg(R0, R1, math.MaxInt32)}, ErrArgument, "insn: item 0: invalid argument: FuncArg: argument 2147483647 is not in 0 to 11"},
-		{"func arg min", []Item{FuncArg(R0, R1, math.MinInt32)}, ErrArgument, "insn: item 0: invalid argument: FuncArg: argument -2147483648 is not in 0 to 11"},
-		{"func ret 13", []Item{FuncRet(R0, R1, 13)}, ErrArgument, "insn: item 0: invalid argument: FuncRet: 13 arguments is not in 0 to 12"},
+		{"func arg -1", []Item{FuncArg(R0, R1, -1)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncArg: argument -1 is not in 0 to 11"},
+		{"func arg 12", []Item{FuncArg(R0, R1, 12)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncArg: argument 12 is not in 0 to 11"},
+		{"func arg huge", []Item{FuncArg(R0, R1, math.MaxInt32)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncArg: argument 2147483647 is not in 0 to 11"},
+		{"func arg min", []Item{FuncArg(R0, R1, math.MinInt32)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncArg: argument -2147483648 is not in 0 to 11"},
+		{"func ret 13", []Item{FuncRet(R0, R1, 13)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncRet: 13 arguments is not in 0 to 12"},
 	}
 	for _, c := range cases {
 		assembleErr(t, c.name, c.items, c.sentinel, c.want)

@@ -378,7 +378,8 @@ func ExampleAttachTracing() {
 	}
 	items = append(items, insn.MapIncrement(calls, -4, -16)...)
 	items = append(items, insn.Label("out"), insn.Mov64Imm(insn.R0, 0), insn.Exit())
-	p, err := prog.Load(prog.Spec{Type: prog.Tracing, Name: "sys_enter", License: "GPL", Insns: items,
+	p, err := prog.Load(prog.Spec{Type: prog.Tracing, Name: "sys_enter", License: "GPL",
+		Insns:    items,
 		AttachTo: prog.TpBTF("sys_enter")})
 	if err != nil {
 		fmt.Println(err)
@@ -406,7 +407,8 @@ func ExampleAttachTracing() {
 // reading 5 bytes of /dev/zero, for this process. The verifier checks the
 // slots against the function's prototype in BTF; the program has no BTF.
 func ExampleAttachTracing_fexit() {
-	reads, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: mapfd.Array, MaxEntries: 2, Name: "reads"})
+	reads, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: mapfd.Array, MaxEntries: 2,
+		Name: "reads"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -427,7 +429,8 @@ func ExampleAttachTracing_fexit() {
 		insn.StoreMem(insn.BPF_DW, insn.R0, 0, insn.R7),
 		insn.Label("out"), insn.Mov64Imm(insn.R0, 0), insn.Exit(),
 	}
-	p, err := prog.Load(prog.Spec{Type: prog.Tracing, Name: "vfs_read_ret", License: "GPL", Insns: items,
+	p, err := prog.Load(prog.Spec{Type: prog.Tracing, Name: "vfs_read_ret", License: "GPL",
+		Insns:    items,
 		AttachTo: prog.Fexit("vfs_read")})
 	if err != nil {
 		fmt.Println(err)

@@ -56,7 +56,9 @@ func (l *Link) Close() error {
 // AttachOptions apply to every attachment made through a perf event.
 type AttachOptions struct {
 	Cookie uint64 // what bpf_get_attach_cookie reads; needs BPF perf links (5.15), else an ErrNotSupported error
-	Legacy bool   // attach with PERF_EVENT_IOC_SET_BPF (a tracing program: BPF_RAW_TRACEPOINT_OPEN), even where links exist
+	// Legacy attaches with PERF_EVENT_IOC_SET_BPF (a tracing program: with
+	// BPF_RAW_TRACEPOINT_OPEN), even where the kernel has links.
+	Legacy bool
 }
 
 // attachPerf attaches p to the perf event perfFD (unless err says why it

@@ -24,7 +24,7 @@ const (
 	PerfEvent     Type = unix.BPF_PROG_TYPE_PERF_EVENT     // sampling perf events
 	CgroupSKB     Type = unix.BPF_PROG_TYPE_CGROUP_SKB     // a cgroup's packets
 	RawTracepoint Type = unix.BPF_PROG_TYPE_RAW_TRACEPOINT // tracepoints' raw arguments (4.17)
-	Tracing       Type = unix.BPF_PROG_TYPE_TRACING        // fentry, fexit and tp_btf, on a target named in BTF (5.5)
+	Tracing       Type = unix.BPF_PROG_TYPE_TRACING        // fentry, fexit, tp_btf (5.5)
 )
 
 // String is the type's name as in the uapi's enum bpf_prog_type, without
@@ -110,11 +110,13 @@ func Load(spec Spec) (*Program, error) {
 	}
 	var done func(error) error
 	if spec.Type == Tracing && spec.AttachTo == nil {
-		return fail(errors.New("a Tracing program names its target in Spec.AttachTo: Fentry, Fexit or TpBTF"))
+		return fail(errors.New("a Tracing program names its target in Spec.AttachTo: " +
+			"Fentry, Fexit or TpBTF"))
 	}
 	if spec.AttachTo != nil {
 		at := &attr.ExpectedAttachType
-		*at, attr.AttachBTFID, attr.AttachProgFD, done, err = spec.AttachTo.resolve(uint32(spec.Type), *at)
+		*at, attr.AttachBTFID, attr.AttachProgFD, done, err =
+			spec.AttachTo.resolve(uint32(spec.Type), *at)
 		if err != nil {
 			return fail(err)
 		}
@@ -149,7 +151,8 @@ func Load(spec Spec) (*Program, error) {
 	if err != nil {
 		return nil, newVerifierError(spec.Name, err, unix.ByteSliceToString(log))
 	}
-	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: unix.ByteSliceToString(log), target: spec.AttachTo}
+	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: unix.ByteSliceToString(log),
+		target: spec.AttachTo}
 	p.fd.Set(fd)
 	return p, nil
 }

@@ -15,9 +15,9 @@ import (
 // Attach types of Tracing programs, for Spec.ExpectedAttachType, as in
 // the uapi header. Each names its target in Spec.AttachTo.
 const (
-	BPF_TRACE_RAW_TP = unix.BPF_TRACE_RAW_TP // tp_btf: a tracepoint, its arguments as the kernel passes them (5.5)
-	BPF_TRACE_FENTRY = unix.BPF_TRACE_FENTRY // fentry: a kernel function's entry, through a BPF trampoline (5.5)
-	BPF_TRACE_FEXIT  = unix.BPF_TRACE_FEXIT  // fexit: its return, with its arguments and return value (5.5)
+	BPF_TRACE_RAW_TP = unix.BPF_TRACE_RAW_TP // tp_btf: a tracepoint, its arguments as passed (5.5)
+	BPF_TRACE_FENTRY = unix.BPF_TRACE_FENTRY // fentry: a kernel function's entry (5.5)
+	BPF_TRACE_FEXIT  = unix.BPF_TRACE_FEXIT  // fexit: its return, arguments and return value (5.5)
 )
 
 // Target is what a Tracing program attaches to, named in the kernel's
@@ -32,7 +32,7 @@ type Target interface {
 	// with, and what to call with the load's error when it is done: it
 	// closes a module's BTF object and explains the error. Its signature
 	// holds no struct, whose type a tool that names no Target would link.
-	resolve(typ, expected uint32) (attachType, btfID, objFD uint32, done func(error) error, err error)
+	resolve(typ, expected uint32) (at, btfID, objFD uint32, done func(error) error, err error)
 }
 
 // btfTarget is a Target: a kind and name in BTF for an attach type.
@@ -75,23 +75,27 @@ func (t btfTarget) lookup() (uint32, *btf.Object, error) {
 	return btf.Lookup(t.kind, t.prefix+name, module)
 }
 
-func (t btfTarget) resolve(typ, expected uint32) (uint32, uint32, uint32, func(error) error, error) {
-	switch {
-	case Type(typ) != Tracing:
-		return 0, 0, 0, nil, fmt.Errorf("AttachTo is the target of a Tracing program, not of a %s program: %w", Type(typ), ErrWrongType)
-	case expected != 0 && expected != t.at:
-		return 0, 0, 0, nil, fmt.Errorf("AttachTo %s has attach type %s, and ExpectedAttachType says %s: %w", t,
-			sys.AttachTypeName(t.at), sys.AttachTypeName(expected), ErrWrongType)
-	}
-	id, module, err := t.lookup()
-	if err != nil {
+func (t btfTarget) resolve(typ, expected uint32) (at, btfID, objFD uint32, done func(error) error,
+	err error) {
+	fail := func(err error) (uint32, uint32, uint32, func(error) error, error) {
 		return 0, 0, 0, nil, err
 	}
-	var objFD uint32
+	switch {
+	case Type(typ) != Tracing:
+		return fail(fmt.Errorf("AttachTo is the target of a Tracing program, not of a %s "+
+			"program: %w", Type(typ), ErrWrongType))
+	case expected != 0 && expected != t.at:
+		return fail(fmt.Errorf("AttachTo %s has attach type %s, and ExpectedAttachType says %s: %w",
+			t, sys.AttachTypeName(t.at), sys.AttachTypeName(expected), ErrWrongType))
+	}
+	btfID, module, err := t.lookup()
+	if err != nil {
+		return fail(err)
+	}
 	if module != nil {
 		objFD = uint32(module.FD()) // attach_btf_obj_fd: the kernel takes its own reference
 	}
-	return t.at, id, objFD, func(err error) error {
+	return t.at, btfID, objFD, func(err error) error {
 		if module != nil {
 			module.Close()
 		}
@@ -109,7 +113,8 @@ const ftraceFilters = "/sys/kernel/tracing/available_filter_functions"
 // upstream rules refuse neither) that also refuses root its function
 // tracer's files; upstream has no such refusal, so it is named, not guessed.
 func explainTracingLoad(t btfTarget, err error) error {
-	if !errors.Is(err, unix.EPERM) || t.at == BPF_TRACE_RAW_TP || sys.NeedCaps(sys.CAP_BPF, sys.CAP_PERFMON) != nil {
+	privileged := sys.NeedCaps(sys.CAP_BPF, sys.CAP_PERFMON) == nil
+	if !errors.Is(err, unix.EPERM) || t.at == BPF_TRACE_RAW_TP || !privileged {
 		return err
 	}
 	return fmt.Errorf("%w: %s", err, trampolineRefusal())
@@ -118,8 +123,8 @@ func explainTracingLoad(t btfTarget, err error) error {
 // trampolineRefusal says what refused a trampoline program to a process
 // with every capability, and whether the function tracer is closed too.
 func trampolineRefusal() string {
-	why := "this kernel refuses programs that run through a BPF trampoline (fentry, fexit) before verifying them, " +
-		"to a process with every capability; tp_btf needs no trampoline"
+	why := "this kernel refuses programs that run through a BPF trampoline (fentry, fexit) " +
+		"before verifying them, to a process with every capability; tp_btf needs no trampoline"
 	if f, err := os.Open(ftraceFilters); err == nil {
 		f.Close()
 	} else if errors.Is(err, unix.EPERM) {
@@ -134,9 +139,9 @@ func explainTracingAttach(err error) error {
 	if !errors.Is(err, sys.ENOTSUPP) {
 		return err
 	}
-	return fmt.Errorf("%w: this kernel cannot attach a BPF trampoline to a kernel function (arm64 builds them from 6.0 "+
-		"and attaches them to kernel functions through ftrace direct calls from 6.4; Debian's arm64 5.10 and 6.1 answer this): %w",
-		err, sys.ErrNotSupported)
+	return fmt.Errorf("%w: this kernel cannot attach a BPF trampoline to a kernel function "+
+		"(arm64 builds them from 6.0 and attaches them to kernel functions through ftrace direct "+
+		"calls from 6.4; Debian's arm64 5.10 and 6.1 answer this): %w", err, sys.ErrNotSupported)
 }
 
 // AttachTracing runs p, a Tracing program loaded with Spec.AttachTo, at
@@ -152,31 +157,38 @@ func AttachTracing(p *Program, o AttachOptions) (*Link, error) {
 	}
 	target, ok := p.target.(btfTarget)
 	if !ok {
-		return nil, fmt.Errorf("prog: attach %q: it was not loaded with Spec.AttachTo by this process, so its target is not known: %w",
-			p.name, ErrWrongType)
+		return nil, fmt.Errorf("prog: attach %q: it was not loaded with Spec.AttachTo by this "+
+			"process, so its target is not known: %w", p.name, ErrWrongType)
 	}
 	at, desc := target.at, target.String()
-	fail := func(err error) (*Link, error) { return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err) }
+	fail := func(err error) (*Link, error) {
+		return nil, fmt.Errorf("prog: attach %q to %s: %w",
+			p.name, desc, err)
+	}
 	useLink := !o.Legacy
 	if useLink {
 		ok, err := HaveTracingLink(at)
-		useLink = ok || err != nil // a probe that could not tell: try the link, and fall back on EINVAL
+		useLink = ok || err != nil // the probe could not tell: try the link, fall back on EINVAL
 	}
 	var fd int
 	var err error
 	if useLink {
-		fd, err = sys.LinkCreateTracing(&sys.LinkCreateTracingAttr{ProgFD: uint32(p.fd.Int()), AttachType: at, Cookie: o.Cookie})
+		fd, err = sys.LinkCreateTracing(&sys.LinkCreateTracingAttr{ProgFD: uint32(p.fd.Int()),
+			AttachType: at, Cookie: o.Cookie})
 		useLink = !errors.Is(err, unix.EINVAL) || o.Cookie != 0
 	}
 	if !useLink {
 		if o.Cookie != 0 && at != BPF_TRACE_RAW_TP {
-			return fail(fmt.Errorf("a cookie on fentry or fexit needs BPF_LINK_CREATE for tracing programs (Linux 5.19 carries it), "+
-				"and Legacy is set or the kernel has none: %w", sys.ErrNotSupported))
+			return fail(fmt.Errorf("a cookie on fentry or fexit needs BPF_LINK_CREATE for tracing "+
+				"programs (Linux 5.19 carries it), and Legacy is set or the kernel has none: %w",
+				sys.ErrNotSupported))
 		}
-		fd, err = sys.RawTracepointOpen(&sys.RawTracepointAttr{ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie})
+		fd, err = sys.RawTracepointOpen(&sys.RawTracepointAttr{ProgFD: uint32(p.fd.Int()),
+			Cookie: o.Cookie})
 	}
 	if o.Cookie != 0 && errors.Is(err, unix.EINVAL) {
-		return fail(fmt.Errorf("%w (a tracing cookie needs Linux 5.19 for fentry and fexit, 6.10 for tp_btf: %w)", err, sys.ErrNotSupported))
+		return fail(fmt.Errorf("%w (a tracing cookie needs Linux 5.19 for fentry and fexit, "+
+			"6.10 for tp_btf: %w)", err, sys.ErrNotSupported))
 	}
 	if err != nil {
 		return fail(explainTracingAttach(err))
@@ -206,7 +218,8 @@ func probeTarget(attachType uint32) Target {
 // refuses such programs (no BTF, EPERM to a process with every
 // capability, an attach type it does not know), else an error.
 func loadTracingProbe(f *Feature, attachType uint32, code ...insn.Item) (*Program, error) {
-	p, err := Load(Spec{Type: Tracing, Name: "probe_tracing", License: "GPL", Insns: code, AttachTo: probeTarget(attachType)})
+	p, err := Load(Spec{Type: Tracing, Name: "probe_tracing", License: "GPL", Insns: code,
+		AttachTo: probeTarget(attachType)})
 	if err == nil {
 		return p, nil
 	}
@@ -249,7 +262,8 @@ func HaveTracing(attachType uint32) (bool, error) {
 			return
 		}
 		defer p.Close()
-		fd, err := sys.LinkCreateTracing(&sys.LinkCreateTracingAttr{ProgFD: uint32(p.fd.Int()), AttachType: attachType})
+		fd, err := sys.LinkCreateTracing(&sys.LinkCreateTracingAttr{ProgFD: uint32(p.fd.Int()),
+			AttachType: attachType})
 		if errors.Is(err, unix.EINVAL) {
 			fd, err = sys.RawTracepointOpen(&sys.RawTracepointAttr{ProgFD: uint32(p.fd.Int())})
 		}
@@ -278,7 +292,8 @@ func HaveTracingLink(attachType uint32) (bool, error) {
 			return
 		}
 		defer p.Close()
-		fd, err := sys.LinkCreateTracing(&sys.LinkCreateTracingAttr{ProgFD: uint32(p.fd.Int()), AttachType: attachType})
+		fd, err := sys.LinkCreateTracing(&sys.LinkCreateTracingAttr{ProgFD: uint32(p.fd.Int()),
+			AttachType: attachType})
 		if err == nil {
 			unix.Close(fd)
 		}
@@ -290,7 +305,8 @@ func HaveTracingLink(attachType uint32) (bool, error) {
 // cannot tell, and its Note says why.
 func cannotTell(f *Feature) {
 	if f.Err == nil {
-		f.Err = fmt.Errorf("prog: probe for %s: cannot tell: its program does not load here: %s", f.Name, f.Note)
+		f.Err = fmt.Errorf("prog: probe for %s: cannot tell: its program does not load here: %s",
+			f.Name, f.Note)
 		f.Note = ""
 	}
 }
@@ -303,7 +319,8 @@ func HaveTracingCookie(attachType uint32) (bool, error) {
 		return false, err
 	}
 	return probe("tracing_cookie "+sys.AttachTypeName(attachType), func(f *Feature) {
-		p, err := loadTracingProbe(f, attachType, insn.Call(insn.BPF_FUNC_get_attach_cookie), insn.Mov64Imm(insn.R0, 0), insn.Exit())
+		p, err := loadTracingProbe(f, attachType, insn.Call(insn.BPF_FUNC_get_attach_cookie),
+			insn.Mov64Imm(insn.R0, 0), insn.Exit())
 		if v, ok := errors.AsType[*VerifierError](err); ok && helperRefused(v.Log) {
 			f.Note = ""
 			return

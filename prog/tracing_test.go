@@ -24,28 +24,38 @@ func TestAdversarialTracing(t *testing.T) {
 		s.AttachTo, s.ExpectedAttachType = to, at
 		return s
 	}
+	kprobe := retZeroSpec(prog.Kprobe)
+	kprobe.AttachTo = prog.Fentry("vfs_read")
 	for what, c := range map[string]struct {
 		spec  prog.Spec
 		is    error
 		parts []string
 	}{
-		"no target":            {retZeroSpec(prog.Tracing), nil, []string{"names its target in Spec.AttachTo"}},
-		"target of a kprobe":   {func() prog.Spec { s := retZeroSpec(prog.Kprobe); s.AttachTo = prog.Fentry("vfs_read"); return s }(), prog.ErrWrongType, []string{"not of a kprobe program"}},
-		"attach type lsm":      {tp(prog.Fentry("vfs_read"), 27), prog.ErrWrongType, []string{"ExpectedAttachType says lsm_mac"}},
-		"attach type huge":     {tp(prog.Fexit("vfs_read"), 1<<31), prog.ErrWrongType, []string{"trace_fexit, and ExpectedAttachType says 2147483648"}},
-		"no such function":     {tp(prog.Fentry("bpfkit_no_such_function"), 0), btf.ErrNotFound, []string{`FUNC "bpfkit_no_such_function"`}},
-		"no such tracepoint":   {tp(prog.TpBTF("bpfkit_no_such_tp"), 0), btf.ErrNotFound, []string{`TYPEDEF "btf_trace_bpfkit_no_such_tp"`}},
-		"a NUL":                {tp(prog.Fexit("vfs\x00read"), 0), btf.ErrNotFound, []string{"without NUL"}},
-		"no such module":       {tp(prog.Fentry("bpfkit_mod:vfs_read"), 0), btf.ErrNotFound, []string{`no loaded module "bpfkit_mod"`}},
+		"no target": {retZeroSpec(prog.Tracing), nil,
+			[]string{"names its target in Spec.AttachTo"}},
+		"target of a kprobe": {kprobe, prog.ErrWrongType, []string{"not of a kprobe program"}},
+		"attach type lsm": {tp(prog.Fentry("vfs_read"), 27), prog.ErrWrongType,
+			[]string{"ExpectedAttachType says lsm_mac"}},
+		"attach type huge": {tp(prog.Fexit("vfs_read"), 1<<31), prog.ErrWrongType,
+			[]string{"trace_fexit, and ExpectedAttachType says 2147483648"}},
+		"no such function": {tp(prog.Fentry("bpfkit_no_such_function"), 0), btf.ErrNotFound,
+			[]string{`FUNC "bpfkit_no_such_function"`}},
+		"no such tracepoint": {tp(prog.TpBTF("bpfkit_no_such_tp"), 0), btf.ErrNotFound,
+			[]string{`TYPEDEF "btf_trace_bpfkit_no_such_tp"`}},
+		"a NUL": {tp(prog.Fexit("vfs\x00read"), 0), btf.ErrNotFound, []string{"without NUL"}},
+		"no such module": {tp(prog.Fentry("bpfkit_mod:vfs_read"), 0), btf.ErrNotFound,
+			[]string{`no loaded module "bpfkit_mod"`}},
 		"empty module":         {tp(prog.Fentry(":vfs_read"), 0), nil, []string{"vfs_read"}},
 		"a module but no name": {tp(prog.Fentry("bpfkit_mod:"), 0), btf.ErrNotFound, nil},
-		"a function as tp_btf": {tp(prog.TpBTF("vfs_read"), 0), btf.ErrNotFound, []string{"btf_trace_vfs_read"}},
-		"a typedef as fentry":  {tp(prog.Fentry("btf_trace_sys_enter"), 0), btf.ErrNotFound, nil},
-		"a huge name":          {tp(prog.Fentry(strings.Repeat("f", 1<<16)), 0), btf.ErrNotFound, nil},
-		"an empty name":        {tp(prog.TpBTF(""), 0), btf.ErrNotFound, nil},
+		"a function as tp_btf": {tp(prog.TpBTF("vfs_read"), 0), btf.ErrNotFound,
+			[]string{"btf_trace_vfs_read"}},
+		"a typedef as fentry": {tp(prog.Fentry("btf_trace_sys_enter"), 0), btf.ErrNotFound, nil},
+		"a huge name": {tp(prog.Fentry(strings.Repeat("f", 1<<16)), 0), btf.ErrNotFound,
+			nil},
+		"an empty name": {tp(prog.TpBTF(""), 0), btf.ErrNotFound, nil},
 	} {
 		p, err := prog.Load(c.spec)
-		if what == "empty module" { // ":vfs_read" is vfs_read of vmlinux: it loads where fentry does
+		if what == "empty module" { // ":vfs_read" is vmlinux's vfs_read: it loads where fentry does
 			if err == nil {
 				p.Close()
 			}
@@ -103,7 +113,8 @@ func TestAdversarialTracing(t *testing.T) {
 	}
 	defer pinned.Close()
 	_, err = prog.AttachTracing(pinned, prog.AttachOptions{})
-	wantErr(t, "AttachTracing of a pinned tracing program", err, "not loaded with Spec.AttachTo by this process")
+	wantErr(t, "AttachTracing of a pinned tracing program", err,
+		"not loaded with Spec.AttachTo by this process")
 }
 
 // TestTracingProbeArguments: the tracing probes refuse attach types that
@@ -111,7 +122,8 @@ func TestAdversarialTracing(t *testing.T) {
 func TestTracingProbeArguments(t *testing.T) {
 	for _, at := range []uint32{0, 27, 1 << 31} {
 		for name, f := range map[string]func(uint32) (bool, error){
-			"HaveTracing": prog.HaveTracing, "HaveTracingLink": prog.HaveTracingLink, "HaveTracingCookie": prog.HaveTracingCookie,
+			"HaveTracing": prog.HaveTracing, "HaveTracingLink": prog.HaveTracingLink,
+			"HaveTracingCookie": prog.HaveTracingCookie,
 		} {
 			if ok, err := f(at); ok || !errors.Is(err, prog.ErrWrongType) {
 				t.Errorf("%s(%s) = %v, %v", name, sys.AttachTypeName(at), ok, err)

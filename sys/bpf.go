@@ -133,8 +133,9 @@ func bpfError(cmd int, attr unsafe.Pointer, errno unix.Errno) error {
 			e.Hint = permHint(progCaps((*ProgLoadAttr)(attr).ProgType)...)
 		case unix.BPF_LINK_CREATE, unix.BPF_RAW_TRACEPOINT_OPEN:
 			e.Hint = permHint(CAP_BPF, CAP_PERFMON)
-		case unix.BPF_PROG_GET_FD_BY_ID, unix.BPF_MAP_GET_FD_BY_ID, unix.BPF_LINK_GET_FD_BY_ID, unix.BPF_BTF_GET_FD_BY_ID,
-			unix.BPF_PROG_GET_NEXT_ID, unix.BPF_MAP_GET_NEXT_ID, unix.BPF_LINK_GET_NEXT_ID, unix.BPF_BTF_GET_NEXT_ID,
+		case unix.BPF_PROG_GET_FD_BY_ID, unix.BPF_MAP_GET_FD_BY_ID, unix.BPF_LINK_GET_FD_BY_ID,
+			unix.BPF_BTF_GET_FD_BY_ID, unix.BPF_PROG_GET_NEXT_ID, unix.BPF_MAP_GET_NEXT_ID,
+			unix.BPF_LINK_GET_NEXT_ID, unix.BPF_BTF_GET_NEXT_ID,
 			unix.BPF_ENABLE_STATS, unix.BPF_PROG_QUERY:
 			e.Hint = permHint(CAP_SYS_ADMIN)
 		case unix.BPF_OBJ_PIN, unix.BPF_OBJ_GET:

@@ -649,7 +649,8 @@ func TestBTFObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, line := range []string{"bpf(BPF_BTF_GET_NEXT_ID, id=0) = 0", "bpf(BPF_BTF_GET_FD_BY_ID, id="} {
+	for _, line := range []string{"bpf(BPF_BTF_GET_NEXT_ID, id=0) = 0",
+		"bpf(BPF_BTF_GET_FD_BY_ID, id="} {
 		if !strings.Contains(journal.String(), line) {
 			t.Errorf("journal lacks %q:\n%s", line, journal.String())
 		}
@@ -666,13 +667,14 @@ func TestTracingJournal(t *testing.T) {
 	defer sys.SetJournal(nil)
 	code := retZero
 	attr := sys.ProgLoadAttr{ProgType: unix.BPF_PROG_TYPE_TRACING, InsnCnt: uint32(len(code) / 8),
-		Insns: sys.SlicePointer(code), License: cstr("GPL"), ExpectedAttachType: unix.BPF_TRACE_FENTRY,
-		AttachBTFID: 1, AttachProgFD: 0}
+		Insns: sys.SlicePointer(code), License: cstr("GPL"),
+		ExpectedAttachType: unix.BPF_TRACE_FENTRY, AttachBTFID: 1, AttachProgFD: 0}
 	if fd, err := sys.ProgLoad(&attr); err == nil {
 		unix.Close(fd)
 		t.Fatal("a tracing program loaded for BTF type 1, which is no function")
 	}
-	_, err := sys.LinkCreateTracing(&sys.LinkCreateTracingAttr{ProgFD: ^uint32(0), AttachType: unix.BPF_TRACE_FEXIT,
+	_, err := sys.LinkCreateTracing(&sys.LinkCreateTracingAttr{ProgFD: ^uint32(0),
+		AttachType:  unix.BPF_TRACE_FEXIT,
 		TargetBTFID: 7, Cookie: 0xc0ffee})
 	wantErrno(t, "LinkCreateTracing of prog fd -1", err, unix.EBADF)
 	_, err = sys.RawTracepointOpen(&sys.RawTracepointAttr{ProgFD: ^uint32(0)})
@@ -680,7 +682,8 @@ func TestTracingJournal(t *testing.T) {
 	for _, line := range []string{
 		"prog_type=tracing insn_cnt=2 ",
 		" expected_attach_type=trace_fentry attach_btf_id=1 attach_btf_obj_fd=0) = -1 ",
-		"bpf(BPF_LINK_CREATE, prog_fd=4294967295 target_fd=0 attach_type=trace_fexit flags=0x0 target_btf_id=7 cookie=0xc0ffee) = -1 EBADF",
+		"bpf(BPF_LINK_CREATE, prog_fd=4294967295 target_fd=0 attach_type=trace_fexit flags=0x0 " +
+			"target_btf_id=7 cookie=0xc0ffee) = -1 EBADF",
 		"bpf(BPF_RAW_TRACEPOINT_OPEN, name=NULL prog_fd=4294967295) = -1 EBADF",
 	} {
 		if !strings.Contains(journal.String(), line) {

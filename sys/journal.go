@@ -173,7 +173,8 @@ func describe(cmd int, p unsafe.Pointer) string {
 			s += " expected_attach_type=" + AttachTypeName(a.ExpectedAttachType)
 		}
 		if a.AttachBTFID != 0 {
-			s += fmt.Sprintf(" attach_btf_id=%d attach_btf_obj_fd=%d", a.AttachBTFID, a.AttachProgFD)
+			s += fmt.Sprintf(" attach_btf_id=%d attach_btf_obj_fd=%d", a.AttachBTFID,
+				a.AttachProgFD)
 		}
 		return s
 	case unix.BPF_OBJ_PIN, unix.BPF_OBJ_GET:
@@ -185,8 +186,9 @@ func describe(cmd int, p unsafe.Pointer) string {
 	case unix.BPF_PROG_TEST_RUN:
 		a := (*TestRunAttr)(p)
 		return fmt.Sprintf("%s, prog_fd=%d data_size_in=%d ctx_size_in=%d repeat=%d", name, a.ProgFD, a.DataSizeIn, a.CtxSizeIn, a.Repeat)
-	case unix.BPF_PROG_GET_NEXT_ID, unix.BPF_MAP_GET_NEXT_ID, unix.BPF_LINK_GET_NEXT_ID, unix.BPF_BTF_GET_NEXT_ID,
-		unix.BPF_PROG_GET_FD_BY_ID, unix.BPF_MAP_GET_FD_BY_ID, unix.BPF_LINK_GET_FD_BY_ID, unix.BPF_BTF_GET_FD_BY_ID:
+	case unix.BPF_PROG_GET_NEXT_ID, unix.BPF_MAP_GET_NEXT_ID, unix.BPF_LINK_GET_NEXT_ID,
+		unix.BPF_BTF_GET_NEXT_ID, unix.BPF_PROG_GET_FD_BY_ID, unix.BPF_MAP_GET_FD_BY_ID,
+		unix.BPF_LINK_GET_FD_BY_ID, unix.BPF_BTF_GET_FD_BY_ID:
 		return fmt.Sprintf("%s, id=%d", name, (*GetIDAttr)(p).ID)
 	case unix.BPF_OBJ_GET_INFO_BY_FD:
 		a := (*InfoAttr)(p)
@@ -205,7 +207,8 @@ func describe(cmd int, p unsafe.Pointer) string {
 			k := (*LinkCreateKprobeMultiAttr)(p)
 			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s kprobe_multi.flags=%#x cnt=%d",
 				name, k.ProgFD, AttachTypeName(k.AttachType), k.KprobeFlags, k.Cnt)
-		case unix.BPF_TRACE_FENTRY, unix.BPF_TRACE_FEXIT, unix.BPF_MODIFY_RETURN, unix.BPF_TRACE_RAW_TP, unix.BPF_LSM_MAC:
+		case unix.BPF_TRACE_FENTRY, unix.BPF_TRACE_FEXIT, unix.BPF_MODIFY_RETURN,
+			unix.BPF_TRACE_RAW_TP, unix.BPF_LSM_MAC:
 			tr := (*LinkCreateTracingAttr)(p)
 			cookie = fmt.Sprintf("target_btf_id=%d cookie=%#x", tr.TargetBTFID, tr.Cookie)
 		}

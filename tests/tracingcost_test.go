@@ -44,7 +44,8 @@ func BenchmarkTracingCost(b *testing.B) {
 		"kprobe_multi": prog.HaveKprobeMulti,
 	} {
 		if ok, err := have(); !ok {
-			b.Skipf("this kernel has no %s (%v): tests/bench/run.sh runs this in a 6.12 VM", what, err)
+			b.Skipf("this kernel has no %s (%v): tests/bench/run.sh runs this in a 6.12 VM", what,
+				err)
 		}
 	}
 	stats, err := prog.EnableStats()
@@ -63,20 +64,31 @@ func BenchmarkTracingCost(b *testing.B) {
 	}{
 		{"fentry", func(b *testing.B) (*prog.Program, func()) {
 			p := costProgram(b, prog.Spec{Type: prog.Tracing, AttachTo: prog.Fentry(sym)}, m, nil)
-			return p, mustLink(b, func() (closer, error) { return prog.AttachTracing(p, prog.AttachOptions{}) })
+			return p, mustLink(b, func() (closer, error) {
+				return prog.AttachTracing(p,
+					prog.AttachOptions{})
+			})
 		}},
 		{"kprobe", func(b *testing.B) (*prog.Program, func()) {
 			p := costProgram(b, prog.Spec{Type: prog.Kprobe}, m, nil)
-			return p, mustLink(b, func() (closer, error) { return prog.AttachKprobe(p, sym, prog.KprobeOptions{}) })
+			return p, mustLink(b, func() (closer, error) {
+				return prog.AttachKprobe(p, sym,
+					prog.KprobeOptions{})
+			})
 		}},
 		{"kprobe_multi", func(b *testing.B) (*prog.Program, func()) {
-			p := costProgram(b, prog.Spec{Type: prog.Kprobe, ExpectedAttachType: unix.BPF_TRACE_KPROBE_MULTI}, m, nil)
+			p := costProgram(b, prog.Spec{Type: prog.Kprobe,
+				ExpectedAttachType: unix.BPF_TRACE_KPROBE_MULTI}, m, nil)
 			return p, mustLink(b, func() (closer, error) { return kprobeMulti(p, sym) })
 		}},
 		{"raw_tp", func(b *testing.B) (*prog.Program, func()) {
-			umask := []Item{LoadMem(BPF_DW, R7, R6, 8), JumpImm(BPF_JNE, R7, unix.SYS_UMASK, "out")} // args[1], the id
+			umask := []Item{LoadMem(BPF_DW, R7, R6, 8), JumpImm(BPF_JNE, R7, unix.SYS_UMASK,
+				"out")} // args[1], the id
 			p := costProgram(b, prog.Spec{Type: prog.RawTracepoint}, m, umask)
-			return p, mustLink(b, func() (closer, error) { return prog.AttachRawTracepoint(p, "sys_enter", prog.AttachOptions{}) })
+			return p, mustLink(b, func() (closer, error) {
+				return prog.AttachRawTracepoint(p,
+					"sys_enter", prog.AttachOptions{})
+			})
 		}},
 	}
 	const calls = 20_000
@@ -103,7 +115,8 @@ func BenchmarkTracingCost(b *testing.B) {
 				b.Fatalf("%s counted %d umask calls (%v), want %d", k.name, n, err, calls)
 			}
 			runs := after.RunCount - before.RunCount
-			perRun[k.name] = append(perRun[k.name], float64(after.RunTime-before.RunTime)/float64(runs))
+			perRun[k.name] = append(perRun[k.name],
+				float64(after.RunTime-before.RunTime)/float64(runs))
 			added[k.name] = append(added[k.name], float64(with-base)/calls)
 		}
 	}
@@ -138,7 +151,8 @@ func costProgram(b *testing.B, spec prog.Spec, m *mapfd.Map, filter []Item) *pro
 	items = append(items, Call(BPF_FUNC_get_current_pid_tgid), ALU64Imm(BPF_RSH, R0, 32),
 		JumpImm(BPF_JNE, R0, int32(os.Getpid()), "out"), StoreImm(BPF_W, R10, -4, 0))
 	items = append(items, testutil.AddOne(m, "out")...)
-	spec.Name, spec.License, spec.Insns = "cost", "GPL", append(items, Label("out"), Mov64Imm(R0, 0), Exit())
+	spec.Name, spec.License, spec.Insns = "cost", "GPL", append(items, Label("out"), Mov64Imm(R0,
+		0), Exit())
 	p, err := prog.Load(spec)
 	if err != nil {
 		b.Fatal(err)
@@ -154,7 +168,8 @@ func kprobeMulti(p *prog.Program, sym string) (closer, error) {
 		return nil, err
 	}
 	fd, err := sys.LinkCreateKprobeMulti(&sys.LinkCreateKprobeMultiAttr{ProgFD: uint32(p.FD()),
-		AttachType: unix.BPF_TRACE_KPROBE_MULTI, Cnt: 1, Syms: sys.NewPointer(unsafe.Pointer(&name))})
+		AttachType: unix.BPF_TRACE_KPROBE_MULTI, Cnt: 1,
+		Syms: sys.NewPointer(unsafe.Pointer(&name))})
 	runtime.KeepAlive(&name)
 	if err != nil {
 		return nil, err
