@@ -2,12 +2,10 @@ package tests
 
 import (
 	"errors"
-	"net"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
-	"unsafe"
 
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
@@ -174,10 +172,9 @@ func TestFentryFexit(t *testing.T) {
 				}
 			}
 			want := sendto(t, 5)
-			names := []string{"fd", "buff", "len", "flags", "addr", "addr_len", "return value"}
 			check := func(slot uint32, name string, w uint64, int32Arg bool) {
 				got, err := tm.Lookup(slot)
-				if int32Arg { // an int: the calling convention leaves the upper half undefined
+				if int32Arg {
 					got = uint64(uint32(got))
 				}
 				if err != nil || got != w {
@@ -188,52 +185,16 @@ func TestFentryFexit(t *testing.T) {
 				what := map[uint32]string{0: "fentry", 8: "fexit"}[first]
 				check(first, what+" runs", 5, false)
 				for i, w := range want[:6] {
-					check(first+1+uint32(i), what+" "+names[i], w, i == 0 || i == 3 || i == 5)
+					check(first+1+uint32(i), what+" "+sendtoNames[i], w, sendtoInt(i))
 				}
 			}
-			check(15, "fexit "+names[6], want[6], false)
+			check(15, "fexit "+sendtoNames[6], want[6], false)
 			if cookie {
 				check(7, "fentry cookie", 0xc0de0000, false)
 				check(16, "fexit cookie", 0xc0de0001, false)
 			}
 		})
 	}
-}
-
-// sendto sends n datagrams of 123 bytes to a local UDP socket, with
-// sendto(2) made raw, and returns its six arguments and return value.
-func sendto(t *testing.T, n int) []uint64 {
-	t.Helper()
-	rx, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rx.Close()
-	port := rx.LocalAddr().(*net.UDPAddr).Port
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	buf := make([]byte, 123)
-	sa := &unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: [4]byte{127, 0, 0, 1}}
-	pb := (*[2]byte)(unsafe.Pointer(&sa.Port)) // network byte order
-	pb[0], pb[1] = byte(port>>8), byte(port)
-	for range n {
-		r, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])),
-			uintptr(len(buf)),
-			unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, uintptr(unsafe.Pointer(sa)),
-			unix.SizeofSockaddrInet4)
-		if errno != 0 || r != uintptr(len(buf)) {
-			t.Fatalf("sendto: %d, %v", r, errno)
-		}
-	}
-	want := []uint64{uint64(fd), uint64(uintptr(unsafe.Pointer(&buf[0]))), uint64(len(buf)),
-		unix.MSG_DONTWAIT | unix.MSG_NOSIGNAL, uint64(uintptr(unsafe.Pointer(sa))),
-		unix.SizeofSockaddrInet4, uint64(len(buf))}
-	runtime.KeepAlive(buf)
-	runtime.KeepAlive(sa)
-	return want
 }
 
 // TestTpBTF: a tp_btf program on sys_enter, whose arguments are the
