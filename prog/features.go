@@ -226,12 +226,15 @@ func TailCallLimit() (int, error) {
 
 // loadAttrs are the expected attach type and flags a program type's load
 // needs; tracing, lsm and ext also get attach_btf_id 1, which names no
-// function in the kernel's BTF: the verifier saying so is the yes.
+// function (nor tracepoint) in the kernel's BTF: the verifier saying so is
+// the yes. Tracing is probed as tp_btf: a kernel may refuse fentry's
+// trampolines to root with EPERM (HaveTracing) and still have the type.
 var loadAttrs = map[Type][2]uint32{
 	unix.BPF_PROG_TYPE_CGROUP_SOCK_ADDR: {unix.BPF_CGROUP_INET4_CONNECT}, unix.BPF_PROG_TYPE_CGROUP_SOCKOPT: {unix.BPF_CGROUP_GETSOCKOPT},
 	unix.BPF_PROG_TYPE_SK_LOOKUP: {unix.BPF_SK_LOOKUP}, unix.BPF_PROG_TYPE_LIRC_MODE2: {unix.BPF_LIRC_MODE2},
 	unix.BPF_PROG_TYPE_NETFILTER: {unix.BPF_NETFILTER}, unix.BPF_PROG_TYPE_SYSCALL: {0, unix.BPF_F_SLEEPABLE},
-	unix.BPF_PROG_TYPE_TRACING: {unix.BPF_TRACE_FENTRY}, unix.BPF_PROG_TYPE_LSM: {unix.BPF_LSM_MAC}, unix.BPF_PROG_TYPE_EXT: {},
+	unix.BPF_PROG_TYPE_TRACING: {unix.BPF_TRACE_RAW_TP}, unix.BPF_PROG_TYPE_LSM: {unix.BPF_LSM_MAC},
+	unix.BPF_PROG_TYPE_EXT: {},
 }
 
 // tryLoad loads code, not assembled (a helper insn does not know is no
@@ -278,8 +281,13 @@ func HaveProgType(t Type) (bool, error) {
 		log, err := tryLoad(t, retZero...)
 		yes := map[Type]unix.Errno{unix.BPF_PROG_TYPE_TRACING: unix.EINVAL, unix.BPF_PROG_TYPE_LSM: unix.EINVAL,
 			unix.BPF_PROG_TYPE_EXT: unix.EINVAL, unix.BPF_PROG_TYPE_STRUCT_OPS: sys.ENOTSUPP}[t]
-		if yes == unix.EINVAL && !strings.Contains(log, "attach_btf_id 1 is not a function") &&
-			!strings.Contains(log, "can only be attached to another program annotated with BTF") {
+		refusedTarget := false
+		for _, s := range []string{"attach_btf_id 1 is not a function",
+			"attach_btf_id 1 is not a typedef", "attach_btf_id 1 points to wrong type name",
+			"can only be attached to another program annotated with BTF"} {
+			refusedTarget = refusedTarget || strings.Contains(log, s)
+		}
+		if yes == unix.EINVAL && !refusedTarget {
 			yes = 0
 		}
 		f.answer(err, yes, unix.EINVAL, unix.EOPNOTSUPP, sys.ENOTSUPP)
