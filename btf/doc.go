@@ -3,7 +3,8 @@
 // a tp_btf program's tracepoint. It is a lookup, not a parser: it reads
 // the header, honouring hdr_len, finds the name's offsets in the string
 // section, and walks the type section once, each type 12 bytes and a
-// trailing part whose size its kind says, reading as it goes rather than
+// trailing part whose size its kind says: over a read-only mapping where
+// the kernel allows one (6.16), else reading as it goes rather than
 // holding the file. Every size and offset is checked against the file; a
 // name that two types of the kind share is refused (ErrAmbiguous), since
 // the kernel would attach to whichever the id names.
