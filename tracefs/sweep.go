@@ -139,19 +139,27 @@ func Sweep() (removed []string, kept []Kept, err error) {
 	return removed, kept, wrap(errors.Join(errs...), "sweep")
 }
 
+// Ownership is what Owner says of an event: whether bpfkit made it and,
+// if so, whether Sweep would remove it.
+type Ownership struct {
+	Bpfkit bool   // the event's group is a bpfkit process's
+	Stale  bool   // its owner is provably gone: Sweep would remove it
+	Why    string // why Sweep would keep a bpfkit event, or ""
+}
+
 // Owner says whether the event "group/name" is a bpfkit event and, if so,
 // whether it is stale (Sweep would remove it), or why it would stay.
-func Owner(event string) (bpfkit, stale bool, why string) {
+func Owner(event string) Ownership {
 	grp, _, _ := strings.Cut(event, "/")
 	if !strings.HasPrefix(grp, "bpfkit_") {
-		return false, false, ""
+		return Ownership{}
 	}
 	ns, err := pidNamespace()
 	if err != nil {
-		return true, false, err.Error()
+		return Ownership{Bpfkit: true, Why: err.Error()}
 	}
-	why = keepReason(grp, ns, procIsOurs())
-	return true, why == "", why
+	why := keepReason(grp, ns, procIsOurs())
+	return Ownership{Bpfkit: true, Stale: why == "", Why: why}
 }
 
 // procIsOurs reports whether /proc is this PID namespace's: the NSpid line
