@@ -170,6 +170,21 @@ func jumpOffset(in Instruction) (int, bool) {
 	return int(in.Off), true
 }
 
+// fieldSet is a set of an instruction's operand fields, for check to say
+// which must be zero.
+type fieldSet uint8
+
+// The operand fields, in the order of mustBeZero.
+const (
+	fieldDst fieldSet = 1 << iota
+	fieldSrc
+	fieldOff
+	fieldImm
+)
+
+// mustBeZero is check's complaint about each field, by bit.
+var mustBeZero = [...]string{"dst must be 0", "src must be 0", "off must be 0", "imm must be 0"}
+
 // check returns why the verifier would refuse in for its encoding alone, as
 // kernel/bpf/verifier.c of 6.18 does (check_reg_arg, check_alu_op,
 // check_atomic, check_ld_imm, check_ld_abs, do_check). r11 is the kernel's
@@ -198,14 +213,14 @@ func check(in Instruction, wide bool, hi int32) error {
 		}
 	}
 	k, size, jmp32, op := in.Source() == BPF_K, in.Size(), in.Class() == BPF_JMP32, in.Code&0xf0
-	unused := "imm" // the operand field that the source leaves unused
+	unused := fieldImm // the operand field that the source leaves unused
 	if k {
-		unused = "src"
+		unused = fieldSrc
 	}
-	zero := func(fields string) {
-		for i, v := range [4]int64{int64(in.Dst), int64(in.Src), int64(in.Off), int64(in.Imm)} {
-			if strings.Contains(fields, [4]string{"dst", "src", "off", "imm"}[i]) {
-				need(v == 0, [4]string{"dst must be 0", "src must be 0", "off must be 0", "imm must be 0"}[i])
+	zero := func(fields fieldSet) {
+		for i, v := range [...]int64{int64(in.Dst), int64(in.Src), int64(in.Off), int64(in.Imm)} {
+			if fields&(1<<i) != 0 {
+				need(v == 0, mustBeZero[i])
 			}
 		}
 	}
@@ -216,19 +231,19 @@ func check(in Instruction, wide bool, hi int32) error {
 			need(false, "unknown ALU operation")
 		case op == BPF_NEG:
 			need(k, "neg takes no source")
-			zero("src off imm")
+			zero(fieldSrc | fieldOff | fieldImm)
 		case op == BPF_END:
-			zero("src off")
+			zero(fieldSrc | fieldOff)
 			need(in.Imm == 16 || in.Imm == 32 || in.Imm == 64, "a byte swap is of 16, 32 or 64 bits")
 			need(bits == 32 || k, "bswap has no big-endian form")
 		case op == BPF_MOV && !k && bits == 64 && in.Off == BPF_ADDR_SPACE_CAST:
 			need(in.Imm == 1 || in.Imm == 1<<16, "addr_space_cast is between address spaces 0 and 1")
 		case op == BPF_MOV && !k:
-			zero("imm")
+			zero(fieldImm)
 			need(in.Off == 0 || in.Off == 8 || in.Off == 16 || in.Off == 32 && bits == 64,
 				"sign extension is from 8, 16 or, in 64 bits, 32 bits")
 		case op == BPF_MOV:
-			zero("src off")
+			zero(fieldSrc | fieldOff)
 		default:
 			zero(unused)
 			need(in.Off == 0 || in.Off == 1 && (op == BPF_DIV || op == BPF_MOD), "off must be 0, or 1 for signed div and mod")
@@ -238,14 +253,14 @@ func check(in Instruction, wide bool, hi int32) error {
 		}
 	case BPF_LDX:
 		need(in.Mode() == BPF_MEM || in.Mode() == BPF_MEMSX && size != BPF_DW, "unknown load mode")
-		zero("imm")
+		zero(fieldImm)
 	case BPF_ST:
 		need(in.Mode() == BPF_MEM, "unknown store mode")
-		zero("src")
+		zero(fieldSrc)
 	case BPF_STX:
 		switch a, rmw := AtomicOp(in.Imm), AtomicOp(in.Imm)&^BPF_FETCH; {
 		case in.Mode() == BPF_MEM:
-			zero("imm")
+			zero(fieldImm)
 		case in.Mode() != BPF_ATOMIC:
 			need(false, "unknown store mode")
 		case a == BPF_XCHG || a == BPF_CMPXCHG || rmw == BPF_ADD.Atomic() || rmw == BPF_OR.Atomic() ||
@@ -258,7 +273,7 @@ func check(in Instruction, wide bool, hi int32) error {
 		switch in.Mode() {
 		case BPF_ABS, BPF_IND:
 			need(size != BPF_DW, "a packet load is of 8, 16 or 32 bits")
-			zero("dst off")
+			zero(fieldDst | fieldOff)
 			need(in.Mode() == BPF_IND || in.Src == 0, "src must be 0")
 		default:
 			need(in.IsLoadImm64(), "unknown load mode or size")
@@ -269,18 +284,18 @@ func check(in Instruction, wide bool, hi int32) error {
 		switch op := JumpOp(op); {
 		case op == BPF_CALL || op == BPF_EXIT || op == BPF_JCOND:
 			need(!jmp32 && k, "unknown jump operation")
-			zero("dst")
+			zero(fieldDst)
 			if op != BPF_CALL {
-				zero("src imm")
+				zero(fieldSrc | fieldImm)
 			}
 			need(op != BPF_CALL || in.Off == 0 || in.Src == BPF_PSEUDO_KFUNC_CALL, "off must be 0")
 			need(op != BPF_CALL || in.Src != 0 || in.Imm > 0 && Helper(in.Imm) < numHelpers, "unknown helper")
 		case op == BPF_JA:
 			need(k, "goto takes no source")
-			if zero("src dst"); jmp32 { // gotol: the offset is in imm
-				zero("off")
+			if zero(fieldSrc | fieldDst); jmp32 { // gotol: the offset is in imm
+				zero(fieldOff)
 			} else {
-				zero("imm")
+				zero(fieldImm)
 			}
 		case op > BPF_JCOND:
 			need(false, "unknown jump operation")
