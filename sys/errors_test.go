@@ -34,7 +34,7 @@ func TestErrnoNames(t *testing.T) {
 		{600, "-1 errno 600 <", "op: errno 600"},
 	} {
 		var buf bytes.Buffer
-		j := &journalT{w: &buf}
+		j := &journalWriter{w: &buf}
 		if err := j.record("op", "x", -1, c.errno, 0); err != nil {
 			t.Fatal(err)
 		}

@@ -14,20 +14,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// journalT writes a line per call this package makes (see the package doc).
-type journalT struct {
+// journalWriter writes a line per call this package makes (see the package doc).
+type journalWriter struct {
 	mu         sync.Mutex
 	w          io.Writer
-	bestEffort bool      // a failed write is ignored
-	env        *journalT // BPFKIT_JOURNAL's, written first, or nil
-	broken     error     // BPFKIT_JOURNAL names no usable journal: every call fails with it
+	bestEffort bool           // a failed write is ignored
+	env        *journalWriter // BPFKIT_JOURNAL's, written first, or nil
+	broken     error          // BPFKIT_JOURNAL names no usable journal: every call fails with it
 }
 
 // journal is the journal in use; envJournal is BPFKIT_JOURNAL's, set by
 // init, which SetJournal adds to but never replaces.
 var (
-	journal    atomic.Pointer[journalT]
-	envJournal *journalT
+	journal    atomic.Pointer[journalWriter]
+	envJournal *journalWriter
 )
 
 // ErrJournal is wrapped by the error of a call that was not made, or whose
@@ -52,7 +52,7 @@ func setJournal(w io.Writer, bestEffort bool) {
 	case w == nil:
 		journal.Store(nil)
 	default:
-		journal.Store(&journalT{w: w, bestEffort: bestEffort, env: envJournal})
+		journal.Store(&journalWriter{w: w, bestEffort: bestEffort, env: envJournal})
 	}
 }
 
@@ -64,21 +64,21 @@ func init() {
 	case v == "" || v == "0":
 		return
 	case v == "1" || v == "stderr":
-		envJournal = &journalT{w: os.Stderr}
+		envJournal = &journalWriter{w: os.Stderr}
 	case !filepath.IsAbs(v):
-		envJournal = &journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL=%q: want 1 or stderr, 0, or an absolute path", ErrJournal, v)}
+		envJournal = &journalWriter{broken: fmt.Errorf("%w: BPFKIT_JOURNAL=%q: want 1 or stderr, 0, or an absolute path", ErrJournal, v)}
 	default:
 		f, err := os.OpenFile(v, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
-		envJournal = &journalT{w: f}
+		envJournal = &journalWriter{w: f}
 		if err != nil {
-			envJournal = &journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL: %w", ErrJournal, err)}
+			envJournal = &journalWriter{broken: fmt.Errorf("%w: BPFKIT_JOURNAL: %w", ErrJournal, err)}
 		}
 	}
 	journal.Store(envJournal)
 }
 
 // record writes one line; an error means the call must fail.
-func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Duration) error {
+func (j *journalWriter) record(op, args string, r int, errno unix.Errno, d time.Duration) error {
 	res := fmt.Sprint(r)
 	if op == "mmap" {
 		res = fmt.Sprintf("%#x", uint(r))
@@ -98,7 +98,7 @@ func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Durat
 	return j.write(op, line)
 }
 
-func (j *journalT) write(op, line string) error {
+func (j *journalWriter) write(op, line string) error {
 	j.mu.Lock()
 	_, err := io.WriteString(j.w, line)
 	j.mu.Unlock()
