@@ -166,7 +166,7 @@ func newMap(fd int, typ Type, key, value, max uint32, name string) (*Map, error)
 
 // Open opens the map pinned at path in a BPF file system.
 func Open(path string) (*Map, error) {
-	fd, err := sys.OpenPinned(path, "map")
+	fd, err := sys.OpenPinned(path, sys.ObjMap)
 	if err != nil {
 		return nil, fmt.Errorf("mapfd: open pinned map %s: %w", path, err)
 	}

@@ -197,7 +197,7 @@ func (p *Program) Pin(path string) error {
 
 // Open opens the program pinned at path.
 func Open(path string) (*Program, error) {
-	fd, err := sys.OpenPinned(path, "prog")
+	fd, err := sys.OpenPinned(path, sys.ObjProg)
 	return fromFD(fd, wrap(err, "open pinned program %s", path))
 }
 

@@ -226,11 +226,11 @@ func TestBPFFSPath(t *testing.T) {
 	if err := sys.Unpin(fs + "/absent"); !errors.Is(err, unix.ENOENT) {
 		t.Fatalf("Unpin of a missing pin: %v", err)
 	}
-	if _, err := sys.ObjKind(-1); err == nil {
-		t.Fatal("ObjKind(-1)")
+	if _, err := sys.KindOf(-1); err == nil {
+		t.Fatal("KindOf(-1)")
 	}
-	if _, err := sys.ObjKind(0); err == nil || !strings.Contains(err.Error(), "not a BPF object") {
-		t.Fatalf("ObjKind(0): %v", err)
+	if _, err := sys.KindOf(0); err == nil || !strings.Contains(err.Error(), "not a BPF object") {
+		t.Fatalf("KindOf(0): %v", err)
 	}
 }
 
@@ -453,8 +453,8 @@ func TestAdversarialFDCalls(t *testing.T) {
 		ebadf("InfoByFD of "+what, sys.InfoByFD(fd, &info), "BPF_OBJ_GET_INFO_BY_FD")
 		var btfInfo sys.BTFInfo
 		ebadf("InfoByFD of "+what+" as BTF", sys.InfoByFD(fd, &btfInfo), "BPF_OBJ_GET_INFO_BY_FD")
-		if _, err := sys.ObjKind(fd); err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("sys: kind of fd %d: readlink /proc/self/fd/%d: ", fd, fd)) {
-			t.Errorf("ObjKind of %s: %v", what, err)
+		if _, err := sys.KindOf(fd); err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("sys: kind of fd %d: readlink /proc/self/fd/%d: ", fd, fd)) {
+			t.Errorf("KindOf of %s: %v", what, err)
 		}
 		var f sys.FD
 		if f.Set(fd); fd != h.closed && int64(fd) != math.MaxInt32 && (f.Int() != -1 || f.Close() != nil) {

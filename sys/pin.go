@@ -59,10 +59,21 @@ func Pin(fd int, path string) error {
 	return ObjPin(attr)
 }
 
+// ObjKind is the kind of a BPF object, as the name of its file's
+// anonymous inode says it ("anon_inode:bpf-map").
+type ObjKind string
+
+// The kinds of object that can be pinned and opened again.
+const (
+	ObjMap  ObjKind = "map"
+	ObjProg ObjKind = "prog"
+	ObjLink ObjKind = "link"
+)
+
 // OpenPinned is BPF_OBJ_GET of the pin at path, checked by BPFFSPath, for
-// an object of kind "map", "prog" or "link": another kind, whose info read
-// as kind's would be garbage, is refused (EINVAL).
-func OpenPinned(path, kind string) (int, error) {
+// an object of kind want. An object of another kind is refused (EINVAL):
+// its info, read as want's, would be garbage.
+func OpenPinned(path string, want ObjKind) (int, error) {
 	attr, err := objPath(path, 0)
 	if err != nil {
 		return -1, err
@@ -71,10 +82,10 @@ func OpenPinned(path, kind string) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if k, err := ObjKind(fd); k != kind {
+	if k, err := KindOf(fd); k != want {
 		unix.Close(fd)
 		if err == nil {
-			err = fmt.Errorf("sys: a BPF %s is pinned there, not a %s: %w", k, kind, unix.EINVAL)
+			err = fmt.Errorf("sys: a BPF %s is pinned there, not a %s: %w", k, want, unix.EINVAL)
 		}
 		return -1, err
 	}
@@ -92,9 +103,9 @@ func Unpin(path string) error {
 	return sysErr("unlink "+real, err)
 }
 
-// ObjKind is what the BPF fd is: "map", "prog" or "link", from the name of
-// its anonymous inode ("anon_inode:bpf-map") in /proc/self/fd.
-func ObjKind(fd int) (string, error) {
+// KindOf is the kind of the BPF object fd refers to, from the name of its
+// anonymous inode ("anon_inode:bpf-map") in /proc/self/fd.
+func KindOf(fd int) (ObjKind, error) {
 	target, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
 	if err != nil {
 		return "", fmt.Errorf("sys: kind of fd %d: %w", fd, err)
@@ -103,5 +114,5 @@ func ObjKind(fd int) (string, error) {
 	if !ok || len(kind) < 2 {
 		return "", fmt.Errorf("sys: fd %d is %s, not a BPF object: %w", fd, target, unix.EINVAL)
 	}
-	return kind[1:], nil
+	return ObjKind(kind[1:]), nil
 }
