@@ -8,7 +8,7 @@
 // fixed-size Go types and, like the byte API, does not allocate per call.
 // Element operations on hash, array, per-CPU and LRU maps, which never sleep
 // in the kernel, skip the Go runtime's system call bookkeeping
-// (sys.MapElemNoSleep).
+// (sys.MapLookupElemNoSleep and its siblings).
 //
 // A missing key is ErrKeyNotExist, which also matches unix.ENOENT. Every
 // other error keeps the errno of the bpf(2) call beneath it.

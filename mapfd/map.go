@@ -104,7 +104,7 @@ type Map struct {
 	valueSize  uint32 // of the buffer a lookup fills: stride × CPUs for per-CPU maps
 	maxEntries uint32
 	name       string
-	noSleep    bool // element operations never sleep: see sys.MapElemNoSleep
+	noSleep    bool // element operations never sleep: see sys.MapLookupElemNoSleep
 }
 
 // Create makes a new map.
@@ -273,17 +273,30 @@ func (m *Map) Lookup(key, value []byte) error {
 // bookkeeping for the map types whose element operations never sleep. A
 // missing key is ErrKeyNotExist, but to an update.
 func (m *Map) elemOp(cmd int, key, value unsafe.Pointer, flags uint64) error {
-	attr := sys.MapElemAttr{MapFD: uint32(m.fd.Int()), Key: sys.NewPointer(key), Value: sys.NewPointer(value), Flags: flags}
+	attr := sys.MapElemAttr{
+		MapFD: uint32(m.fd.Int()),
+		Key:   sys.NewPointer(key),
+		Value: sys.NewPointer(value),
+		Flags: flags,
+	}
+	// Direct calls, not function values: through one, attr would escape
+	// and every call would allocate.
 	var err error
 	switch {
-	case m.noSleep && cmd <= unix.BPF_MAP_GET_NEXT_KEY:
-		err = sys.MapElemNoSleep(cmd, &attr)
+	case cmd == unix.BPF_MAP_LOOKUP_ELEM && m.noSleep:
+		err = sys.MapLookupElemNoSleep(&attr)
 	case cmd == unix.BPF_MAP_LOOKUP_ELEM:
 		err = sys.MapLookupElem(&attr)
+	case cmd == unix.BPF_MAP_UPDATE_ELEM && m.noSleep:
+		err = sys.MapUpdateElemNoSleep(&attr)
 	case cmd == unix.BPF_MAP_UPDATE_ELEM:
 		err = sys.MapUpdateElem(&attr)
+	case cmd == unix.BPF_MAP_DELETE_ELEM && m.noSleep:
+		err = sys.MapDeleteElemNoSleep(&attr)
 	case cmd == unix.BPF_MAP_DELETE_ELEM:
 		err = sys.MapDeleteElem(&attr)
+	case cmd == unix.BPF_MAP_GET_NEXT_KEY && m.noSleep:
+		err = sys.MapGetNextKeyNoSleep(&attr)
 	case cmd == unix.BPF_MAP_GET_NEXT_KEY:
 		err = sys.MapGetNextKey(&attr)
 	case cmd == unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM:
@@ -300,8 +313,15 @@ func (m *Map) elemOp(cmd int, key, value unsafe.Pointer, flags uint64) error {
 	return m.wrap(elemOps[cmd], err)
 }
 
-var elemOps = [...]string{unix.BPF_MAP_LOOKUP_ELEM: "lookup", unix.BPF_MAP_UPDATE_ELEM: "update", unix.BPF_MAP_DELETE_ELEM: "delete",
-	unix.BPF_MAP_GET_NEXT_KEY: "next key", unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM: "lookup and delete", unix.BPF_MAP_FREEZE: "freeze"}
+// elemOps names the element commands in errors.
+var elemOps = [...]string{
+	unix.BPF_MAP_LOOKUP_ELEM:            "lookup",
+	unix.BPF_MAP_UPDATE_ELEM:            "update",
+	unix.BPF_MAP_DELETE_ELEM:            "delete",
+	unix.BPF_MAP_GET_NEXT_KEY:           "next key",
+	unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM: "lookup and delete",
+	unix.BPF_MAP_FREEZE:                 "freeze",
+}
 
 func (m *Map) lookup(key, value unsafe.Pointer) error {
 	return m.elemOp(unix.BPF_MAP_LOOKUP_ELEM, key, value, 0)

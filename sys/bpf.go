@@ -14,7 +14,7 @@ import (
 // call makes the bpf(2) system call, the only place that does.
 func call(cmd int, attr unsafe.Pointer) (int, error) { return doCall(cmd, attr, false) }
 
-// doCall is call; noSleep uses unix.RawSyscall (see MapElemNoSleep).
+// doCall is call; noSleep uses unix.RawSyscall (see MapLookupElemNoSleep).
 func doCall(cmd int, attr unsafe.Pointer, noSleep bool) (int, error) {
 	if attr == nil {
 		return -1, &Error{Op: cmdName(cmd), Errno: unix.EFAULT, Hint: "nil attr"}
@@ -106,6 +106,13 @@ func do(cmd int, attr unsafe.Pointer) error {
 	return err
 }
 
+// doNoSleep is do without the Go runtime's system call bookkeeping, for
+// the element commands of maps that never sleep (see MapLookupElemNoSleep).
+func doNoSleep(cmd int, attr unsafe.Pointer) error {
+	_, err := doCall(cmd, attr, true)
+	return err
+}
+
 // callFD is call for the commands that return a new file descriptor.
 func callFD(cmd int, attr unsafe.Pointer) (int, error) {
 	fd, err := call(cmd, attr)
@@ -187,21 +194,33 @@ func MapDeleteElem(a *MapElemAttr) error { return do(unix.BPF_MAP_DELETE_ELEM, u
 // first key if Key is nil) to Value, the next_key member.
 func MapGetNextKey(a *MapElemAttr) error { return do(unix.BPF_MAP_GET_NEXT_KEY, unsafe.Pointer(a)) }
 
-// MapElemNoSleep runs cmd (BPF_MAP_LOOKUP_ELEM, _UPDATE_ELEM, _DELETE_ELEM
-// or BPF_MAP_GET_NEXT_KEY) without the Go runtime's system call bookkeeping
-// (entersyscall/exitsyscall), which lets a thread blocked in the kernel
-// give its P to another. For maps whose element operations never sleep
-// (hash and array, per-CPU and LRU): one that does (a prog array's mutex, a
-// sockmap's socket lock, a page fault) holds its P meanwhile. The caller,
-// who knows the map type, decides.
-func MapElemNoSleep(cmd int, attr *MapElemAttr) error {
-	switch cmd {
-	case unix.BPF_MAP_LOOKUP_ELEM, unix.BPF_MAP_UPDATE_ELEM, unix.BPF_MAP_DELETE_ELEM, unix.BPF_MAP_GET_NEXT_KEY:
-	default:
-		return &Error{Op: cmdName(cmd), Errno: unix.EINVAL, Hint: "not an element command"}
-	}
-	_, err := doCall(cmd, unsafe.Pointer(attr), true)
-	return err
+// MapLookupElemNoSleep is MapLookupElem for a map whose element operations
+// never sleep in the kernel: hash and array maps, per-CPU and LRU. It skips
+// the Go runtime's system call bookkeeping (entersyscall and exitsyscall),
+// which lets another goroutine have the thread's P while the call blocks.
+// On a map whose operations may sleep (a prog array's mutex, a sockmap's
+// socket lock, a page fault) the P stays held meanwhile: the caller, who
+// knows the map's type, decides.
+func MapLookupElemNoSleep(a *MapElemAttr) error {
+	return doNoSleep(unix.BPF_MAP_LOOKUP_ELEM, unsafe.Pointer(a))
+}
+
+// MapUpdateElemNoSleep is MapUpdateElem for a map whose element operations
+// never sleep (see MapLookupElemNoSleep).
+func MapUpdateElemNoSleep(a *MapElemAttr) error {
+	return doNoSleep(unix.BPF_MAP_UPDATE_ELEM, unsafe.Pointer(a))
+}
+
+// MapDeleteElemNoSleep is MapDeleteElem for a map whose element operations
+// never sleep (see MapLookupElemNoSleep).
+func MapDeleteElemNoSleep(a *MapElemAttr) error {
+	return doNoSleep(unix.BPF_MAP_DELETE_ELEM, unsafe.Pointer(a))
+}
+
+// MapGetNextKeyNoSleep is MapGetNextKey for a map whose element operations
+// never sleep (see MapLookupElemNoSleep).
+func MapGetNextKeyNoSleep(a *MapElemAttr) error {
+	return doNoSleep(unix.BPF_MAP_GET_NEXT_KEY, unsafe.Pointer(a))
 }
 
 // MapLookupAndDeleteElem is BPF_MAP_LOOKUP_AND_DELETE_ELEM (queues and

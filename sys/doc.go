@@ -16,9 +16,9 @@
 // name ("sys: ", "mapfd: "), once: Wrap adds it. The Go runtime's own
 // signals (SIGURG, SIGPROF) make the kernel abandon a verification (EAGAIN)
 // or a repeated test run (EINTR): ProgLoad retries with them blocked,
-// ProgTestRun blocks them. MapElemNoSleep and EpollWaitHoldingP skip the
-// runtime's system call bookkeeping where the caller knows it is not
-// needed. There is no other policy: no fallbacks, no feature probes.
+// ProgTestRun blocks them. The element commands' NoSleep forms
+// (MapLookupElemNoSleep, ...) and EpollWaitHoldingP skip the runtime's
+// system call bookkeeping where the caller knows it is not needed. There is no other policy: no fallbacks, no feature probes.
 //
 // The journal records every call for security review, one line each in
 // strace's shape: call(arguments) = result <duration>. The result is what
