@@ -2,6 +2,7 @@ package perfring_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -46,6 +47,7 @@ type benchConfig struct {
 	ringbuf   bool
 	ring      int
 	watermark int
+	records   int // the producer's getppid calls; 0: produced
 }
 
 var rounds = flag.Int("rounds", 7, "BenchmarkRead: runs of each reader per configuration, alternating")
@@ -74,9 +76,9 @@ func BenchmarkRead(b *testing.B) {
 	for _, ring := range []int{256 << 10, 4 << 20} {
 		size := fmt.Sprintf("%dKiB", ring>>10)
 		configs = append(configs,
-			benchConfig{"perf/" + size + "/every-record", false, ring, 0},
-			benchConfig{"perf/" + size + "/watermark-64KiB", false, ring, 64 << 10},
-			benchConfig{"ringbuf/" + size, true, ring, 0})
+			benchConfig{"perf/" + size + "/every-record", false, ring, 0, 0},
+			benchConfig{"perf/" + size + "/watermark-64KiB", false, ring, 64 << 10, 0},
+			benchConfig{"ringbuf/" + size, true, ring, 0, 0})
 	}
 	withLibbpf := libbpfReader(b) != ""
 	if !withLibbpf {
@@ -118,6 +120,73 @@ func BenchmarkRead(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTuning measures what each of the reader's runtime tunings buys
+// over a plain epoll loop: the scenario of BenchmarkRead, read by ReadFunc
+// with every tuning off ("plain"), each alone, and all ("tuned"), -rounds
+// times each, alternating; with GOMAXPROCS as it is and 1. The tunings:
+// yield, runtime.goyield every 8 ms, so that sysmon finds the reader
+// passing through the scheduler; hold, with one P, a wait likely to last
+// made without giving up the P; prefetch, the lines of a batch of records
+// loaded ahead of their reading. Reported as .../median: each variant's
+// median CPU time per record and its ratio to plain's (x-plain).
+func BenchmarkTuning(b *testing.B) {
+	testutil.RequireRoot(b)
+	configs := []benchConfig{
+		{"perf/every-record", false, 256 << 10, 0, 300_000},
+		{"perf/watermark-64KiB", false, 256 << 10, 64 << 10, 2_000_000},
+		{"ringbuf", true, 256 << 10, 0, 1_000_000},
+	}
+	type variant struct {
+		name                  string
+		yield, hold, prefetch bool
+	}
+	variants := []variant{
+		{"plain", false, false, false},
+		{"yield", true, false, false},
+		{"hold", false, true, false},
+		{"prefetch", false, false, true},
+		{"tuned", true, true, true},
+	}
+	for _, procs := range []int{runtime.GOMAXPROCS(0), 1} {
+		for _, c := range configs {
+			prefix := fmt.Sprintf("procs-%d/%s/", procs, c.name)
+			var vs []variant
+			for _, v := range variants {
+				// hold acts with one P only; prefetch on perf rings only.
+				if v.hold && !v.yield && procs != 1 || v.prefetch && !v.yield && c.ringbuf {
+					continue
+				}
+				vs = append(vs, v)
+			}
+			cpu := map[string][]float64{}
+			for round := range *rounds {
+				for k := range vs {
+					v := vs[(k+round)%len(vs)]
+					b.Run(prefix+v.name, func(b *testing.B) {
+						defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+						defer perfring.SetTuning(v.yield, v.hold, v.prefetch)()
+						for b.Loop() {
+							r := runScenario(b, c, "bpfkit")
+							cpu[v.name] = append(cpu[v.name], r.cpuPerRecord)
+						}
+					})
+				}
+			}
+			b.Run(prefix+"median", func(b *testing.B) {
+				for b.Loop() {
+				}
+				b.ReportMetric(0, "ns/op")
+				for _, v := range vs {
+					b.ReportMetric(median(cpu[v.name]), v.name+"-cpu-ns/record")
+					if v.name != "plain" {
+						b.ReportMetric(median(cpu[v.name])/median(cpu["plain"]), v.name+"-x-plain")
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -183,7 +252,8 @@ func runScenario(b *testing.B, c benchConfig, impl string) result {
 		cons = startBpfkit(b, out, c, impl == "bpfkit-read")
 	}
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "BPFKIT_PRODUCER="+strconv.Itoa(produced))
+	sent := cmp.Or(c.records, produced)
+	cmd.Env = append(os.Environ(), "BPFKIT_PRODUCER="+strconv.Itoa(sent))
 	stdin, _ := cmd.StdinPipe()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -226,8 +296,8 @@ func runScenario(b *testing.B, c benchConfig, impl string) result {
 		b.Fatalf("the kernel reported %d lost, the program saw %d outputs fail", lost, e.failed())
 	}
 	received, lost := samples-flushed, lost-flushLost
-	if received+lost != produced {
-		b.Fatalf("received %d + lost %d != sent %d", received, lost, produced)
+	if received+lost != uint64(sent) {
+		b.Fatalf("received %d + lost %d != sent %d", received, lost, sent)
 	}
 	b.ReportMetric(float64(received)/elapsed.Seconds(), "records/s")
 	b.ReportMetric(float64(lost), "lost")

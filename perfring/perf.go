@@ -537,9 +537,13 @@ func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int
 // wasted, but cost less than they save elsewhere.
 func samples(ring *perfRing, off, left uint64, f func(Record) error) (int, error) {
 	data, cpu, count := unsafe.Pointer(unsafe.SliceData(ring.data)), ring.cpu, 0
-	prefetch(unsafe.Add(data, off), uintptr(min(left, prefetchAhead)))
+	if tuning.prefetch {
+		prefetch(unsafe.Add(data, off), uintptr(min(left, prefetchAhead)))
+	}
 	for left >= 16 {
-		prefetchNext(data, off, left)
+		if tuning.prefetch {
+			prefetchNext(data, off, left)
+		}
 		stop := max(left-min(left, prefetchChunk), 15)
 		for left > stop {
 			h := (*sampleHeader)(unsafe.Add(data, off))
@@ -608,7 +612,7 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 				h := (*sampleHeader)(unsafe.Add(data, off))
 				if size, raw := uint64(h.size), uint64(h.raw); isSample(h.typ, size, raw, left) {
 					ring.pos += size
-					if off%prefetchChunk+size >= prefetchChunk { // into the next chunk
+					if tuning.prefetch && off%prefetchChunk+size >= prefetchChunk { // into the next chunk
 						prefetchNext(data, off+size, left-size)
 					}
 					return Record{CPU: ring.cpu, Sample: keep(&r.kept, unsafe.Slice(&h.data[0], raw))}, nil

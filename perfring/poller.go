@@ -178,7 +178,9 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 func (p *poller) epollWait(timeout int) (int, error) {
 	now := time.Since(epoch)
 	if now-p.yielded > yieldEvery {
-		goyield()
+		if tuning.yield {
+			goyield()
+		}
 		p.yielded = now
 		p.oneP = runtime.GOMAXPROCS(0) == 1 // it may change (Go 1.25: cgroup limits)
 	}
@@ -187,7 +189,7 @@ func (p *poller) epollWait(timeout int) (int, error) {
 	}
 	cycle := now - p.waitedAt // the previous wait, and the reading after it
 	p.waitedAt = now
-	if !p.oneP || cycle <= holdAbove {
+	if !tuning.hold || !p.oneP || cycle <= holdAbove {
 		return sys.EpollWait(p.epfd, p.events, timeout)
 	}
 	hold := holdMs

@@ -5,9 +5,10 @@
 # Measured figures live there, never in code comments.
 #
 # run.sh SECTION... runs only those sections (maps, load, drain, read,
-# tools, size) and puts them in place of the same sections of
-# BENCHMARKS.md, the others kept as they were, with a line saying what was
-# measured again and when: the whole run takes an hour on a loaded machine.
+# tuning, btf, tracing, tools, size) and puts them in place of the same
+# sections of BENCHMARKS.md, the others kept as they were, with a line
+# saying what was measured again and when: the whole run takes an hour on
+# a loaded machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
@@ -36,6 +37,8 @@ wanted drain && section "Perf ring: the sample loop on records in cache" -- \
 	$GO test -run '^$' -bench Drain ./perfring
 wanted read && section "Perf ring and BPF ring buffer readers beside libbpf's (x-libbpf = bpfkit / libbpf, medians of 7 rounds)" -- \
 	$GO test -run '^$' -bench Read -benchtime 1x ./perfring -rounds 7
+wanted tuning && section "Perf ring and BPF ring buffer readers: what each runtime tuning buys over a plain epoll loop (x-plain = variant / plain, medians of 7 rounds; GOMAXPROCS as it is, then 1)" -- \
+	$GO test -run '^$' -bench Tuning -benchtime 1x ./perfring -rounds 7
 
 wanted btf && section "BTF lookup: one function's id in the kernel's BTF, mapped (6.16) and read (cpu-ns/op: the CPU time it takes; B/op: what it allocates)" -- \
 	$GO test -run '^$' -bench Find -benchtime 200x ./btf
