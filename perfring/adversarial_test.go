@@ -338,6 +338,7 @@ func hostileReadArguments(t *testing.T, kind string) {
 	r, _ := newReader(t, kind)
 	_, err := r.ReadFunc(context.Background(), nil)
 	wantErr(t, "ReadFunc with a nil callback", err, "perfring: ReadFunc with a nil callback")
+	//lint:ignore SA1012 a nil context is the hostile argument under test
 	_, err = r.Read(nil)
 	wantErr(t, "Read with a nil context", err, "perfring: nil context")
 	for _, d := range []time.Time{time.Unix(0, 0), time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), time.Now().Add(-time.Hour)} {

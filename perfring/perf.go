@@ -182,16 +182,16 @@ func checkMap(m *mapfd.Map, want mapfd.Type) error {
 func ringSize(o Options, page int) (int, error) {
 	switch {
 	case o.RingBytes < 0 || o.RingBytes > maxRingBytes:
-		return 0, fmt.Errorf("RingBytes %d out of range [0, %d]", o.RingBytes, maxRingBytes)
+		return 0, fmt.Errorf("Options.RingBytes %d out of range [0, %d]", o.RingBytes, maxRingBytes)
 	case o.WakeupEvents < 0 || uint64(o.WakeupEvents) > math.MaxUint32:
-		return 0, fmt.Errorf("WakeupEvents %d out of range [0, %d]", o.WakeupEvents, uint64(math.MaxUint32))
+		return 0, fmt.Errorf("Options.WakeupEvents %d out of range [0, %d]", o.WakeupEvents, uint64(math.MaxUint32))
 	}
 	want, size := int64(cmp.Or(o.RingBytes, 256<<10)), int64(page)
 	for size < want { // page and maxRingBytes are powers of two: size <= max(page, maxRingBytes)
 		size *= 2
 	}
 	if o.Watermark < 0 || int64(o.Watermark) >= size {
-		return 0, fmt.Errorf("Watermark %d out of range [0, %d): it must be below the ring's size", o.Watermark, size)
+		return 0, fmt.Errorf("Options.Watermark %d out of range [0, %d): it must be below the ring's size", o.Watermark, size)
 	}
 	return int(size), nil
 }

@@ -40,32 +40,36 @@ const ENOTSUPP = unix.Errno(524)
 // from 512, meant never to reach user space and so named by no libc, with
 // the header's words: ENOTSUPP does reach it from bpf(2), and a kernel bug
 // may let another through. An array, which costs no code at start-up.
+// Its keys are the errnos less the first, so that each line shows its own.
 var kernelErrnos = [...]struct{ name, text string }{
-	512 - 512: {"ERESTARTSYS", "restart the system call"},
-	513 - 512: {"ERESTARTNOINTR", "restart the system call, not interrupted"},
-	514 - 512: {"ERESTARTNOHAND", "restart if no handler"},
-	515 - 512: {"ENOIOCTLCMD", "no ioctl command"},
-	516 - 512: {"ERESTART_RESTARTBLOCK", "restart by calling sys_restart_syscall"},
-	517 - 512: {"EPROBE_DEFER", "driver requests probe retry"},
-	518 - 512: {"EOPENSTALE", "open found a stale dentry"},
-	519 - 512: {"ENOPARAM", "parameter not supported"},
-	521 - 512: {"EBADHANDLE", "illegal NFS file handle"},
-	522 - 512: {"ENOTSYNC", "update synchronization mismatch"},
-	523 - 512: {"EBADCOOKIE", "cookie is stale"},
-	524 - 512: {"ENOTSUPP", "operation not supported"},
-	525 - 512: {"ETOOSMALL", "buffer or request is too small"},
-	526 - 512: {"ESERVERFAULT", "an untranslatable error occurred"},
-	527 - 512: {"EBADTYPE", "type not supported by server"},
-	528 - 512: {"EJUKEBOX", "request initiated, but will not complete before timeout"},
-	529 - 512: {"EIOCBQUEUED", "iocb queued, will get completion event"},
-	530 - 512: {"ERECALLCONFLICT", "conflict with recalled state"},
-	531 - 512: {"ENOGRACE", "NFS file lock reclaim refused"},
+	512 - firstKernelErrno: {"ERESTARTSYS", "restart the system call"},
+	513 - firstKernelErrno: {"ERESTARTNOINTR", "restart the system call, not interrupted"},
+	514 - firstKernelErrno: {"ERESTARTNOHAND", "restart if no handler"},
+	515 - firstKernelErrno: {"ENOIOCTLCMD", "no ioctl command"},
+	516 - firstKernelErrno: {"ERESTART_RESTARTBLOCK", "restart by calling sys_restart_syscall"},
+	517 - firstKernelErrno: {"EPROBE_DEFER", "driver requests probe retry"},
+	518 - firstKernelErrno: {"EOPENSTALE", "open found a stale dentry"},
+	519 - firstKernelErrno: {"ENOPARAM", "parameter not supported"},
+	521 - firstKernelErrno: {"EBADHANDLE", "illegal NFS file handle"},
+	522 - firstKernelErrno: {"ENOTSYNC", "update synchronization mismatch"},
+	523 - firstKernelErrno: {"EBADCOOKIE", "cookie is stale"},
+	524 - firstKernelErrno: {"ENOTSUPP", "operation not supported"},
+	525 - firstKernelErrno: {"ETOOSMALL", "buffer or request is too small"},
+	526 - firstKernelErrno: {"ESERVERFAULT", "an untranslatable error occurred"},
+	527 - firstKernelErrno: {"EBADTYPE", "type not supported by server"},
+	528 - firstKernelErrno: {"EJUKEBOX", "request initiated, but will not complete before timeout"},
+	529 - firstKernelErrno: {"EIOCBQUEUED", "iocb queued, will get completion event"},
+	530 - firstKernelErrno: {"ERECALLCONFLICT", "conflict with recalled state"},
+	531 - firstKernelErrno: {"ENOGRACE", "NFS file lock reclaim refused"},
 }
+
+// firstKernelErrno is the lowest errno of the kernel's own: ERESTARTSYS.
+const firstKernelErrno = 512
 
 // kernelErrno returns the name and text of e if it is one of the kernel's
 // own errnos.
 func kernelErrno(e unix.Errno) (name, text string, own bool) {
-	if i := int(e) - 512; i >= 0 && i < len(kernelErrnos) && kernelErrnos[i].name != "" {
+	if i := int(e) - firstKernelErrno; i >= 0 && i < len(kernelErrnos) && kernelErrnos[i].name != "" {
 		return kernelErrnos[i].name, kernelErrnos[i].text, true
 	}
 	return "", "", false
