@@ -65,9 +65,9 @@ type ObjKind string
 
 // The kinds of object that can be pinned and opened again.
 const (
-	ObjMap  ObjKind = "map"
-	ObjProg ObjKind = "prog"
-	ObjLink ObjKind = "link"
+	ObjMap  ObjKind = "map"  // a map: mapfd.Open
+	ObjProg ObjKind = "prog" // a program: prog.Open
+	ObjLink ObjKind = "link" // a link, which keeps its program attached
 )
 
 // OpenPinned is BPF_OBJ_GET of the pin at path, checked by BPFFSPath, for
