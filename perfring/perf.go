@@ -413,12 +413,18 @@ func (ring *perfRing) releaseTo(pos uint64) {
 }
 
 // ReadFunc waits until the kernel wakes the reader for a ring, then calls f
-// with every record that ring holds, in order, in place, and returns how
-// many it delivered; the first call reads every ring. A record counts as
-// read once f has it: an error from f stops the reading and is returned,
-// as is ErrClosed after a Close from f; a panic goes on up. Records below
-// a Watermark wake nobody: when the deadline passes or ctx ends, ReadFunc
-// reads what the rings hold before it gives up.
+// with every record that ring holds, in order, in place. It returns how
+// many records it delivered; the first call reads every ring.
+//
+// A record counts as read once f has it. An error from f stops the reading
+// and is returned, as is ErrClosed after a Close from f; a panic goes on
+// up. Records below a Watermark wake nobody, so when the deadline passes
+// or ctx ends, ReadFunc reads what the rings hold before it gives up.
+//
+// When it gives up, the error says why: it wraps ctx.Err() when ctx ends
+// (errors.Is(err, context.Canceled) or context.DeadlineExceeded), and
+// os.ErrDeadlineExceeded when the time SetDeadline set passes. After
+// Close it is ErrClosed.
 func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, error) {
 	if f == nil {
 		return 0, errNilFunc
@@ -588,6 +594,9 @@ func prefetchNext(data unsafe.Pointer, off, left uint64) {
 // Sample is a copy in a reused buffer, valid until the next call. Records
 // come in order per CPU, a ring until it is empty; space is handed back
 // when a ring is emptied, or a quarter of it read.
+//
+// Its errors are ReadFunc's: one that wraps ctx.Err() when ctx ends,
+// os.ErrDeadlineExceeded when the deadline passes, ErrClosed after Close.
 func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 	if err := r.poll.enter(ctx); err != nil {
 		return Record{}, err

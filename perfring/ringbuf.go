@@ -141,6 +141,11 @@ func (r *RingBufReader) handBack() {
 
 // ReadFunc waits for records and calls f with each, in place, as
 // PerfReader.ReadFunc does, handing the space back after the batch.
+//
+// When ctx ends its error wraps ctx.Err() (errors.Is(err,
+// context.Canceled) or context.DeadlineExceeded); when the time
+// SetDeadline set passes it wraps os.ErrDeadlineExceeded; after Close it
+// is ErrClosed.
 func (r *RingBufReader) ReadFunc(ctx context.Context, f func(Record) error) (int, error) {
 	if f == nil {
 		return 0, errNilFunc
@@ -187,6 +192,8 @@ func (r *RingBufReader) deliver(f func(Record) error) (int, error) {
 }
 
 // Read returns the next record, waiting for one, as PerfReader.Read does.
+// Its errors are ReadFunc's: one that wraps ctx.Err() when ctx ends,
+// os.ErrDeadlineExceeded when the deadline passes, ErrClosed after Close.
 func (r *RingBufReader) Read(ctx context.Context) (Record, error) {
 	if err := r.poll.enter(ctx); err != nil {
 		return Record{}, err
