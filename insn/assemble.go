@@ -9,24 +9,37 @@ import (
 
 // Errors returned by Assemble, wrapped with the item index and names.
 var (
-	ErrUnknownLabel   = errors.New("insn: unknown label")            // a jump or call to a label no Label item names
-	ErrDuplicateLabel = errors.New("insn: duplicate label")          // two Label items of one name
-	ErrEmptyLabel     = errors.New("insn: empty label name")         // a Label, or a jump target, named ""
-	ErrOffsetRange    = errors.New("insn: jump offset out of range") // too far for the field, or landing outside the program
-	ErrUnknownHelper  = errors.New("insn: unknown helper")           // CallName with a name not in the helper table
-	ErrNilMap         = errors.New("insn: nil map")                  // LoadMapFD or LoadMapValue of a nil MapFD
-	ErrBadFD          = errors.New("insn: invalid map fd")           // MapFD.FD answered a negative or too large fd
-	ErrRegister       = errors.New("insn: invalid register")         // above r10, or a pseudo source the kernel does not know
-	ErrInvalid        = errors.New("insn: invalid instruction")      // an opcode, width or field the verifier refuses
-	ErrArgument       = errors.New("insn: invalid argument")         // refused by a sequence builder such as MapIncrement
+	// ErrUnknownLabel: a jump or call to a label no Label item names.
+	ErrUnknownLabel = errors.New("insn: unknown label")
+	// ErrDuplicateLabel: two Label items of one name.
+	ErrDuplicateLabel = errors.New("insn: duplicate label")
+	// ErrEmptyLabel: a Label, or a jump target, named "".
+	ErrEmptyLabel = errors.New("insn: empty label name")
+	// ErrOffsetRange: a jump too far for its field, or landing outside the
+	// program.
+	ErrOffsetRange = errors.New("insn: jump offset out of range")
+	// ErrUnknownHelper: CallName with a name not in the helper table.
+	ErrUnknownHelper = errors.New("insn: unknown helper")
+	// ErrNilMap: LoadMapFD or LoadMapValue of a nil MapFD.
+	ErrNilMap = errors.New("insn: nil map")
+	// ErrBadFD: MapFD.FD answered a negative or too large fd.
+	ErrBadFD = errors.New("insn: invalid map fd")
+	// ErrRegister: a register above r10, or a pseudo source the kernel
+	// does not know.
+	ErrRegister = errors.New("insn: invalid register")
+	// ErrInvalid: an opcode, width or field the verifier refuses.
+	ErrInvalid = errors.New("insn: invalid instruction")
+	// ErrArgument: an argument a sequence builder such as MapIncrement
+	// refuses.
+	ErrArgument = errors.New("insn: invalid argument")
 )
 
-// Assemble lays items out into instruction slots, resolving labels
+// Assemble lays items out into instruction slots. It resolves labels
 // (offsets count slots from the next one; a 64-bit load takes two), map
-// references (calling FD now) and helper names, and checks every
+// references (calling FD now) and helper names. It checks every
 // instruction's encoding as the verifier does before types and bounds:
-// registers, opcodes, widths, reserved fields, jumps outside the program
-// or into a 64-bit load.
+// registers, opcodes, widths, reserved fields, and jumps outside the
+// program or into a 64-bit load.
 func Assemble(items []Item) ([]Instruction, error) {
 	labels := make(map[string]int)
 	pc := 0
@@ -73,7 +86,10 @@ func Assemble(items []Item) ([]Instruction, error) {
 			case it.ref == refImm && d == int(int32(d)):
 				ins.Imm = int32(d)
 			default: // off holds 16 bits, imm 32
-				return nil, at(n, pc, fmt.Errorf("%w: %d to %q does not fit %d bits", ErrOffsetRange, d, it.name, 16<<(it.ref-refOff)))
+				bits := 16 << (it.ref - refOff)
+				err := fmt.Errorf("%w: %d to %q does not fit %d bits",
+					ErrOffsetRange, d, it.name, bits)
+				return nil, at(n, pc, err)
 			}
 		case refMap:
 			if it.m == nil {
@@ -95,7 +111,9 @@ func Assemble(items []Item) ([]Instruction, error) {
 			out = append(out, Instruction{Imm: it.hi})
 		}
 	}
-	for pc, ins := range out { // the kernel: "jump out of range", "jump into the middle of ldimm64 insn"
+	// The kernel's "jump out of range" and "jump into the middle of ldimm64
+	// insn", found before it.
+	for pc, ins := range out {
 		d, ok := jumpOffset(ins)
 		to, why := int64(pc)+1+int64(d), "" // in 64 bits: a gotol's pc+1+imm overflows a 32-bit int
 		switch {
@@ -116,12 +134,13 @@ func Assemble(items []Item) ([]Instruction, error) {
 	return out, nil
 }
 
-// written is the register that in writes and what it is to in, as the verifier
-// calls check_reg_arg(DST_OP) on it, which refuses r10 ("frame pointer is
-// read only"): the destination of an ALU operation, a load (LDX, a 64-bit
-// immediate, a load-acquire), and the src of an atomic with BPF_FETCH,
-// which gets the old value (BPF_XCHG too; BPF_CMPXCHG's goes to r0). A
-// store's dst is an address, read; so is an atomic's. what is "" for none.
+// written is the register that in writes, and what it is to in; what is ""
+// for none. The verifier calls check_reg_arg(DST_OP) on that register,
+// which refuses r10 ("frame pointer is read only"). It is the destination
+// of an ALU operation or of a load (LDX, a 64-bit immediate, a
+// load-acquire), and the src of an atomic with BPF_FETCH, which gets the
+// old value (BPF_XCHG too; BPF_CMPXCHG's goes to r0). A store's dst is an
+// address, read, and so is an atomic's.
 func written(in Instruction) (r Register, what string) {
 	switch a, class := AtomicOp(in.Imm), in.Class(); {
 	case class == BPF_ALU || class == BPF_ALU64 || class == BPF_LDX || in.IsLoadImm64():
@@ -197,9 +216,11 @@ func check(in Instruction, wide bool, hi int32) error {
 	case in.Dst > R10:
 		return fmt.Errorf("%w: r%d as destination (r0 to r10)", ErrRegister, in.Dst)
 	case in.IsLoadImm64() && in.Src > BPF_PSEUDO_MAP_IDX_VALUE:
-		return fmt.Errorf("%w: pseudo source %d of a 64-bit load (0 to %d)", ErrRegister, in.Src, BPF_PSEUDO_MAP_IDX_VALUE)
+		return fmt.Errorf("%w: pseudo source %d of a 64-bit load (0 to %d)",
+			ErrRegister, in.Src, BPF_PSEUDO_MAP_IDX_VALUE)
 	case call && in.Src > BPF_PSEUDO_KFUNC_CALL:
-		return fmt.Errorf("%w: pseudo source %d of a call (0 to %d)", ErrRegister, in.Src, BPF_PSEUDO_KFUNC_CALL)
+		return fmt.Errorf("%w: pseudo source %d of a call (0 to %d)",
+			ErrRegister, in.Src, BPF_PSEUDO_KFUNC_CALL)
 	case !in.IsLoadImm64() && !call && in.Src > R10:
 		return fmt.Errorf("%w: r%d as source (r0 to r10)", ErrRegister, in.Src)
 	}
@@ -246,7 +267,8 @@ func check(in Instruction, wide bool, hi int32) error {
 			zero(fieldSrc | fieldOff)
 		default:
 			zero(unused)
-			need(in.Off == 0 || in.Off == 1 && (op == BPF_DIV || op == BPF_MOD), "off must be 0, or 1 for signed div and mod")
+			need(in.Off == 0 || in.Off == 1 && (op == BPF_DIV || op == BPF_MOD),
+				"off must be 0, or 1 for signed div and mod")
 			need(!k || in.Imm != 0 || op != BPF_DIV && op != BPF_MOD, "division by zero")
 			need(!k || in.Imm >= 0 && in.Imm < bits || op != BPF_LSH && op != BPF_RSH && op != BPF_ARSH,
 				"a shift is by 0 to 31, or 63 in 64 bits")
@@ -278,7 +300,8 @@ func check(in Instruction, wide bool, hi int32) error {
 		default:
 			need(in.IsLoadImm64(), "unknown load mode or size")
 			need(wide, "a 64-bit immediate load takes two slots: LoadImm64Raw")
-			need(hi == 0 || in.Src != BPF_PSEUDO_MAP_FD && in.Src != BPF_PSEUDO_MAP_IDX, "the upper imm of a map fd or index load must be 0")
+			need(hi == 0 || in.Src != BPF_PSEUDO_MAP_FD && in.Src != BPF_PSEUDO_MAP_IDX,
+				"the upper imm of a map fd or index load must be 0")
 		}
 	case BPF_JMP, BPF_JMP32:
 		switch op := JumpOp(op); {
@@ -289,7 +312,8 @@ func check(in Instruction, wide bool, hi int32) error {
 				zero(fieldSrc | fieldImm)
 			}
 			need(op != BPF_CALL || in.Off == 0 || in.Src == BPF_PSEUDO_KFUNC_CALL, "off must be 0")
-			need(op != BPF_CALL || in.Src != 0 || in.Imm > 0 && Helper(in.Imm) < numHelpers, "unknown helper")
+			need(op != BPF_CALL || in.Src != 0 || in.Imm > 0 && Helper(in.Imm) < numHelpers,
+				"unknown helper")
 		case op == BPF_JA:
 			need(k, "goto takes no source")
 			if zero(fieldSrc | fieldDst); jmp32 { // gotol: the offset is in imm
@@ -304,7 +328,8 @@ func check(in Instruction, wide bool, hi int32) error {
 		}
 	}
 	if why != "" {
-		return fmt.Errorf("%w 0x%02x (dst r%d, src r%d, off %d, imm %d): %s", ErrInvalid, in.Code, in.Dst, in.Src, in.Off, in.Imm, why)
+		return fmt.Errorf("%w 0x%02x (dst r%d, src r%d, off %d, imm %d): %s",
+			ErrInvalid, in.Code, in.Dst, in.Src, in.Off, in.Imm, why)
 	}
 	return nil
 }

@@ -52,7 +52,8 @@ func AppendEncode(b []byte, insns []Instruction) ([]byte, error) {
 	b = slices.Grow(b, len(insns)*InstructionSize)[:at+len(insns)*InstructionSize]
 	for n, in := range insns {
 		if r := max(in.Dst, in.Src); r > 15 {
-			return b[:at], &itemError{fmt.Sprintf("encode: instruction %d", n), fmt.Errorf("%w: r%d does not fit 4 bits", ErrRegister, r)}
+			err := fmt.Errorf("%w: r%d does not fit 4 bits", ErrRegister, r)
+			return b[:at], &itemError{fmt.Sprintf("encode: instruction %d", n), err}
 		}
 		s := b[at+n*InstructionSize : at+n*InstructionSize+InstructionSize]
 		s[0], s[1] = in.Code, byte(in.Dst)|byte(in.Src)<<4
