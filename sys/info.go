@@ -80,9 +80,10 @@ type LinkInfo struct {
 }
 
 // BTFInfo is struct bpf_btf_info (5.0; Name, NameLen and KernelBTF 5.11),
-// its fields as the uapi names them: point BTF at a buffer of BTFSize
-// bytes for the raw BTF, Name at one of NameLen for the name ("vmlinux",
-// or a module's); KernelBTF is 1 for the kernel's and its modules' BTF.
+// its fields as the uapi names them. Point BTF at a buffer of BTFSize
+// bytes for the raw BTF, and Name at one of NameLen for the name
+// ("vmlinux", or a module's). KernelBTF is 1 for the kernel's and its
+// modules' BTF.
 type BTFInfo struct {
 	BTF       Pointer
 	BTFSize   uint32

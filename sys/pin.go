@@ -34,7 +34,8 @@ func BPFFSPath(path string) (string, error) {
 		return "", fmt.Errorf("sys: pin path %q: statfs %s: %w", path, real, err)
 	}
 	if uint32(st.Type) != BPF_FS_MAGIC {
-		return "", fmt.Errorf("sys: pin path %q: %s is not on a BPF file system (mount one: mount -t bpf bpf /sys/fs/bpf): %w", path, real, unix.EINVAL)
+		return "", fmt.Errorf("sys: pin path %q: %s is not on a BPF file system "+
+			"(mount one: mount -t bpf bpf /sys/fs/bpf): %w", path, real, unix.EINVAL)
 	}
 	return filepath.Join(real, name), nil
 }
@@ -99,7 +100,8 @@ func Unpin(path string) error {
 	if err != nil {
 		return err
 	}
-	_, err = traced("unlink", func() string { return fmt.Sprintf("%q", real) }, func() (int, error) { return 0, unix.Unlink(real) })
+	args := func() string { return fmt.Sprintf("%q", real) }
+	_, err = traced("unlink", args, func() (int, error) { return 0, unix.Unlink(real) })
 	return sysErr("unlink "+real, err)
 }
 
