@@ -61,11 +61,16 @@ const MaxLogSize = 64 << 20
 
 // Program is a loaded program.
 type Program struct {
-	fd   sys.FD
-	name string
-	typ  Type
-	log  string
+	fd         sys.FD
+	name       string
+	typ        Type
+	attachType uint32 // the Spec's ExpectedAttachType, or attachUnknown
+	log        string
 }
+
+// attachUnknown is the attach type of a program opened by id or pin: the
+// kernel's program info does not say what it was loaded with.
+const attachUnknown = ^uint32(0)
 
 // Load assembles spec.Insns (or takes spec.Instructions) and loads the
 // program; one the verifier rejects is a *VerifierError.
@@ -129,7 +134,12 @@ func Load(spec Spec) (*Program, error) {
 	if err != nil {
 		return nil, newVerifierError(spec.Name, err, unix.ByteSliceToString(log))
 	}
-	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: unix.ByteSliceToString(log)}
+	p := &Program{
+		name:       attr.ProgName.String(),
+		typ:        spec.Type,
+		attachType: spec.ExpectedAttachType,
+		log:        unix.ByteSliceToString(log),
+	}
 	p.fd.Set(fd)
 	return p, nil
 }
@@ -191,7 +201,7 @@ func fromFD(fd int, err error) (*Program, error) {
 		unix.Close(fd)
 		return nil, wrap(err, "program info")
 	}
-	p := &Program{name: info.Name.String(), typ: Type(info.Type)}
+	p := &Program{name: info.Name.String(), typ: Type(info.Type), attachType: attachUnknown}
 	p.fd.Set(fd)
 	return p, nil
 }
