@@ -1,13 +1,23 @@
 package tests
 
 import (
+	"encoding/binary"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/sys"
+	"github.com/bpfkit/bpfkit/tracefs"
+	"golang.org/x/sys/unix"
 )
 
 // counted reads funccount's rows ("name count") into a map, summed over
@@ -42,25 +52,80 @@ func countedJSON(t *testing.T, out string) map[string]int {
 
 // TestFunccountTracepoints: a process calls getppid 37 times and writes 7
 // times while funccount -p counts the syscalls:sys_enter_get* tracepoints
-// and sys_enter_write (twenty-odd, named twice: once each) with one
-// program: the two counts must be exact, in text and in -json, and on
-// kernels without perf links funccount must say it fell back to a program
-// per event.
+// and sys_enter_write (twenty-odd, named twice: once each), all through
+// raw_syscalls:sys_enter: the two counts must be exact, in text and in
+// -json.
 func TestFunccountTracepoints(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, asJSON := range []bool{false, true} {
-		args, got, out, said := runFunccount(t, asJSON, "syscalls:sys_enter_get*", "syscalls:sys_enter_write", "syscalls:sys_enter_getppid")
+	for _, c := range []struct {
+		json     bool
+		patterns []string
+	}{
+		{false, []string{"syscalls:sys_enter_get*", "syscalls:sys_enter_write",
+			"syscalls:sys_enter_getppid"}},
+		{true, []string{"syscalls:sys_enter_get*", "syscalls:sys_enter_write"}},
+	} {
+		args, got, out, said := runFunccount(t, c.json, c.patterns...)
 		if got["syscalls:sys_enter_getppid"] != 37 || got["syscalls:sys_enter_write"] != 7 {
-			t.Fatalf("funccount %q: getppid %d and write %d, want 37 and 7:\n%s", args, got["syscalls:sys_enter_getppid"], got["syscalls:sys_enter_write"], out)
+			t.Fatalf("funccount %q: getppid %d and write %d, want 37 and 7:\n%s", args,
+				got["syscalls:sys_enter_getppid"], got["syscalls:sys_enter_write"], out)
 		}
-		checkFallback(t, said)
+		if !strings.Contains(said, "system calls through raw_syscalls:sys_enter;") {
+			t.Fatalf("funccount %q did not count through raw_syscalls:sys_enter:\n%s", args, said)
+		}
+		if strings.Contains(said, "sys_exit") || strings.Contains(said, "perf event") {
+			t.Fatalf("funccount %q attached more than sys_enter:\n%s", args, said)
+		}
+	}
+}
+
+// TestFunccountEnterAndExit: one glob over entries and exits of getppid
+// and write, and raw_syscalls:sys_exit itself (a raw tracepoint), with -p:
+// each syscall tracepoint counts its calls exactly, entering and
+// returning, on the two programs of raw_syscalls.
+func TestFunccountEnterAndExit(t *testing.T) {
+	testutil.RequireRoot(t)
+	args, got, out, said := runFunccount(t, false, "syscalls:sys_*_getppid", "syscalls:sys_exit_write",
+		"syscalls:sys_e*_mmap*", "raw_syscalls:sys_exit")
+	want := map[string]int{
+		"syscalls:sys_enter_getppid": 37,
+		"syscalls:sys_exit_getppid":  37,
+		"syscalls:sys_exit_write":    7,
+	}
+	for name, n := range want {
+		if got[name] != n {
+			t.Errorf("funccount %q: %s %d, want %d", args, name, got[name], n)
+		}
+	}
+	// The workload maps 12289 bytes once; its runtime maps more. Each
+	// call it made entered and returned.
+	mmap := map[string]string{"x86_64": "mmap", "aarch64": "mmap", "riscv64": "mmap"}
+	if tab, err := prog.KernelSyscalls(); err == nil && mmap[tab.Arch] != "" {
+		enter, exit := got["syscalls:sys_enter_mmap"], got["syscalls:sys_exit_mmap"]
+		if enter < 1 || enter != exit {
+			t.Errorf("funccount %q: mmap entered %d times, returned %d", args, enter, exit)
+		}
+	}
+	if got["raw_syscalls:sys_exit"] < 37+7 {
+		t.Errorf("funccount %q: raw_syscalls:sys_exit %d, fewer than the workload's calls",
+			args, got["raw_syscalls:sys_exit"])
+	}
+	for _, s := range []string{"through raw_syscalls:sys_enter", "through raw_syscalls:sys_exit",
+		"1 tracepoint through raw tracepoints"} {
+		if !strings.Contains(said, s) {
+			t.Errorf("funccount %q did not say %q:\n%s", args, s, said)
+		}
+	}
+	if t.Failed() {
+		t.Fatal(out)
 	}
 }
 
 // runFunccount counts patterns over the workload of 37 getppid calls and
 // 7 writes, for its pid, in text or -json: the arguments, the counts, the
 // output and, with stderr, all it said.
-func runFunccount(t *testing.T, asJSON bool, patterns ...string) (args []string, got map[string]int, out, said string) {
+func runFunccount(t *testing.T, asJSON bool, patterns ...string) (
+	args []string, got map[string]int, out, said string) {
 	t.Helper()
 	pid, run := workload(t, 37, 1, 100, 100, 100, 5000, 5000, 70000)
 	args = append(append([]string{"-p", strconv.Itoa(pid)}, patterns...), "60")
@@ -78,25 +143,173 @@ func runFunccount(t *testing.T, asJSON bool, patterns ...string) (args []string,
 	return args, got, out, out + r.err.String()
 }
 
-// checkFallback: the tool says whether it used cookies, and that is what
-// the kernel has.
-func checkFallback(t *testing.T, out string) {
+// TestFunccountCompat: a 386 program on this 64-bit kernel makes compat
+// system calls, which the syscalls:* tracepoints do not see and
+// raw_syscalls sees with i386's numbers: its 37 getppid calls are number
+// 64, x86-64's semget. funccount counts as the tracepoints do: no
+// getppid, no semget, no write; raw_syscalls:sys_enter itself sees them.
+func TestFunccountCompat(t *testing.T) {
+	testutil.RequireRoot(t)
+	if runtime.GOARCH != "amd64" || os.Getenv("BPFKIT_VM") != "" {
+		t.Skip("runs a 386 program, built here: on x86-64 hosts with Go")
+	}
+	bin := filepath.Join(t.TempDir(), "compat386")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/compat")
+	build.Env = append(os.Environ(), "GOARCH=386", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("GOARCH=386 go build: %v\n%s", err, out)
+	}
+	w := exec.Command(bin, "37", "7")
+	stdin, err := w.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+	r := startTool(t, "funccount", "-p", strconv.Itoa(w.Process.Pid), "syscalls:sys_*_getppid",
+		"syscalls:sys_*_semget", "syscalls:sys_*_write", "raw_syscalls:sys_enter", "60")
+	r.waitFor("Ctrl-C to stop")
+	fmt.Fprintln(stdin)
+	if err := w.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	out := r.stop()
+	got := counted(out)
+	for _, name := range []string{"getppid", "semget", "write"} {
+		for _, dir := range []string{"enter", "exit"} {
+			if n := got["syscalls:sys_"+dir+"_"+name]; n != 0 {
+				t.Errorf("syscalls:sys_%s_%s counted %d compat calls; the tracepoint sees none", dir, name, n)
+			}
+		}
+	}
+	if got["raw_syscalls:sys_enter"] < 37+7 {
+		t.Errorf("raw_syscalls:sys_enter counted %d of the 386 program's calls, fewer than its 44",
+			got["raw_syscalls:sys_enter"])
+	}
+	if t.Failed() {
+		t.Fatal(out)
+	}
+}
+
+// TestFunccountLeavesPerfUsersAlone: while funccount counts a tracepoint,
+// a counting perf event of this test on the same tracepoint, for its own
+// thread, sees every event the thread makes: 29 getppid calls (a syscall
+// tracepoint) and 29 renames of itself (task:task_rename, a raw
+// tracepoint). funccount counts the same. A perf tracepoint program that
+// returned 0, as funccount's did, hid them all from the perf event.
+func TestFunccountLeavesPerfUsersAlone(t *testing.T) {
+	testutil.RequireRoot(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	name, _ := os.ReadFile("/proc/thread-self/comm")
+	defer setThreadName(strings.TrimSpace(string(name)))
+	const n = 29
+	for _, c := range []struct {
+		group, name string
+		event       func()
+	}{
+		{"syscalls", "sys_enter_getppid", func() { unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0) }},
+		{"task", "task_rename", func() { setThreadName("fc-visible") }},
+	} {
+		tp := c.group + ":" + c.name
+		r := startTool(t, "funccount", "-p", strconv.Itoa(os.Getpid()), tp, "60")
+		r.waitFor("Ctrl-C to stop")
+		perf := openCounter(t, c.group, c.name)
+		for range n {
+			c.event()
+		}
+		seen := readCounter(t, perf)
+		unix.Close(perf)
+		out := r.stop()
+		if seen != n || counted(out)[tp] != n {
+			t.Fatalf("%s: the test's perf event saw %d of %d events while funccount ran; "+
+				"funccount counted %d:\n%s%s", tp, seen, n, counted(out)[tp], out, r.err.String())
+		}
+	}
+}
+
+// setThreadName renames the calling thread (prctl PR_SET_NAME), which
+// fires task:task_rename once.
+func setThreadName(name string) {
+	b, _ := unix.BytePtrFromString(name)
+	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(b)), 0, 0, 0)
+}
+
+// openCounter opens a counting perf event on tracepoint group:name for
+// the calling thread, enabled.
+func openCounter(t *testing.T, group, name string) int {
 	t.Helper()
+	id, err := tracefs.TracepointID(group, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id}
+	fd, err := sys.PerfEventOpen(&attr, 0, -1, -1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// readCounter reads a counting perf event's count.
+func readCounter(t *testing.T, fd int) uint64 {
+	t.Helper()
+	b := make([]byte, 8)
+	if n, err := unix.Read(fd, b); err != nil || n != 8 {
+		t.Fatalf("reading the perf event: %d bytes, %v", n, err)
+	}
+	return binary.NativeEndian.Uint64(b)
+}
+
+// TestFunccountLetsGoFast: funccount on all 720 syscall tracepoints exits
+// within 3 s of SIGINT (a second is the aim; the margin is for a loaded
+// machine), where detaching a perf event per tracepoint took 25 s.
+func TestFunccountLetsGoFast(t *testing.T) {
+	testutil.RequireRoot(t)
+	r := startTool(t, "funccount", "syscalls:*", "60")
+	r.waitFor("Ctrl-C to stop")
+	start := time.Now()
+	r.stop()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("funccount 'syscalls:*' took %v to exit after SIGINT, more than 3 s", took)
+	} else {
+		t.Logf("funccount 'syscalls:*' exited %v after SIGINT", took)
+	}
+}
+
+// checkFallback: for kernel functions funccount says what it used, and
+// that is what the kernel has: one kprobe_multi link, else kprobes told
+// apart by cookie, else a program per function.
+func checkFallback(t *testing.T, said string) {
+	t.Helper()
+	multi, err := prog.HaveKprobeMulti()
+	if err != nil {
+		t.Fatal(err)
+	}
 	links, err := prog.HavePerfLink()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if said := strings.Contains(out, "told apart by bpf_cookie"); said != links {
-		t.Fatalf("perf links %v, but funccount said:\n%s", links, out)
+	want := "through one kprobe_multi link"
+	switch {
+	case multi:
+	case links:
+		want = "through kprobes (no kprobe_multi links: Linux 5.18 with CONFIG_FPROBE), " +
+			"one program told apart by bpf_cookie"
+	default:
+		want = "one program per event: this kernel has no BPF perf links"
 	}
-	if !links && !strings.Contains(out, "this kernel has no BPF perf links") {
-		t.Fatalf("no word of the fallback:\n%s", out)
+	if !strings.Contains(said, want) {
+		t.Fatalf("kprobe_multi %v, perf links %v, but funccount did not say %q:\n%s",
+			multi, links, want, said)
 	}
 }
 
-// TestFunccountKprobes: the kernel functions behind the same workload,
-// through kprobes (in the VMs): vfs_write 7 times and the getppid handler
-// 37 times, in text and in -json.
+// TestFunccountKprobes: the kernel functions behind the same workload, in
+// the VMs: vfs_write 7 times and the getppid handler 37 times, in text
+// and in -json.
 func TestFunccountKprobes(t *testing.T) {
 	requireKprobes(t)
 	getppid, err := prog.SyscallSymbol("getppid")
@@ -106,12 +319,54 @@ func TestFunccountKprobes(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
 		args, got, out, said := runFunccount(t, asJSON, "vfs_write", getppid)
 		if got[getppid] != 37 || got["vfs_write"] != 7 {
-			t.Fatalf("funccount %q: %s %d and vfs_write %d, want 37 and 7:\n%s", args, getppid, got[getppid], got["vfs_write"], out)
+			t.Fatalf("funccount %q: %s %d and vfs_write %d, want 37 and 7:\n%s",
+				args, getppid, got[getppid], got["vfs_write"], out)
 		}
 		checkFallback(t, said)
-		t.Log("\n" + out)
 		if os.Getenv("BPFKIT_VM") == "5.10" && !strings.Contains(said, "one program per event") {
 			t.Fatal("5.10 has no perf links, yet funccount did not fall back")
 		}
+	}
+}
+
+// TestFunccountFunctionGlobs: globs of a few hundred kernel functions, the
+// vfs_ ones and the security_ ones, with the getppid handler, count the
+// workload exactly (vfs_write 7, the handler 37) and attach and let go
+// within 1 s where the kernel has kprobe_multi links (3 s under a loaded
+// machine); the kprobes' times elsewhere are logged.
+func TestFunccountFunctionGlobs(t *testing.T) {
+	requireKprobes(t)
+	getppid, err := prog.SyscallSymbol("getppid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	multi, err := prog.HaveKprobeMulti()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, run := workload(t, 37, 1, 100, 100, 100, 5000, 5000, 70000)
+	start := time.Now()
+	r := startTool(t, "funccount", "-p", strconv.Itoa(pid), "vfs_*", "security_*", getppid, "60")
+	r.waitFor("Ctrl-C to stop")
+	attached := time.Since(start)
+	run()
+	stop := time.Now()
+	out := r.stop()
+	exited := time.Since(stop)
+	got := counted(out)
+	said := out + r.err.String()
+	events := strings.Fields(said)[1]
+	t.Logf("funccount 'vfs_*' 'security_*' %s: %s events, attached in %v, "+
+		"exited %v after SIGINT (kprobe_multi %v)", getppid, events, attached, exited, multi)
+	if got[getppid] != 37 || got["vfs_write"] != 7 {
+		t.Fatalf("%s %d and vfs_write %d, want 37 and 7:\n%s",
+			getppid, got[getppid], got["vfs_write"], said)
+	}
+	checkFallback(t, said)
+	if n, _ := strconv.Atoi(events); n < 200 {
+		t.Fatalf("only %d functions matched:\n%s", n, said)
+	}
+	if multi && (attached > 3*time.Second || exited > 3*time.Second) {
+		t.Fatalf("with kprobe_multi, attached in %v and exited in %v: more than 3 s", attached, exited)
 	}
 }
