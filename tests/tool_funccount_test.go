@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -54,7 +55,7 @@ func countedJSON(t *testing.T, out string) map[string]int {
 // times while funccount -p counts the syscalls:sys_enter_get* tracepoints
 // and sys_enter_write (twenty-odd, named twice: once each), all through
 // raw_syscalls:sys_enter: the two counts must be exact, in text and in
-// -json.
+// -json, under bcc's and bpftrace's prefixes too.
 func TestFunccountTracepoints(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, c := range []struct {
@@ -63,7 +64,7 @@ func TestFunccountTracepoints(t *testing.T) {
 	}{
 		{false, []string{"syscalls:sys_enter_get*", "syscalls:sys_enter_write",
 			"syscalls:sys_enter_getppid"}},
-		{true, []string{"syscalls:sys_enter_get*", "syscalls:sys_enter_write"}},
+		{true, []string{"t:syscalls:sys_enter_get*", "tracepoint:syscalls:sys_enter_write"}},
 	} {
 		args, got, out, said := runFunccount(t, c.json, c.patterns...)
 		if got["syscalls:sys_enter_getppid"] != 37 || got["syscalls:sys_enter_write"] != 7 {
@@ -75,6 +76,9 @@ func TestFunccountTracepoints(t *testing.T) {
 		}
 		if strings.Contains(said, "sys_exit") || strings.Contains(said, "perf event") {
 			t.Fatalf("funccount %q attached more than sys_enter:\n%s", args, said)
+		}
+		if !c.json && !strings.Contains(out, "\nEVENT ") {
+			t.Fatalf("funccount %q: no EVENT header:\n%s", args, out)
 		}
 	}
 }
@@ -279,6 +283,55 @@ func TestFunccountLetsGoFast(t *testing.T) {
 	}
 }
 
+// TestFunccountRejectsPatterns: a pattern that names nothing funccount can
+// count is a usage error (status 2), one line that quotes it, before
+// anything is loaded.
+func TestFunccountRejectsPatterns(t *testing.T) {
+	for _, c := range []struct {
+		pattern, says string
+	}{
+		{"", `pattern "" is empty`},
+		{":", `pattern ":" is no tracepoint`},
+		{"t:", `pattern "t:" is no tracepoint`},
+		{"tracepoint:sched", `pattern "tracepoint:sched" is no tracepoint`},
+		{"a:b:c", `pattern "a:b:c" is no tracepoint`},
+		{"k:", `pattern "k:" has no function after its prefix`},
+		{"kprobe:a:b", `pattern "kprobe:a:b" is no kernel function`},
+		{"vfs\nread", `pattern "vfs\nread" holds white space`},
+		{"vfs read", `pattern "vfs read" holds white space`},
+		{"t:sched:[", `pattern "t:sched:[": syntax error in pattern`},
+	} {
+		cmd := exec.Command(toolPath(t, "funccount"), c.pattern, "1", "1")
+		if os.Geteuid() == 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		out, errOut, status := runCmd(t, cmd)
+		oneLine := strings.Count(errOut, "\n") == 1 && strings.Contains(errOut, c.says)
+		if status != 2 || out != "" || !oneLine {
+			t.Errorf("funccount %q: status %d, stdout %q, stderr %q; want 2 and one line with %q",
+				c.pattern, status, out, errOut, c.says)
+		}
+	}
+}
+
+// TestFunccountNoKprobes: on a kernel without kprobes or kprobe_multi
+// links (this host), a function glob says so, as a plain function name
+// does, not that available_filter_functions could not be read.
+func TestFunccountNoKprobes(t *testing.T) {
+	testutil.RequireRoot(t)
+	if haveKprobes(t) {
+		t.Skip("this kernel has kprobes")
+	}
+	for _, pattern := range []string{"vfs_*", "vfs_read", "k:vfs_*"} {
+		out, errOut, status := runTool(t, "funccount", pattern, "1", "1")
+		if status != 1 || out != "" || !strings.Contains(errOut, "this kernel has no kprobes") ||
+			strings.Contains(errOut, "available_filter_functions") {
+			t.Errorf("funccount %q: status %d, stdout %q, stderr %q; "+
+				"want 1 saying the kernel has no kprobes", pattern, status, out, errOut)
+		}
+	}
+}
+
 // checkFallback: for kernel functions funccount says what it used, and
 // that is what the kernel has: one kprobe_multi link, else kprobes told
 // apart by cookie, else a program per function.
@@ -309,7 +362,7 @@ func checkFallback(t *testing.T, said string) {
 
 // TestFunccountKprobes: the kernel functions behind the same workload, in
 // the VMs: vfs_write 7 times and the getppid handler 37 times, in text
-// and in -json.
+// and in -json, under a FUNC header.
 func TestFunccountKprobes(t *testing.T) {
 	requireKprobes(t)
 	getppid, err := prog.SyscallSymbol("getppid")
@@ -317,12 +370,15 @@ func TestFunccountKprobes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, asJSON := range []bool{false, true} {
-		args, got, out, said := runFunccount(t, asJSON, "vfs_write", getppid)
+		args, got, out, said := runFunccount(t, asJSON, "vfs_write", "k:"+getppid)
 		if got[getppid] != 37 || got["vfs_write"] != 7 {
 			t.Fatalf("funccount %q: %s %d and vfs_write %d, want 37 and 7:\n%s",
 				args, getppid, got[getppid], got["vfs_write"], out)
 		}
 		checkFallback(t, said)
+		if !asJSON && !strings.Contains(out, "\nFUNC ") {
+			t.Fatalf("funccount %q: no FUNC header:\n%s", args, out)
+		}
 		if os.Getenv("BPFKIT_VM") == "5.10" && !strings.Contains(said, "one program per event") {
 			t.Fatal("5.10 has no perf links, yet funccount did not fall back")
 		}

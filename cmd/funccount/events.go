@@ -29,19 +29,58 @@ type pattern struct {
 	tracepoint bool
 }
 
-// parsePattern reads one pattern: "group:name" (a tracepoint) or "func".
+// The prefixes bcc's funccount (t:) and bpftrace (tracepoint:, t:,
+// kprobe:, k:) put before a tracepoint or a kernel function.
+var (
+	tracepointPrefixes = []string{"tracepoint:", "t:"}
+	functionPrefixes   = []string{"kprobe:", "k:"}
+)
+
+// parsePattern reads one pattern: "t:group:name", "tracepoint:...",
+// "k:func", "kprobe:func", or without a prefix "group:name" (a
+// tracepoint) or "func". Anything else is a usage error that quotes it.
 func parsePattern(text string) (pattern, error) {
-	_, err := path.Match(text, "")
-	switch {
-	case err != nil:
-		return pattern{}, tool.Usagef("pattern %q: %v", text, err)
-	case text == "":
-		return pattern{}, tool.Usagef("an empty pattern")
-	case tool.IsNumber(text) && !strings.Contains(text, ":"):
-		return pattern{}, tool.Usagef("pattern %q is a number: the interval and count come last, "+
-			"after the patterns, at most two of them", text)
+	bad := func(why string) (pattern, error) {
+		return pattern{}, tool.Usagef("pattern %q %s", text, why)
 	}
-	return pattern{text: text, glob: text, tracepoint: strings.Contains(text, ":")}, nil
+	switch {
+	case text == "":
+		return bad("is empty: give a tracepoint (group:name) or a kernel function")
+	case strings.ContainsAny(text, " \t\n\r\x00"):
+		return bad("holds white space or a NUL: no tracepoint or function name has one")
+	case tool.IsNumber(text) && !strings.Contains(text, ":"):
+		return bad("is a number: the interval and count come last, after the patterns, " +
+			"at most two of them")
+	}
+	p := pattern{text: text, glob: text}
+	prefixed := false
+	for _, pre := range tracepointPrefixes {
+		if rest, ok := strings.CutPrefix(text, pre); ok {
+			p.glob, p.tracepoint, prefixed = rest, true, true
+		}
+	}
+	for _, pre := range functionPrefixes {
+		if rest, ok := strings.CutPrefix(text, pre); ok {
+			p.glob, prefixed = rest, true
+		}
+	}
+	if !prefixed {
+		p.tracepoint = strings.Contains(text, ":")
+	}
+	if _, err := path.Match(p.glob, ""); err != nil {
+		return pattern{}, tool.Usagef("pattern %q: %v", text, err)
+	}
+	group, name, colon := strings.Cut(p.glob, ":")
+	switch {
+	case p.tracepoint && (group == "" || name == "" || strings.Contains(name, ":")):
+		return bad("is no tracepoint: give group:name, both (globs allowed): syscalls:sys_enter_*")
+	case !p.tracepoint && colon:
+		return bad("is no kernel function, which has no ':' (prefixes: t: or tracepoint:, " +
+			"k: or kprobe:)")
+	case !p.tracepoint && p.glob == "":
+		return bad("has no function after its prefix")
+	}
+	return p, nil
 }
 
 // expand turns patterns into events, in the order given, each once:
@@ -109,8 +148,13 @@ func tracepoints(glob string) ([]string, error) {
 	return out, nil
 }
 
-// traceableFunctions is the list a function glob is matched against.
+// traceableFunctions is the list a function glob is matched against. A
+// kernel without kprobes or kprobe_multi links is said to be one before
+// the list is read: its refusal (EPERM here) would not say why.
 func traceableFunctions(p pattern) ([]string, error) {
+	if err := canCountFunctions(p.text); err != nil {
+		return nil, err
+	}
 	funcs, err := ftraceFunctions()
 	if err != nil {
 		return nil, fmt.Errorf("pattern %q needs the list of kernel functions: %w", p.text, err)

@@ -1,6 +1,7 @@
 // Command funccount counts events: tracepoints matching group:name
-// patterns ('syscalls:sys_enter_*', 'sched:*') or kernel functions
-// ('vfs_read', 'tcp_*'), as bcc's funccount does.
+// patterns ('syscalls:sys_enter_*', 't:sched:*') or kernel functions
+// ('vfs_read', 'k:tcp_*'), as bcc's funccount does, with bpftrace's
+// prefixes too (tracepoint:, kprobe:).
 //
 // It attaches as few programs as it can, so that it starts and lets go
 // fast whatever the patterns match (bpf.go has the programs):
@@ -38,8 +39,9 @@ func main() {
 	t := tool.New("funccount", "count tracepoints or kernel functions, a counter each",
 		"[-p PID] [-max N] [-json] pattern... [interval [count]]",
 		"funccount 'syscalls:sys_enter_*'        # every system call, every second",
+		"funccount 't:sched:sched_process_*'     # tracepoints, as bcc and bpftrace write them",
 		"funccount -p 1234 'vfs_*' 5 3           # kernel functions vfs_* of process 1234, 3 times 5 s",
-		"funccount tcp_sendmsg tcp_recvmsg       # two kernel functions",
+		"funccount tcp_sendmsg k:tcp_recvmsg     # two kernel functions",
 	).Periodic(time.Second).TakesArgs()
 	pid := t.Flags.Int("p", 0, "count in process `PID` only")
 	maxEvents := t.Flags.Int("max", 1000, "refuse patterns that match more than `N` events")
@@ -119,6 +121,7 @@ type reader struct {
 	c      *counter
 	perCPU []uint64
 	seen   []uint64 // each event's count at the last report
+	header string   // EVENT, or FUNC when every event is a kernel function
 }
 
 func newReader(c *counter) (*reader, error) {
@@ -126,10 +129,17 @@ func newReader(c *counter) (*reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	header := "FUNC"
+	for _, e := range c.events {
+		if e.tracepoint {
+			header = "EVENT"
+		}
+	}
 	return &reader{
 		c:      c,
 		perCPU: make([]uint64, ncpu),
 		seen:   make([]uint64, len(c.events)),
+		header: header,
 	}, nil
 }
 
@@ -160,7 +170,7 @@ func (r *reader) report(t *tool.Tool) error {
 			Counts []row  `json:"counts"`
 		}{now.Format(time.RFC3339Nano), append([]row{}, rows...)})
 	}
-	fmt.Fprintf(t.Stdout, "\n%s\n%-40s %8s\n", now.Format("15:04:05"), "FUNC", "COUNT")
+	fmt.Fprintf(t.Stdout, "\n%s\n%-40s %8s\n", now.Format("15:04:05"), r.header, "COUNT")
 	for _, row := range rows {
 		fmt.Fprintf(t.Stdout, "%-40s %8d\n", row.Name, row.Count)
 	}
