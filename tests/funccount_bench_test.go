@@ -156,12 +156,21 @@ func waitUntil(b *testing.B, cmd *exec.Cmd, ok func() bool) time.Time {
 	return time.Now()
 }
 
-// interrupt sends SIGINT and returns how long the process took to exit.
+// interrupt sends SIGINT and returns how long the process took to exit,
+// killing it after three minutes.
 func interrupt(b *testing.B, cmd *exec.Cmd) time.Duration {
 	time.Sleep(200 * time.Millisecond) // attached and settled
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
-	cmd.Wait()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		<-done
+		b.Fatalf("%q did not exit in three minutes after SIGINT", cmd.Args)
+	}
 	return time.Since(start)
 }
 
