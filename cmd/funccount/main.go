@@ -27,7 +27,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"time"
 
@@ -43,15 +42,13 @@ func main() {
 		"funccount -p 1234 'vfs_*' 5 3           # kernel functions vfs_* of process 1234, 3 times 5 s",
 		"funccount tcp_sendmsg k:tcp_recvmsg     # two kernel functions",
 	).Periodic(time.Second).TakesArgs()
-	pid := t.Flags.Int("p", 0, "count in process `PID` only")
+	pid := t.PIDFlag("p", "count in process `PID` only")
 	maxEvents := t.Flags.Int("max", 1000, "refuse patterns that match more than `N` events")
 	t.ParseOrExit()
 	switch {
 	case len(t.Args) == 0:
 		t.Exit(tool.Usagef("no pattern: give tracepoints (group:name) or kernel functions, " +
 			"globs allowed"))
-	case *pid < 0 || *pid > math.MaxInt32:
-		t.Exit(tool.Usagef("-p %d: want a process id", *pid))
 	case *maxEvents < 1:
 		t.Exit(tool.Usagef("-max %d: want 1 or more", *maxEvents))
 	}
@@ -65,7 +62,7 @@ func main() {
 	}
 	ctx, stop := tool.Context()
 	defer stop()
-	t.Exit(run(ctx, t, patterns, uint32(*pid), *maxEvents))
+	t.Exit(run(ctx, t, patterns, *pid, *maxEvents))
 }
 
 // run expands the patterns, attaches, and prints the counts every
