@@ -426,3 +426,40 @@ func TestFunccountFunctionGlobs(t *testing.T) {
 		t.Fatalf("with kprobe_multi, attached in %v and exited in %v: more than 3 s", attached, exited)
 	}
 }
+
+// TestPrometheusFunccount: funccount -listen's /metrics passes promtool
+// check metrics, and a Prometheus server scraping it finds exactly the
+// 1234 getppid calls and 56 renames this test's thread makes, in the
+// series funccount_events_total{event="syscalls:sys_enter_getppid"} and
+// {event="task:task_rename"}: a syscall tracepoint counted through
+// raw_syscalls and a tracepoint through a raw tracepoint. -p keeps other
+// processes' calls out.
+func TestPrometheusFunccount(t *testing.T) {
+	testutil.RequireRoot(t)
+	requirePrometheus(t)
+	r := startTool(t, "funccount", "-listen", "127.0.0.1:0", "-p", strconv.Itoa(os.Getpid()),
+		"syscalls:sys_enter_getppid", "t:task:task_rename", "60")
+	addr := r.metricsAddr()
+	r.waitFor("Ctrl-C to stop")
+	p := scrapedByPrometheus(t, addr)
+	getppid := `funccount_events_total{job="bpfkit",event="syscalls:sys_enter_getppid"}`
+	renames := `funccount_events_total{job="bpfkit",event="task:task_rename"}`
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	name, _ := os.ReadFile("/proc/thread-self/comm")
+	defer setThreadName(strings.TrimSpace(string(name)))
+	if n := p.increase(getppid, func() { raw(unix.SYS_GETPPID, 1234) }); n != 1234 {
+		t.Fatalf("Prometheus counted %v getppid calls for 1234: %+v", n, p.query(getppid))
+	}
+	n := p.increase(renames, func() {
+		for range 56 {
+			setThreadName("fc-prometheus")
+		}
+	})
+	if n != 56 {
+		t.Fatalf("Prometheus counted %v renames for 56: %+v", n, p.query(renames))
+	}
+	body := checkMetrics(t, addr)
+	t.Logf("funccount's /metrics:\n%s", body)
+	r.stop()
+}

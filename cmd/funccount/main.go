@@ -36,14 +36,16 @@ import (
 
 func main() {
 	t := tool.New("funccount", "count tracepoints or kernel functions, a counter each",
-		"[-p PID] [-max N] [-json] pattern... [interval [count]]",
+		"[-p PID] [-max N] [-listen ADDR] [-json] pattern... [interval [count]]",
 		"funccount 'syscalls:sys_enter_*'        # every system call, every second",
 		"funccount 't:sched:sched_process_*'     # tracepoints, as bcc and bpftrace write them",
 		"funccount -p 1234 'vfs_*' 5 3           # kernel functions vfs_* of process 1234, 3 times 5 s",
 		"funccount tcp_sendmsg k:tcp_recvmsg     # two kernel functions",
+		"funccount -listen :9102 'syscalls:*' 60 # serve /metrics to Prometheus, print every minute",
 	).Periodic(time.Second).TakesArgs()
 	pid := t.PIDFlag("p", "count in process `PID` only")
 	maxEvents := t.Flags.Int("max", 1000, "refuse patterns that match more than `N` events")
+	listen := t.ListenFlag()
 	t.ParseOrExit()
 	switch {
 	case len(t.Args) == 0:
@@ -62,26 +64,47 @@ func main() {
 	}
 	ctx, stop := tool.Context()
 	defer stop()
-	t.Exit(run(ctx, t, patterns, *pid, *maxEvents))
+	t.Exit(run(ctx, t, options{patterns, *pid, *maxEvents, *listen}))
+}
+
+// options are what the arguments ask for.
+type options struct {
+	patterns  []pattern
+	pid       uint32 // 0: every process
+	maxEvents int
+	listen    string // -listen's address, or ""
 }
 
 // run expands the patterns, attaches, and prints the counts every
-// interval until ctx ends or the count is reached.
-func run(ctx context.Context, t *tool.Tool, patterns []pattern, pid uint32, maxEvents int) error {
+// interval until ctx ends or the count is reached; with -listen it
+// serves them to Prometheus too.
+func run(ctx context.Context, t *tool.Tool, o options) error {
 	if err := t.NeedRoot(); err != nil {
 		return err
 	}
-	events, err := expand(patterns, maxEvents)
+	server, err := t.ListenMetrics(o.listen) // bound before anything is loaded
 	if err != nil {
 		return err
 	}
-	c, err := newCounter(events, pid)
+	defer server.Close()
+	events, err := expand(o.patterns, o.maxEvents)
+	if err != nil {
+		return err
+	}
+	c, err := newCounter(events, o.pid)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	if err := c.attach(); err != nil {
 		return err
+	}
+	if server != nil {
+		m, err := eventMetrics(c)
+		if err != nil {
+			return err
+		}
+		server.Serve(m)
 	}
 	t.Started("counting %s: %s", plural(len(events), "event"), joinHow(c.how))
 	r, err := newReader(c)
