@@ -376,6 +376,9 @@ func TestFunccountKprobes(t *testing.T) {
 				args, getppid, got[getppid], got["vfs_write"], out)
 		}
 		checkFallback(t, said)
+		if !asJSON {
+			t.Logf("funccount %q:\n%s", args, said)
+		}
 		if !asJSON && !strings.Contains(out, "\nFUNC ") {
 			t.Fatalf("funccount %q: no FUNC header:\n%s", args, out)
 		}

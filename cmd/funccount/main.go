@@ -28,6 +28,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
@@ -114,26 +115,12 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 	return t.Every(ctx, func(final bool) error { return r.report(t) })
 }
 
-// joinHow lists what counts the events, with "and" before the last.
+// joinHow lists what counts the events, "nothing" for none.
 func joinHow(how []string) string {
-	switch len(how) {
-	case 0:
+	if len(how) == 0 {
 		return "nothing"
-	case 1:
-		return how[0]
 	}
-	s := ""
-	for i, h := range how {
-		switch {
-		case i == len(how)-1:
-			s += " and " + h
-		case i > 0:
-			s += "; " + h
-		default:
-			s += h
-		}
-	}
-	return s
+	return strings.Join(how, "; ")
 }
 
 // reader reads the counts and prints what each interval added.
