@@ -13,7 +13,9 @@
 // bpf_cookie, or PERF_EVENT_IOC_SET_BPF before (HavePerfLink). A
 // kprobe_multi link (AttachKprobeMulti, 5.18 with CONFIG_FPROBE) runs a
 // program on many kernel functions at once, a cookie each, attached and
-// detached in one call. A *Link's Close undoes all the attachment created.
+// detached in one call; a uprobe_multi link (AttachUprobeMulti, 6.6) does
+// the same for many places of one binary. A *Link's Close undoes all the
+// attachment created.
 //
 // Feature probes (HaveProgType, HaveMapType, HaveHelper, ..., Features for
 // all) try once and cache the answer with the errno it rests on. NextID,
