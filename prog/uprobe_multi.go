@@ -16,9 +16,11 @@ import (
 // UprobeMultiOptions are the places of one binary that one uprobe_multi
 // link runs a program at, and how.
 type UprobeMultiOptions struct {
-	// Symbols are ELF function symbols of the binary, or Offsets file
-	// offsets (as SymbolOffset or a USDT site gives them); set one.
+	// Symbols are ELF function symbols of the binary. Set Symbols or
+	// Offsets, not both.
 	Symbols []string
+	// Offsets are file offsets in the binary, as SymbolOffset or a USDT
+	// site gives them.
 	Offsets []uint64
 	// RefCtrOffsets, if set, holds the file offset of a USDT semaphore
 	// for each place (0: none): the kernel counts the link in each.
