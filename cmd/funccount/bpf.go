@@ -55,6 +55,13 @@ const (
 // names, on raw_syscalls:sys_exit if exit, else sys_enter.
 func syscallProgram(counts, slots *mapfd.Map, exit bool, regs prog.PtRegs, pid uint32) (
 	*prog.Program, error) {
+	name := map[bool]string{false: "funccount_enter", true: "funccount_exit"}[exit]
+	items := syscallInsns(counts, slots, exit, regs, pid)
+	return prog.Load(prog.Spec{Type: prog.RawTracepoint, Name: name, License: "GPL", Insns: items})
+}
+
+// syscallInsns is syscallProgram's program.
+func syscallInsns(counts, slots insn.MapFD, exit bool, regs prog.PtRegs, pid uint32) []insn.Item {
 	items := []insn.Item{insn.Mov64Reg(insn.R6, insn.R1)} // r6 = the context, for good
 	items = append(items, processFilter(pid)...)
 	items = append(items, syscallNumber(exit, regs.SyscallNr)...)
@@ -76,9 +83,7 @@ func syscallProgram(counts, slots *mapfd.Map, exit bool, regs prog.PtRegs, pid u
 		insn.StoreMem(insn.BPF_W, insn.R10, keyAt, insn.R7),
 	)
 	items = append(items, increment(counts)...)
-	items = append(items, insn.Label("out"), insn.Mov64Imm(insn.R0, 0), insn.Exit())
-	name := map[bool]string{false: "funccount_enter", true: "funccount_exit"}[exit]
-	return prog.Load(prog.Spec{Type: prog.RawTracepoint, Name: name, License: "GPL", Insns: items})
+	return append(items, insn.Label("out"), insn.Mov64Imm(insn.R0, 0), insn.Exit())
 }
 
 // processFilter ends the program for an event of another process than
@@ -143,7 +148,7 @@ func skipCompat(c prog.CompatTest) []insn.Item {
 
 // increment adds one to counts at the key. counts is per-CPU and a
 // program does not run twice at once on one CPU: a plain add is exact.
-func increment(counts *mapfd.Map) []insn.Item {
+func increment(counts insn.MapFD) []insn.Item {
 	return []insn.Item{
 		insn.LoadMapFD(insn.R1, counts),
 		insn.Mov64Reg(insn.R2, insn.R10),
@@ -185,6 +190,12 @@ const byCookie = -1
 // bpf_cookie, as a program of kind k.
 func counterProgram(counts *mapfd.Map, k counterKind, index int, pid uint32) (
 	*prog.Program, error) {
+	return prog.Load(prog.Spec{Type: k.typ, Name: k.name, License: "GPL",
+		Insns: counterInsns(counts, k, index, pid), ExpectedAttachType: k.attachType})
+}
+
+// counterInsns is counterProgram's program.
+func counterInsns(counts insn.MapFD, k counterKind, index int, pid uint32) []insn.Item {
 	items := []insn.Item{insn.Mov64Reg(insn.R6, insn.R1)} // r6 = the context
 	items = append(items, processFilter(pid)...)
 	if index == byCookie {
@@ -197,7 +208,5 @@ func counterProgram(counts *mapfd.Map, k counterKind, index int, pid uint32) (
 		items = append(items, insn.StoreImm(insn.BPF_W, insn.R10, keyAt, int32(index)))
 	}
 	items = append(items, increment(counts)...)
-	items = append(items, insn.Label("out"), insn.Mov64Imm(insn.R0, k.ret), insn.Exit())
-	return prog.Load(prog.Spec{Type: k.typ, Name: k.name, License: "GPL", Insns: items,
-		ExpectedAttachType: k.attachType})
+	return append(items, insn.Label("out"), insn.Mov64Imm(insn.R0, k.ret), insn.Exit())
 }
