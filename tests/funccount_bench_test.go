@@ -117,9 +117,9 @@ func funccountTimes(b *testing.B, tps []string) (attach, exit float64) {
 }
 
 // bpftraceTimes is funccountTimes for bpftrace's one-liner, attached when
-// the process holds a perf event for each tracepoint and waits in its
-// poll loop: bpftrace 0.17 drops a SIGINT that comes while it attaches
-// and then never exits.
+// the process holds a perf event for each tracepoint and waits in
+// epoll_wait. bpftrace 0.17 drops a SIGINT that comes while it attaches
+// and then never exits: interrupt waits a second first.
 func bpftraceTimes(b *testing.B, tps []string) (attach, exit float64) {
 	var probes []string
 	for _, tp := range tps {
@@ -159,7 +159,7 @@ func waitUntil(b *testing.B, cmd *exec.Cmd, ok func() bool) time.Time {
 // interrupt sends SIGINT and returns how long the process took to exit,
 // killing it after three minutes.
 func interrupt(b *testing.B, cmd *exec.Cmd) time.Duration {
-	time.Sleep(200 * time.Millisecond) // attached and settled
+	time.Sleep(time.Second) // attached and settled
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan struct{})
