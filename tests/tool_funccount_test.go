@@ -2,7 +2,6 @@ package tests
 
 import (
 	"encoding/binary"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,22 +162,11 @@ func TestFunccountCompat(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("GOARCH=386 go build: %v\n%s", err, out)
 	}
-	w := exec.Command(bin, "37", "7")
-	stdin, err := w.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
-	r := startTool(t, "funccount", "-p", strconv.Itoa(w.Process.Pid), "syscalls:sys_*_getppid",
+	pid, run := startWaiting(t, exec.Command(bin, "37", "7"))
+	r := startTool(t, "funccount", "-p", strconv.Itoa(pid), "syscalls:sys_*_getppid",
 		"syscalls:sys_*_semget", "syscalls:sys_*_write", "raw_syscalls:sys_enter", "60")
 	r.waitFor("Ctrl-C to stop")
-	fmt.Fprintln(stdin)
-	if err := w.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	run()
 	out := r.stop()
 	got := counted(out)
 	for _, name := range []string{"getppid", "semget", "write"} {
