@@ -53,8 +53,9 @@ func BenchmarkFunccountAttachExit(b *testing.B) {
 				a, e := funccountTimes(b, c.tps)
 				ours[0], ours[1] = append(ours[0], a), append(ours[1], e)
 				if errBT == nil && len(c.tps) < len(all) {
-					a, e := bpftraceTimes(b, c.tps)
-					theirs[0], theirs[1] = append(theirs[0], a), append(theirs[1], e)
+					if a, e, ok := bpftraceTimes(b, c.tps); ok {
+						theirs[0], theirs[1] = append(theirs[0], a), append(theirs[1], e)
+					}
 				}
 			}
 			b.ReportMetric(median(ours[0]), "attach-ms")
@@ -112,15 +113,23 @@ func funccountTimes(b *testing.B, tps []string) (attach, exit float64) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	attached := waitUntil(b, cmd, func() bool { return strings.Contains(out.String(), "Ctrl-C to stop") })
-	return ms(attached.Sub(start)), ms(interrupt(b, cmd))
+	attached := waitUntil(b, cmd, func() bool {
+		return strings.Contains(out.String(), "Ctrl-C to stop")
+	})
+	took, ok := interrupt(cmd)
+	if !ok {
+		b.Fatalf("%q did not exit in three minutes after SIGINT", cmd.Args)
+	}
+	return ms(attached.Sub(start)), ms(took)
 }
 
 // bpftraceTimes is funccountTimes for bpftrace's one-liner, attached when
 // the process holds a perf event for each tracepoint and waits in
 // epoll_wait. bpftrace 0.17 drops a SIGINT that comes while it attaches
-// and then never exits: interrupt waits a second first.
-func bpftraceTimes(b *testing.B, tps []string) (attach, exit float64) {
+// and then never exits (interrupt waits a second first), and it hung so
+// now and then on this loaded machine even so: a round that does not end
+// within three minutes is left out, and said.
+func bpftraceTimes(b *testing.B, tps []string) (attach, exit float64, ok bool) {
 	var probes []string
 	for _, tp := range tps {
 		probes = append(probes, "tracepoint:syscalls:"+tp)
@@ -136,7 +145,12 @@ func bpftraceTimes(b *testing.B, tps []string) (attach, exit float64) {
 	attached := waitUntil(b, cmd, func() bool {
 		return perfEvents(cmd.Process.Pid) >= len(tps) && polling(cmd.Process.Pid)
 	})
-	return ms(attached.Sub(start)), ms(interrupt(b, cmd))
+	took, ok := interrupt(cmd)
+	if !ok {
+		b.Logf("bpftrace on %d tracepoints did not exit in three minutes after SIGINT: "+
+			"round left out", len(tps))
+	}
+	return ms(attached.Sub(start)), ms(took), ok
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -157,8 +171,8 @@ func waitUntil(b *testing.B, cmd *exec.Cmd, ok func() bool) time.Time {
 }
 
 // interrupt sends SIGINT and returns how long the process took to exit,
-// killing it after three minutes.
-func interrupt(b *testing.B, cmd *exec.Cmd) time.Duration {
+// or false if it had not after three minutes, when it is killed.
+func interrupt(cmd *exec.Cmd) (time.Duration, bool) {
 	time.Sleep(time.Second) // attached and settled
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
@@ -166,12 +180,12 @@ func interrupt(b *testing.B, cmd *exec.Cmd) time.Duration {
 	go func() { cmd.Wait(); close(done) }()
 	select {
 	case <-done:
+		return time.Since(start), true
 	case <-time.After(3 * time.Minute):
 		cmd.Process.Kill()
 		<-done
-		b.Fatalf("%q did not exit in three minutes after SIGINT", cmd.Args)
+		return 0, false
 	}
-	return time.Since(start)
 }
 
 // polling says whether process pid waits in epoll_wait.
