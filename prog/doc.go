@@ -2,7 +2,8 @@
 //
 // Load assembles an insn program and hands it to the verifier; when the
 // verifier says no, it loads it again with a log and returns a
-// *VerifierError with the log's last lines and the failing instruction. A
+// *VerifierError with the log's last lines and the failing instruction
+// (what fails after the verifier said yes, EMFILE say, is a plain error). A
 // Program can be test-run, pinned, and asked for its Info, including the
 // instructions as the kernel rewrote them.
 //

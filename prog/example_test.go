@@ -245,9 +245,18 @@ func ExampleAttachKprobe() {
 	// getppid calls: 3 <nil>
 }
 
-// uprobed is the function ExampleAttachUprobe probes.
+// uprobed is the function ExampleAttachUprobe probes. It is nosplit: a
+// function may start with a stack check (386 builds give uprobed one),
+// which, when the runtime has asked the goroutine to stop (preemption, a
+// GC's stack scan) or its stack must grow, calls morestack, and the
+// function runs again from that first instruction when the goroutine
+// resumes: the uprobe there fires twice for one call. The kernel repeats
+// nothing: a signal arriving while it steps the probed instruction waits
+// until the step is done (uprobe_deny_signal), and GODEBUG=asyncpreemptoff=1
+// changed nothing.
 //
 //go:noinline
+//go:nosplit
 func uprobed(x int) int { return x*2 + 1 }
 
 // A uprobe program runs when a process executes an instruction of a

@@ -73,7 +73,9 @@ type Program struct {
 const attachUnknown = ^uint32(0)
 
 // Load assembles spec.Insns (or takes spec.Instructions) and loads the
-// program; one the verifier rejects is a *VerifierError.
+// program; one the verifier rejects is a *VerifierError. Another failure,
+// one after the verifier accepted the program (EMFILE: no fd left for it)
+// or before it ran (EPERM), is not, and is not loaded again for a log.
 func Load(spec Spec) (*Program, error) {
 	fail := func(err error) (*Program, error) { return nil, wrap(err, "load %q", spec.Name) }
 	insns := spec.Instructions
@@ -123,11 +125,11 @@ func Load(spec Spec) (*Program, error) {
 	if errors.Is(err, unix.EPERM) && sys.RaiseMemlock() {
 		fd, err = sys.ProgLoad(&attr)
 	}
-	if err != nil && spec.LogLevel == 0 { // the fast path had no log: load again with one to say why
+	if refusal(err) && spec.LogLevel == 0 { // the fast path had no log: again, with one to say why
 		setLog(1, logSize)
 		fd, err = sys.ProgLoad(&attr)
 	}
-	for errors.Is(err, unix.ENOSPC) && len(log) < MaxLogSize {
+	for errors.Is(err, unix.ENOSPC) && len(log) > 0 && len(log) < MaxLogSize { // not an id's ENOSPC
 		setLog(attr.LogLevel, min(len(log)*4, MaxLogSize))
 		fd, err = sys.ProgLoad(&attr)
 	}

@@ -23,7 +23,9 @@
 // The journal records every call for security review, one line each in
 // strace's shape: call(arguments) = result <duration>. The result is what
 // the call returned (an fd, a count, a mapped address) or -1 with the
-// errno's name and text; the duration is the call's wall-clock time. It
+// errno's name and text, the kernel's own errnos' too (ENOTSUPP), and the
+// number of one no header names; the duration is the call's wall-clock
+// time. It
 // covers bpf(2) with the attr fields a reviewer needs (and the probes that
 // size union bpf_attr), perf_event_open with the event (and a probe's
 // function or file and offset), the perf ioctls, mmap and munmap of rings,

@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,30 +77,6 @@ func init() {
 	journal.Store(envJournal)
 }
 
-// errnoBase names errnos 1 to 34, the same on every Linux port
-// (asm-generic/errno-base.h), as strace does.
-const errnoBase = `EPERM ENOENT ESRCH EINTR EIO ENXIO E2BIG ENOEXEC EBADF ECHILD EAGAIN ENOMEM
-	EACCES EFAULT ENOTBLK EBUSY EEXIST EXDEV ENODEV ENOTDIR EISDIR EINVAL ENFILE EMFILE ENOTTY ETXTBSY EFBIG
-	ENOSPC ESPIPE EROFS EMLINK EPIPE EDOM ERANGE`
-
-// errnoName is errno's name: from errno-base.h, or one of the few others
-// bpf(2), perf_event_open and tracefs return, or its number.
-func errnoName(e unix.Errno) string {
-	switch base := strings.Fields(errnoBase); {
-	case e > 0 && int(e) <= len(base):
-		return base[e-1]
-	case e == unix.EOPNOTSUPP:
-		return "EOPNOTSUPP"
-	case e == unix.ENOSYS:
-		return "ENOSYS"
-	case e == unix.ELOOP:
-		return "ELOOP"
-	case e == ENOTSUPP:
-		return "ENOTSUPP"
-	}
-	return "errno " + strconv.Itoa(int(e))
-}
-
 // record writes one line; an error means the call must fail.
 func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Duration) error {
 	res := fmt.Sprint(r)
@@ -110,7 +84,10 @@ func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Durat
 		res = fmt.Sprintf("%#x", uint(r))
 	}
 	if errno != 0 {
-		res = fmt.Sprintf("-1 %s (%v)", errnoName(errno), errno)
+		res = "-1 " + errnoName(errno)
+		if text := errnoText(errno); text != "" {
+			res += " (" + text + ")"
+		}
 	}
 	line := fmt.Sprintf("%s(%s) = %s <%v>\n", op, args, res, d.Round(time.Microsecond/10))
 	if j.env != nil {

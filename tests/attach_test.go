@@ -247,7 +247,13 @@ func TestKretprobeReturnValue(t *testing.T) {
 	}
 }
 
+// uprobeTarget is the function the uprobe tests probe; nosplit, with no
+// stack check to run it again from its first instruction after the
+// runtime stopped the goroutine there (see prog's uprobed), so that a
+// uprobe counts each call once.
+//
 //go:noinline
+//go:nosplit
 func uprobeTarget(x int) int { return x*7 + 3 }
 
 // TestUprobeCount: a uprobe on a function of this test binary counts exactly
