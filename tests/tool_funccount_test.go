@@ -187,10 +187,12 @@ func TestFunccountCompat(t *testing.T) {
 
 // TestFunccountLeavesPerfUsersAlone: while funccount counts a tracepoint,
 // a counting perf event of this test on the same tracepoint, for its own
-// thread, sees every event the thread makes: 29 getppid calls (a syscall
+// thread, sees every event the thread makes: 29 getsid calls (a syscall
 // tracepoint) and 29 renames of itself (task:task_rename, a raw
 // tracepoint). funccount counts the same. A perf tracepoint program that
-// returned 0, as funccount's did, hid them all from the perf event.
+// returned 0, as funccount's did, hid them all from the perf event. (Not
+// getppid: other tests on this machine attach programs that return 0 to
+// its tracepoint, and would hide it from this test's event too.)
 func TestFunccountLeavesPerfUsersAlone(t *testing.T) {
 	testutil.RequireRoot(t)
 	runtime.LockOSThread()
@@ -202,7 +204,7 @@ func TestFunccountLeavesPerfUsersAlone(t *testing.T) {
 		group, name string
 		event       func()
 	}{
-		{"syscalls", "sys_enter_getppid", func() { unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0) }},
+		{"syscalls", "sys_enter_getsid", func() { unix.RawSyscall(unix.SYS_GETSID, 0, 0, 0) }},
 		{"task", "task_rename", func() { setThreadName("fc-visible") }},
 	} {
 		tp := c.group + ":" + c.name
