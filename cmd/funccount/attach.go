@@ -215,13 +215,14 @@ func (c *counter) attachFunctions(indexes []int) error {
 	if !multi {
 		return c.attachKprobes(indexes, false)
 	}
-	// The link takes only what ftrace can trace. Where no glob has read
-	// the list yet, try without it: it is long to read.
-	if !functionList.read {
-		err := c.attachKprobeMulti(indexes)
-		if !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.EINVAL) {
-			return err
-		}
+	// The link takes only what ftrace can trace, which is the list's
+	// functions and their aliases too (__x64_sys_getppid is an alias of
+	// __do_sys_getppid, which the list names): try all of them first.
+	// Only if the kernel refuses one are those the list lacks given a
+	// kprobe each.
+	err = c.attachKprobeMulti(indexes)
+	if !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.EINVAL) {
+		return err
 	}
 	linked, kprobes := ftraceable(c.events, indexes)
 	if err := c.attachKprobeMulti(linked); err != nil {
