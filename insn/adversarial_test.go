@@ -63,6 +63,8 @@ func dstBuilders() map[string]func(r Register) Item {
 		"Jump32Reg":     func(r Register) Item { return Jump32Reg(BPF_JEQ, r, R1, "top") },
 		"Raw":           func(r Register) Item { return Raw(Instruction{Code: 0xb7, Dst: r}) },
 		"Log2":          func(r Register) Item { return Log2(r, R1, R2)[0] },
+		"FuncArg":       func(r Register) Item { return FuncArg(r, R1, 0) },
+		"FuncRet":       func(r Register) Item { return FuncRet(r, R1, 2) },
 	}
 }
 
@@ -83,6 +85,7 @@ func srcBuilders() map[string]func(r Register) Item {
 		"LoadInd":       func(r Register) Item { return LoadInd(BPF_B, r, 0) },
 		"JumpReg":       func(r Register) Item { return JumpReg(BPF_JEQ, R1, r, "top") },
 		"Jump32RegOff":  func(r Register) Item { return Jump32RegOff(BPF_JSET, R1, r, 0) },
+		"FuncArg ctx":   func(r Register) Item { return FuncArg(R0, r, 1) },
 	}
 }
 
@@ -289,6 +292,16 @@ func TestAdversarialJumps(t *testing.T) {
 		{"value min", MapIncrement(fakeMap(3), -8, math.MinInt16), ErrArgument,
 			"insn: item 0: invalid argument: map increment: key at r10-8, value at r10-32768: the stack is r10-512 to r10-1, the value 8-byte aligned"},
 		{"log2 same", Log2(R1, R2, R1), ErrArgument, "insn: item 0: invalid argument: Log2: dst r1, src r2 and tmp r1 must differ"},
+		{"func arg -1", []Item{FuncArg(R0, R1, -1)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncArg: argument -1 is not in 0 to 11"},
+		{"func arg 12", []Item{FuncArg(R0, R1, 12)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncArg: argument 12 is not in 0 to 11"},
+		{"func arg huge", []Item{FuncArg(R0, R1, math.MaxInt32)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncArg: argument 2147483647 is not in 0 to 11"},
+		{"func arg min", []Item{FuncArg(R0, R1, math.MinInt32)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncArg: argument -2147483648 is not in 0 to 11"},
+		{"func ret 13", []Item{FuncRet(R0, R1, 13)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncRet: 13 arguments is not in 0 to 12"},
 	}
 	for _, c := range cases {
 		assembleErr(t, c.name, c.items, c.sentinel, c.want)

@@ -15,11 +15,17 @@
 // kprobe_multi link (AttachKprobeMulti, 5.18 with CONFIG_FPROBE) runs a
 // program on many kernel functions at once, a cookie each, attached and
 // detached in one call; a uprobe_multi link (AttachUprobeMulti, 6.6) does
-// the same for many places of one binary. A *Link's Close undoes all the
-// attachment created.
+// the same for many places of one binary. Tracing programs (fentry,
+// fexit, tp_btf) name their target in Spec.AttachTo, which Load looks up
+// in the kernel's BTF (package btf: the one use of BTF in bpfkit; the
+// programs carry none), and AttachTracing links them with
+// BPF_LINK_CREATE, which carries a cookie, or BPF_RAW_TRACEPOINT_OPEN
+// before (HaveTracingLink). A *Link's Close undoes all the attachment
+// created.
 //
-// Feature probes (HaveProgType, HaveMapType, HaveHelper, ..., Features for
-// all) try once and cache the answer with the errno it rests on. NextID,
+// Feature probes (HaveProgType, HaveMapType, HaveHelper, HaveTracing, ...,
+// Features for all) try once and cache the answer with the errno it rests
+// on, and a note where the errno does not say enough (Probed). NextID,
 // NextLinkID, LinkByID and QueryFD walk what is loaded and attached.
 // Kallsyms names kernel addresses ("__udp4_lib_rcv+0x8f4"); SyscallSymbol
 // names the kernel function of a system call of this process;

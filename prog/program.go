@@ -24,6 +24,7 @@ const (
 	PerfEvent     Type = unix.BPF_PROG_TYPE_PERF_EVENT     // sampling perf events
 	CgroupSKB     Type = unix.BPF_PROG_TYPE_CGROUP_SKB     // a cgroup's packets
 	RawTracepoint Type = unix.BPF_PROG_TYPE_RAW_TRACEPOINT // tracepoints' raw arguments (4.17)
+	Tracing       Type = unix.BPF_PROG_TYPE_TRACING        // fentry, fexit, tp_btf (5.5)
 )
 
 // String is the type's name as in the uapi's enum bpf_prog_type, without
@@ -44,6 +45,10 @@ type Spec struct {
 	Flags              uint32 // prog_flags: BPF_F_STRICT_ALIGNMENT, BPF_F_SLEEPABLE, ...
 	LogLevel           uint32 // above zero: keep the verifier's log (Program.Log); a failed load gets one at level 1 anyway
 	LogSize            int    // the log buffer's first size (zero: 64 KiB), grown on ENOSPC up to MaxLogSize
+	// AttachTo is a Tracing program's target, Fentry, Fexit or TpBTF,
+	// looked up in the kernel's BTF at load; it sets the attach type. The
+	// program itself needs no BTF.
+	AttachTo Target
 }
 
 // Flags for Spec.Flags (prog_flags), as in the uapi header.
@@ -64,8 +69,9 @@ type Program struct {
 	fd         sys.FD
 	name       string
 	typ        Type
-	attachType uint32 // the Spec's ExpectedAttachType, or attachUnknown
+	attachType uint32 // the expected attach type it was loaded with, or attachUnknown
 	log        string
+	target     Target // Spec.AttachTo, or nil
 }
 
 // attachUnknown is the attach type of a program opened by id or pin: the
@@ -109,6 +115,19 @@ func Load(spec Spec) (*Program, error) {
 	if spec.Type == Kprobe && attr.KernVersion == 0 {
 		attr.KernVersion, _ = KernelVersion()
 	}
+	var done func(error) error
+	if spec.Type == Tracing && spec.AttachTo == nil {
+		return fail(errors.New("a Tracing program names its target in Spec.AttachTo: " +
+			"Fentry, Fexit or TpBTF"))
+	}
+	if spec.AttachTo != nil {
+		at := &attr.ExpectedAttachType
+		*at, attr.AttachBTFID, attr.AttachProgFD, done, err =
+			spec.AttachTo.resolve(uint32(spec.Type), *at)
+		if err != nil {
+			return fail(err)
+		}
+	}
 	logSize := min(max(spec.LogSize, 128), MaxLogSize)
 	if spec.LogSize <= 0 {
 		logSize = 64 << 10
@@ -133,14 +152,18 @@ func Load(spec Spec) (*Program, error) {
 		setLog(attr.LogLevel, min(len(log)*4, MaxLogSize))
 		fd, err = sys.ProgLoad(&attr)
 	}
+	if done != nil {
+		err = done(err)
+	}
 	if err != nil {
 		return nil, newVerifierError(spec.Name, err, unix.ByteSliceToString(log))
 	}
 	p := &Program{
 		name:       attr.ProgName.String(),
 		typ:        spec.Type,
-		attachType: spec.ExpectedAttachType,
+		attachType: attr.ExpectedAttachType,
 		log:        unix.ByteSliceToString(log),
+		target:     spec.AttachTo,
 	}
 	p.fd.Set(fd)
 	return p, nil

@@ -118,6 +118,9 @@ func TestNilAttrs(t *testing.T) {
 		"ObjGetInfoByFD":  func() error { return sys.ObjGetInfoByFD(nil) },
 		"RawTracepoint":   func() error { _, err := sys.RawTracepointOpen(nil); return err },
 		"LinkCreate":      func() error { _, err := sys.LinkCreate(nil); return err },
+		"LinkCreateTr":    func() error { _, err := sys.LinkCreateTracing(nil); return err },
+		"BTFGetNextID":    func() error { return sys.BTFGetNextID(nil) },
+		"BTFGetFDByID":    func() error { _, err := sys.BTFGetFDByID(nil); return err },
 		"LinkDetach":      func() error { return sys.LinkDetach(nil) },
 		"EnableStats":     func() error { _, err := sys.EnableStats(nil); return err },
 		"PerfEventOpen":   func() error { _, err := sys.PerfEventOpen(nil, -1, 0, -1, 0); return err },
@@ -448,6 +451,8 @@ func TestAdversarialFDCalls(t *testing.T) {
 		ebadf("PerfEventSetBPF of "+what, sys.PerfEventSetBPF(fd, -1), "PERF_EVENT_IOC_SET_BPF")
 		var info sys.MapInfo
 		ebadf("InfoByFD of "+what, sys.InfoByFD(fd, &info), "BPF_OBJ_GET_INFO_BY_FD")
+		var btfInfo sys.BTFInfo
+		ebadf("InfoByFD of "+what+" as BTF", sys.InfoByFD(fd, &btfInfo), "BPF_OBJ_GET_INFO_BY_FD")
 		if _, err := sys.ObjKind(fd); err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("sys: kind of fd %d: readlink /proc/self/fd/%d: ", fd, fd)) {
 			t.Errorf("ObjKind of %s: %v", what, err)
 		}

@@ -149,6 +149,10 @@ func describe(cmd int, p unsafe.Pointer) string {
 		if a.ExpectedAttachType != 0 {
 			s += " expected_attach_type=" + AttachTypeName(a.ExpectedAttachType)
 		}
+		if a.AttachBTFID != 0 {
+			s += fmt.Sprintf(" attach_btf_id=%d attach_btf_obj_fd=%d", a.AttachBTFID,
+				a.AttachProgFD)
+		}
 		return s
 	case unix.BPF_OBJ_PIN, unix.BPF_OBJ_GET:
 		a := (*ObjAttr)(p)
@@ -160,28 +164,37 @@ func describe(cmd int, p unsafe.Pointer) string {
 		a := (*TestRunAttr)(p)
 		return fmt.Sprintf("%s, prog_fd=%d data_size_in=%d ctx_size_in=%d repeat=%d", name, a.ProgFD, a.DataSizeIn, a.CtxSizeIn, a.Repeat)
 	case unix.BPF_PROG_GET_NEXT_ID, unix.BPF_MAP_GET_NEXT_ID, unix.BPF_LINK_GET_NEXT_ID,
-		unix.BPF_PROG_GET_FD_BY_ID, unix.BPF_MAP_GET_FD_BY_ID, unix.BPF_LINK_GET_FD_BY_ID:
+		unix.BPF_BTF_GET_NEXT_ID, unix.BPF_PROG_GET_FD_BY_ID, unix.BPF_MAP_GET_FD_BY_ID,
+		unix.BPF_LINK_GET_FD_BY_ID, unix.BPF_BTF_GET_FD_BY_ID:
 		return fmt.Sprintf("%s, id=%d", name, (*GetIDAttr)(p).ID)
 	case unix.BPF_OBJ_GET_INFO_BY_FD:
 		a := (*InfoAttr)(p)
 		return fmt.Sprintf("%s, bpf_fd=%d info_len=%d", name, a.BPFFD, a.InfoLen)
 	case unix.BPF_RAW_TRACEPOINT_OPEN:
 		a := (*RawTracepointAttr)(p)
+		if a.Name.ptr == nil { // a tracing program, attached where it was loaded for
+			return fmt.Sprintf("%s, name=NULL prog_fd=%d", name, a.ProgFD)
+		}
 		return fmt.Sprintf("%s, name=%q prog_fd=%d", name, cString(a.Name), a.ProgFD)
 	case unix.BPF_LINK_CREATE:
 		a := (*LinkCreateAttr)(p)
-		if a.AttachType == unix.BPF_TRACE_KPROBE_MULTI {
+		cookie := fmt.Sprintf("cookie=%#x", a.Cookie)
+		switch a.AttachType {
+		case unix.BPF_TRACE_KPROBE_MULTI:
 			k := (*LinkCreateKprobeMultiAttr)(p)
 			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s kprobe_multi.flags=%#x cnt=%d",
 				name, k.ProgFD, AttachTypeName(k.AttachType), k.KprobeFlags, k.Cnt)
-		}
-		if a.AttachType == unix.BPF_TRACE_UPROBE_MULTI {
+		case unix.BPF_TRACE_UPROBE_MULTI:
 			u := (*LinkCreateUprobeMultiAttr)(p)
 			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s uprobe_multi.path=%q flags=%#x cnt=%d pid=%d",
 				name, u.ProgFD, AttachTypeName(u.AttachType), cString(u.Path), u.UprobeFlags, u.Cnt, u.PID)
+		case unix.BPF_TRACE_FENTRY, unix.BPF_TRACE_FEXIT, unix.BPF_MODIFY_RETURN,
+			unix.BPF_TRACE_RAW_TP, unix.BPF_LSM_MAC:
+			tr := (*LinkCreateTracingAttr)(p)
+			cookie = fmt.Sprintf("target_btf_id=%d cookie=%#x", tr.TargetBTFID, tr.Cookie)
 		}
-		return fmt.Sprintf("%s, prog_fd=%d target_fd=%d attach_type=%s flags=%#x cookie=%#x",
-			name, a.ProgFD, int32(a.TargetFD), AttachTypeName(a.AttachType), a.Flags, a.Cookie)
+		return fmt.Sprintf("%s, prog_fd=%d target_fd=%d attach_type=%s flags=%#x %s",
+			name, a.ProgFD, int32(a.TargetFD), AttachTypeName(a.AttachType), a.Flags, cookie)
 	case unix.BPF_TASK_FD_QUERY:
 		a := (*TaskFDQueryAttr)(p)
 		return fmt.Sprintf("%s, pid=%d fd=%d buf_len=%d", name, a.PID, a.FD, a.BufLen)

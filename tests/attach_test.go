@@ -48,7 +48,7 @@ func haveKprobes(t testing.TB) bool {
 	return err == nil
 }
 
-func newArray(t *testing.T, n uint32) (*mapfd.Map, *mapfd.Typed[uint32, uint64]) {
+func newArray(t testing.TB, n uint32) (*mapfd.Map, *mapfd.Typed[uint32, uint64]) {
 	t.Helper()
 	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 8, MaxEntries: n, Name: "counts"})
 	if err != nil {
