@@ -72,8 +72,13 @@ func Decode(b []byte) ([]Instruction, error) {
 	insns := make([]Instruction, len(b)/InstructionSize)
 	for n := range insns {
 		s := b[n*InstructionSize:]
-		insns[n] = Instruction{Code: s[0], Dst: Register(s[1] & 0x0f), Src: Register(s[1] >> 4),
-			Off: int16(binary.LittleEndian.Uint16(s[2:])), Imm: int32(binary.LittleEndian.Uint32(s[4:]))}
+		insns[n] = Instruction{
+			Code: s[0],
+			Dst:  Register(s[1] & 0x0f),
+			Src:  Register(s[1] >> 4),
+			Off:  int16(binary.LittleEndian.Uint16(s[2:])),
+			Imm:  int32(binary.LittleEndian.Uint32(s[4:])),
+		}
 	}
 	return insns, nil
 }
