@@ -534,60 +534,29 @@ func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int
 
 // samples delivers the common records in the span at off (8-byte aligned,
 // for the header reads), stopping before the first other one, and returns
-// how many it delivered; the position moves past each record before f sees
+// how many it delivered. The position moves past each record before f sees
 // it. It is a function of its own so that little stays live across the
-// call to f: Go reloads every live value after a call. It prefetches
-// prefetchAhead bytes ahead, a prefetchChunk at a time: the records usually
-// wait in the cache of the CPU that wrote them, and the hardware prefetcher
-// stops at each 4 KiB page; on the ring's own CPU the prefetches are
-// wasted, but cost less than they save elsewhere.
+// call to f: Go reloads every live value after a call.
 func samples(ring *perfRing, off, left uint64, f func(Record) error) (int, error) {
 	data, cpu, count := unsafe.Pointer(unsafe.SliceData(ring.data)), ring.cpu, 0
-	if tuning.prefetch {
-		prefetch(unsafe.Add(data, off), uintptr(min(left, prefetchAhead)))
-	}
 	for left >= 16 {
-		if tuning.prefetch {
-			prefetchNext(data, off, left)
+		h := (*sampleHeader)(unsafe.Add(data, off))
+		size, raw := uint64(h.size), uint64(h.raw)
+		if !isSample(h.typ, size, raw, left) {
+			return count, nil
 		}
-		stop := max(left-min(left, prefetchChunk), 15)
-		for left > stop {
-			h := (*sampleHeader)(unsafe.Add(data, off))
-			size, raw := uint64(h.size), uint64(h.raw)
-			if !isSample(h.typ, size, raw, left) {
-				return count, nil
-			}
-			off += size
-			left -= size
-			count++
-			ring.pos += size
-			if err := f(Record{CPU: cpu, Sample: unsafe.Slice(&h.data[0], raw)}); err != nil {
-				return count, err
-			}
-			if ring.stop.Load() {
-				return count, ErrClosed
-			}
+		off += size
+		left -= size
+		count++
+		ring.pos += size
+		if err := f(Record{CPU: cpu, Sample: unsafe.Slice(&h.data[0], raw)}); err != nil {
+			return count, err
+		}
+		if ring.stop.Load() {
+			return count, ErrClosed
 		}
 	}
 	return count, nil
-}
-
-// How far ahead and in what chunks samples prefetches: far enough for the
-// lines to arrive from the writing CPU's cache in time, near enough to be
-// still cached then; chunks large enough for the prefetches to cost little
-// beside the records. BenchmarkRead, its records written on other CPUs,
-// chose them.
-const (
-	prefetchAhead = 2048
-	prefetchChunk = 1024
-)
-
-// prefetchNext prefetches the chunk prefetchAhead bytes past off, as much
-// of it as lies within left.
-func prefetchNext(data unsafe.Pointer, off, left uint64) {
-	if left > prefetchAhead {
-		prefetch(unsafe.Add(data, off+prefetchAhead), uintptr(min(left-prefetchAhead, prefetchChunk)))
-	}
 }
 
 // Read returns the next record, waiting for one, as ReadFunc does. Its
@@ -621,9 +590,6 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 				h := (*sampleHeader)(unsafe.Add(data, off))
 				if size, raw := uint64(h.size), uint64(h.raw); isSample(h.typ, size, raw, left) {
 					ring.pos += size
-					if tuning.prefetch && off%prefetchChunk+size >= prefetchChunk { // into the next chunk
-						prefetchNext(data, off+size, left-size)
-					}
 					return Record{CPU: ring.cpu, Sample: keep(&r.kept, unsafe.Slice(&h.data[0], raw))}, nil
 				}
 			}

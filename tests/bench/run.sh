@@ -38,8 +38,8 @@ wanted drain && section "Perf ring: the sample loop on records in cache" -- \
 	$GO test -run '^$' -bench Drain ./perfring
 wanted read && section "Perf ring and BPF ring buffer readers beside libbpf's (x-libbpf = bpfkit / libbpf, medians of 7 rounds)" -- \
 	$GO test -run '^$' -bench Read -benchtime 1x ./perfring -rounds 7
-wanted tuning && section "Perf ring and BPF ring buffer readers: what each runtime tuning buys over a plain epoll loop (x-plain = variant / plain, medians of 7 rounds; GOMAXPROCS as it is, then 1)" -- \
-	$GO test -run '^$' -bench Tuning -benchtime 1x ./perfring -rounds 7
+wanted tuning && section "Perf ring and BPF ring buffer readers: what yielding to the scheduler (perfring/yield.go) buys over a plain epoll loop (yield-x-plain = yield / plain in the same round, median of 9 rounds; GOMAXPROCS as it is, then 1)" -- \
+	$GO test -run '^$' -bench Tuning -benchtime 1x -timeout 0 ./perfring -rounds 9
 
 wanted btf && section "BTF lookup: one function's id in the kernel's BTF, mapped (6.16) and read (cpu-ns/op: the CPU time it takes; B/op: what it allocates)" -- \
 	$GO test -run '^$' -bench Find -benchtime 200x ./btf
