@@ -17,10 +17,9 @@
 // runtime's own signals (SIGURG, SIGPROF) make the kernel abandon a
 // verification (EAGAIN) or a repeated test run (EINTR), so ProgLoad
 // retries with them blocked and ProgTestRun blocks them. The element
-// commands' NoSleep forms (MapLookupElemNoSleep, ...) and
-// EpollWaitHoldingP skip the runtime's system call bookkeeping where the
-// caller knows it is not needed. There is no other policy: no fallbacks,
-// no feature probes.
+// commands' NoSleep forms (MapLookupElemNoSleep, ...) skip the runtime's
+// system call bookkeeping, for the maps whose element operations never
+// sleep. There is no other policy: no fallbacks, no feature probes.
 //
 // The journal records every call for security review, one line each in
 // strace's shape: call(arguments) = result <duration>. The result is what
