@@ -21,9 +21,13 @@ func EpollCreate() (int, error) {
 // interest list, with events and data (the event's Fd field) as its event.
 func EpollCtl(epfd, op, fd int, events uint32, data int32) error {
 	ev := unix.EpollEvent{Events: events, Fd: data}
-	_, err := traced("epoll_ctl", func() string {
-		return fmt.Sprintf("%d, %s, %d, {events=%#x, data=%d}", epfd, lookupName(epollOps, uint32(op)), fd, events, data)
-	}, func() (int, error) { return 0, unix.EpollCtl(arg32(epfd), arg32(op), arg32(fd), &ev) })
+	args := func() string {
+		opName := lookupName(epollOps, uint32(op))
+		return fmt.Sprintf("%d, %s, %d, {events=%#x, data=%d}", epfd, opName, fd, events, data)
+	}
+	_, err := traced("epoll_ctl", args, func() (int, error) {
+		return 0, unix.EpollCtl(arg32(epfd), arg32(op), arg32(fd), &ev)
+	})
 	return sysErr("epoll_ctl", err)
 }
 
