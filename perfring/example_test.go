@@ -52,7 +52,7 @@ func ExampleNewPerfReader() {
 		insn.Mov64Imm(insn.R5, 8),
 		insn.Call(insn.BPF_FUNC_perf_event_output),
 		insn.Label("out"),
-		insn.Mov64Imm(insn.R0, 0),
+		insn.Mov64Imm(insn.R0, 1), // 0 would hide the event from every perf user
 		insn.Exit(),
 	}})
 	if err != nil {
@@ -125,7 +125,7 @@ func ExampleNewRingBufReader() {
 		insn.Mov64Imm(insn.R4, 0),
 		insn.Call(insn.BPF_FUNC_ringbuf_output),
 		insn.Label("out"),
-		insn.Mov64Imm(insn.R0, 0),
+		insn.Mov64Imm(insn.R0, 1), // 0 would hide the event from every perf user
 		insn.Exit(),
 	}})
 	if err != nil {
