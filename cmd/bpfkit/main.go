@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -111,39 +110,4 @@ func parse(t *tool.Tool, c command, args []string) (uint32, error) {
 		return 0, tool.Usagef("ID %q: want a number from 1 to %d", pos[0], uint32(1<<32-1))
 	}
 	return uint32(id), nil
-}
-
-// hexBytes is b as bpftool's JSON has it: ["0x01", "0x02"].
-func hexBytes(b []byte) []string {
-	out := make([]string, len(b))
-	for i, c := range b {
-		out[i] = fmt.Sprintf("0x%02x", c)
-	}
-	return out
-}
-
-// spaced is b as bpftool's text has it: "01 02".
-func spaced(b []byte) string {
-	return strings.TrimSuffix(fmt.Sprintf("% x", b), " ")
-}
-
-// ids joins numbers with commas.
-func ids(n []uint32) string {
-	s := make([]string, len(n))
-	for i, v := range n {
-		s[i] = strconv.FormatUint(uint64(v), 10)
-	}
-	return strings.Join(s, ",")
-}
-
-// sortedProcs is the holders of one object, each process once, by pid.
-func sortedProcs(ps []proc) []proc {
-	sort.Slice(ps, func(i, j int) bool { return ps[i].PID < ps[j].PID })
-	out := ps[:0]
-	for i, p := range ps {
-		if i == 0 || p.PID != ps[i-1].PID {
-			out = append(out, p)
-		}
-	}
-	return out
 }

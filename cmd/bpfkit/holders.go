@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// proc is a process holding a BPF object or a perf event.
+type proc struct {
+	PID  int    `json:"pid"`
+	Comm string `json:"comm"`
+}
+
+// key names a BPF object: its kind ("prog", "map", "link") and its id.
+type key struct {
+	kind string
+	id   uint32
+}
+
+// fdKinds are the files bpfkit looks at, by what /proc/<pid>/fd links to.
+var fdKinds = map[string]string{"anon_inode:bpf-prog": "prog", "anon_inode:bpf-map": "map",
+	"anon_inode:bpf_link": "link", "anon_inode:[perf_event]": "perf"}
+
+// eachFD calls fn for every file of every process that is a BPF object or
+// a perf event. A process that ends meanwhile is skipped.
+func eachFD(fn func(p proc, fd int, kind string) error) error {
+	dir, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, e := range dir {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		p := proc{PID: pid}
+		for _, f := range fds {
+			target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, f.Name()))
+			fd, err := strconv.Atoi(f.Name())
+			if fdKinds[target] == "" || err != nil {
+				continue
+			}
+			if p.Comm == "" {
+				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+				p.Comm = strings.TrimSpace(string(b))
+			}
+			if err := fn(p, fd, fdKinds[target]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// holders maps each BPF object to the processes with an fd of it, from the
+// prog_id, map_id and link_id lines of /proc/<pid>/fdinfo/<fd>: what
+// bpftool reads when it has no BPF iterator.
+func holders() (map[key][]proc, error) {
+	held := map[key][]proc{}
+	err := eachFD(func(p proc, fd int, kind string) error {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", p.PID, fd))
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, kind+"_id:"); ok {
+				if id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
+					held[key{kind, uint32(id)}] = append(held[key{kind, uint32(id)}], p)
+				}
+			}
+		}
+		return nil
+	})
+	return held, err
+}
+
+// sortedProcs is the holders of one object, each process once, by pid.
+func sortedProcs(ps []proc) []proc {
+	sort.Slice(ps, func(i, j int) bool { return ps[i].PID < ps[j].PID })
+	out := ps[:0]
+	for i, p := range ps {
+		if i == 0 || p.PID != ps[i-1].PID {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// each calls fn for the object id, or for every object when id is 0. An
+// object that went away meanwhile is skipped in a listing.
+func each(next func(uint32) (uint32, error), id uint32, fn func(uint32) error) error {
+	if id != 0 {
+		return fn(id)
+	}
+	for {
+		var err error
+		if id, err = next(id); err != nil || id == 0 {
+			return err
+		}
+		if err := fn(id); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+	}
+}
+
+// ids joins numbers with commas.
+func ids(n []uint32) string {
+	s := make([]string, len(n))
+	for i, v := range n {
+		s[i] = strconv.FormatUint(uint64(v), 10)
+	}
+	return strings.Join(s, ",")
+}
