@@ -540,3 +540,56 @@ func TestBpfkitUsage(t *testing.T) {
 		t.Errorf("bpfkit prog list as nobody: %v, %q", err, b)
 	}
 }
+
+// TestBpfkitPerfOrder: perf list orders processes and their fds as
+// numbers, as bpftool does: fd 99 before fd 1000, pid 2 before pid 1000.
+func TestBpfkitPerfOrder(t *testing.T) {
+	testutil.RequireRoot(t)
+	p, err := prog.Load(prog.Spec{
+		Type:    prog.Tracepoint,
+		Name:    "bk_order",
+		License: "GPL",
+		Insns:   []Item{Mov64Imm(R0, 1), Exit()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	l, err := prog.AttachTracepoint(p, "syscalls", "sys_enter_getppid", prog.AttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	id, _ := p.Info()
+	perfFD := -1
+	for _, r := range bpfkitJSON(t, "perf", "list") {
+		if r["pid"] == float64(os.Getpid()) && r["prog_id"] == float64(id.ID) {
+			perfFD = int(r["fd"].(float64))
+		}
+	}
+	// The perf event's fd again at 99 and at 1000 or above: as strings,
+	// "1000" sorts before "99".
+	var dups []int
+	for _, at := range []int{99, 1000} {
+		fd, err := unix.FcntlInt(uintptr(perfFD), unix.F_DUPFD_CLOEXEC, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		dups = append(dups, fd)
+	}
+	recs := bpfkitJSON(t, "perf", "list")
+	var fds []int
+	for i, r := range recs {
+		if r["pid"] == float64(os.Getpid()) {
+			fds = append(fds, int(r["fd"].(float64)))
+		}
+		if i > 0 && recs[i-1]["pid"].(float64) > r["pid"].(float64) {
+			t.Errorf("perf list: pid %v after pid %v", r["pid"], recs[i-1]["pid"])
+		}
+	}
+	if !slices.IsSorted(fds) || !slices.Contains(fds, dups[0]) || !slices.Contains(fds, dups[1]) {
+		t.Errorf("perf list: this process's fds in the order %v, want %v among them in order",
+			fds, dups)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,23 +29,19 @@ var fdKinds = map[string]string{"anon_inode:bpf-prog": "prog", "anon_inode:bpf-m
 	"anon_inode:bpf_link": "link", "anon_inode:[perf_event]": "perf"}
 
 // eachFD calls fn for every file of every process that is a BPF object or
-// a perf event. A process that ends meanwhile is skipped.
+// a perf event, by pid and then by fd, as numbers. A process that ends
+// meanwhile is skipped.
 func eachFD(fn func(p proc, fd int, kind string) error) error {
-	dir, err := os.ReadDir("/proc")
+	pids, err := numbered("/proc")
 	if err != nil {
 		return err
 	}
-	for _, e := range dir {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, pid := range pids {
+		fds, _ := numbered(fmt.Sprintf("/proc/%d/fd", pid))
 		p := proc{PID: pid}
-		for _, f := range fds {
-			target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, f.Name()))
-			fd, err := strconv.Atoi(f.Name())
-			if fdKinds[target] == "" || err != nil {
+		for _, fd := range fds {
+			target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, fd))
+			if fdKinds[target] == "" {
 				continue
 			}
 			if p.Comm == "" {
@@ -57,6 +54,21 @@ func eachFD(fn func(p proc, fd int, kind string) error) error {
 		}
 	}
 	return nil
+}
+
+// numbered is the entries of dir whose names are numbers (the pids of
+// /proc, the fds of /proc/PID/fd), in numeric order: os.ReadDir's order
+// is the names' ("1000" before "99").
+func numbered(dir string) ([]int, error) {
+	entries, err := os.ReadDir(dir)
+	var ns []int
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			ns = append(ns, n)
+		}
+	}
+	slices.Sort(ns)
+	return ns, err
 }
 
 // holders maps each BPF object to the processes with an fd of it, from the
