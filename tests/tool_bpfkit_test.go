@@ -509,12 +509,16 @@ func TestBpfkitFeatures(t *testing.T) {
 }
 
 // TestBpfkitUsage: -h shows every command and each command's flags and
-// examples (exit 0); an unknown command, a missing or bad ID, an unknown
-// flag exit 2; as nobody, exit 1 with one line saying root is needed.
+// examples (exit 0); a missing, unknown or mistyped command is one line
+// that says what was expected (a typo, which word was meant); a missing or
+// bad ID, an unknown flag exit 2; as nobody, exit 1 with one line saying
+// root is needed.
 func TestBpfkitUsage(t *testing.T) {
 	out, _, status := runTool(t, "bpfkit", "-h")
-	for _, c := range []string{"prog list", "prog show", "prog dump", "map list", "map show", "map dump", "link list", "perf list",
-		"probes", "probes sweep", "features"} {
+	for _, c := range []string{
+		"prog list", "prog show", "prog dump", "map list", "map show", "map dump", "link list",
+		"perf list", "probes", "probes sweep", "features",
+	} {
 		if status != 0 || !strings.Contains(out, "\n  "+c) {
 			t.Errorf("bpfkit -h: exit %d, no %q:\n%s", status, c, out)
 		}
@@ -524,11 +528,39 @@ func TestBpfkitUsage(t *testing.T) {
 			t.Errorf("bpfkit %s -h: exit %d:\n%s", c, status, sub)
 		}
 	}
-	for _, args := range [][]string{{}, {"prog"}, {"nope"}, {"prog", "show"}, {"prog", "show", "x"}, {"map", "dump", "1", "2"},
-		{"prog", "list", "-bogus"}, {"prog", "list", "3"}} {
-		if _, errOut, status := runTool(t, "bpfkit", args...); status != 2 || errOut == "" {
-			t.Errorf("bpfkit %q: exit %d, %q; want 2 and a message", args, status, errOut)
+	for _, c := range []struct {
+		args []string
+		want string // the one line on stderr
+	}{
+		{nil, "bpfkit: no command: bpfkit -h lists them " +
+			"(prog, map, link, perf, probes, features)\n"},
+		{[]string{"nope"}, `bpfkit: unknown command "nope" (bpfkit -h lists the commands)` + "\n"},
+		{[]string{"prgo", "list"}, `bpfkit: unknown command "prgo": did you mean "prog"? ` +
+			"(bpfkit -h lists the commands)\n"},
+		{[]string{"prog"}, "bpfkit prog: missing command: prog takes list, show or dump; " +
+			"bpfkit prog -h says more\n"},
+		{[]string{"prog", "lst"}, `bpfkit prog: unknown command "lst": did you mean "list"? ` +
+			"(prog takes list, show or dump; bpfkit prog -h says more)\n"},
+		{[]string{"p", "list"}, `bpfkit: ambiguous command "p": prog, perf or probes?` + "\n"},
+		{[]string{"prog", "show", "x"},
+			`bpfkit prog show: ID "x": want a number from 1 to 4294967295` + "\n"},
+		{[]string{"map", "dump", "1", "2"}, ""},
+		{[]string{"prog", "show", "id"}, ""},
+		{[]string{"prog", "dump", "jited", "1"}, ""},
+		{[]string{"map", "show", "tag", "0011223344556677"}, ""},
+		{[]string{"prog", "list", "-bogus"}, ""},
+		{[]string{"prog", "list", "3", "4"}, ""},
+	} {
+		_, errOut, status := runTool(t, "bpfkit", c.args...)
+		if status != 2 || strings.Count(errOut, "\n") != 1 || c.want != "" && errOut != c.want {
+			t.Errorf("bpfkit %q: exit %d, %q; want 2 and one line %q",
+				c.args, status, errOut, c.want)
 		}
+	}
+	group, _, status := runTool(t, "bpfkit", "prog", "-h")
+	if status != 0 || !strings.Contains(group, "bpfkit prog dump") ||
+		strings.Contains(group, "map dump") {
+		t.Errorf("bpfkit prog -h: exit %d:\n%s", status, group)
 	}
 	testutil.RequireRoot(t)
 	cmd := exec.Command(toolPath(t, "bpfkit"), "prog", "list")

@@ -3,9 +3,13 @@
 // instructions as the verifier rewrote them), the maps and what they hold,
 // the links, which process attached which program to which tracepoint,
 // kprobe or uprobe, the kprobe and uprobe events of tracefs (telling this
-// library's and the stale ones), and what the kernel supports, found by
-// trying. Each command prints text, or with -json one JSON object per line
-// whose fields are bpftool's where bpftool has the fact.
+// library's and the stale ones), what the kernel supports, found by
+// trying. Each
+// command prints text, or with -json one JSON object per line whose fields
+// are bpftool's where bpftool has the fact.
+//
+// A command word may be cut short where only one command begins so, as
+// bpftool takes them ("bpfkit prog sh 12").
 package main
 
 import (
@@ -14,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,55 +44,113 @@ func main() {
 // dispatch runs the command that args name and returns the exit status:
 // 0, 1 when the kernel or the system refuses, 2 for bad arguments.
 func dispatch(args []string, stdout, stderr io.Writer) int {
-	for _, c := range commands {
-		words := strings.Fields(c.words)
-		if len(args) < len(words) || strings.Join(args[:len(words)], " ") != c.words ||
-			c.words == "probes" && len(args) > 1 && args[1] == "sweep" {
-			continue
-		}
-		t := tool.New("bpfkit "+c.words, c.summary, c.usage, c.examples...)
-		t.Stdout, t.Stderr = stdout, stderr
-		if c.flags != nil {
-			c.flags(t.Flags)
-		}
-		id, err := parse(t, c, args[len(words):])
-		switch {
-		case errors.Is(err, flag.ErrHelp):
-			t.PrintUsage(stdout)
+	if len(args) == 1 {
+		switch args[0] {
+		case "-version", "--version":
+			fmt.Fprintln(stdout, tool.New("bpfkit", "", "").Version())
 			return 0
-		case errors.Is(err, tool.ErrVersion):
-			fmt.Fprintln(stdout, t.Version())
+		case "-h", "-help", "--help", "help":
+			printUsage(stdout)
 			return 0
-		case err == nil:
-			err = sys.NeedCaps(sys.CAP_SYS_ADMIN)
-			if err != nil {
-				err = fmt.Errorf("needs root: %w", err)
-			} else {
-				err = c.run(t, id)
-			}
 		}
-		return t.Report(err)
 	}
-	w, status := stderr, 2
-	if len(args) == 1 && (args[0] == "-version" || args[0] == "--version") {
-		fmt.Fprintln(stdout, tool.New("bpfkit", "", "").Version())
+	c, rest, where, err := find(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp) && where == "bpfkit":
+		printUsage(stdout)
 		return 0
+	case errors.Is(err, flag.ErrHelp):
+		printGroupUsage(stdout, strings.TrimPrefix(where, "bpfkit "))
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %s\n", where, strings.TrimPrefix(err.Error(), "usage: "))
+		return 2
 	}
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
-		w, status = stdout, 0
-	} else if len(args) > 0 {
-		fmt.Fprintf(stderr, "bpfkit: unknown command %q\n\n", strings.Join(args, " "))
+	return c.execute(rest, stdout, stderr)
+}
+
+// execute parses the command's flags and arguments, checks the privilege
+// it needs and runs it.
+func (c *command) execute(args []string, stdout, stderr io.Writer) int {
+	t := tool.New("bpfkit "+c.words, c.summary, c.usage, c.examples...)
+	t.Stdout, t.Stderr = stdout, stderr
+	if c.flags != nil {
+		c.flags(t.Flags)
 	}
-	fmt.Fprintf(w, "bpfkit: inspect the BPF programs, maps, links, perf attachments and probe events of this kernel\n\nusage: bpfkit COMMAND [flags] [ID]\n\ncommands:\n")
+	id, err := parse(t, *c, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		t.PrintUsage(stdout)
+		return 0
+	case errors.Is(err, tool.ErrVersion):
+		fmt.Fprintln(stdout, t.Version())
+		return 0
+	case err == nil:
+		if err = sys.NeedCaps(sys.CAP_SYS_ADMIN); err != nil {
+			err = fmt.Errorf("needs root: %w", err)
+		} else {
+			err = c.run(t, id)
+		}
+	}
+	return t.Report(err)
+}
+
+// printUsage writes bpfkit -h: every command, then a few examples.
+func printUsage(w io.Writer) {
+	fmt.Fprintf(w, "bpfkit: inspect the BPF programs, maps, links, perf attachments and probe "+
+		"events of this kernel\n\n"+
+		"usage: bpfkit COMMAND [flags] [arguments]\n\ncommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-22s %s\n", c.words+map[bool]string{true: " ID"}[c.id], c.summary)
+		fmt.Fprintf(w, "  %-22s %s\n", c.words+c.objectUsage(), c.summary)
 	}
-	fmt.Fprintf(w, "\nEvery command takes -json (one JSON object per line) and -h (its flags and examples).\n\nexamples:\n"+
+	fmt.Fprintf(w, "\nEvery command takes -json (one JSON object per line) and -h (its flags and "+
+		"examples).\n\nexamples:\n"+
 		"  bpfkit prog list              # every program: type, name, tag, maps, the processes holding it\n"+
 		"  bpfkit prog dump -opcodes 12  # program 12's instructions as the verifier rewrote them\n"+
 		"  bpfkit perf list -json        # which process attached which program where\n"+
 		"  bpfkit features               # what this kernel supports, by trying\n")
-	return status
+}
+
+// printGroupUsage writes bpfkit GROUP -h: the commands of one group, such
+// as prog's list, show and dump.
+func printGroupUsage(w io.Writer, group string) {
+	fmt.Fprintf(w, "usage:\n")
+	for _, c := range commands {
+		if first, _, _ := strings.Cut(c.words, " "); first == group {
+			fmt.Fprintf(w, "  bpfkit %-22s %s\n", c.words+c.objectUsage(), c.summary)
+		}
+	}
+}
+
+// objectUsage is what follows a command's words in the list of commands.
+func (c *command) objectUsage() string {
+	if c.id {
+		return " ID"
+	}
+	return ""
+}
+
+// groups is the first words of the commands, in their order, each once.
+func groups() []string {
+	var gs []string
+	for _, c := range commands {
+		if first, _, _ := strings.Cut(c.words, " "); !slices.Contains(gs, first) {
+			gs = append(gs, first)
+		}
+	}
+	return gs
+}
+
+// subcommands is the second words of the commands of group: "" for a
+// group that is a command itself (probes, features, top).
+func subcommands(group string) []string {
+	var subs []string
+	for _, c := range commands {
+		if first, second, _ := strings.Cut(c.words, " "); first == group {
+			subs = append(subs, second)
+		}
+	}
+	return subs
 }
 
 // parse parses flags and the ID, which may come before, between or after
