@@ -157,7 +157,7 @@ func bkObjects(t *testing.T) (*mapfd.Map, *mapfd.Map, *prog.Program, *prog.Info)
 func TestBpfkitProgs(t *testing.T) {
 	testutil.RequireRoot(t)
 	before := time.Now().Unix()
-	h, _, _, info := bkObjects(t)
+	h, _, p, info := bkObjects(t)
 	hi, _ := h.Info()
 	r := byID(bpfkitJSON(t, "prog", "list"), "id", info.ID)
 	if r == nil {
@@ -177,8 +177,28 @@ func TestBpfkitProgs(t *testing.T) {
 		t.Errorf("run_time_ns %v with statistics on", r["run_time_ns"])
 	}
 	holdsUs(t, "prog list", r)
-	if show := bpfkitJSON(t, "prog", "show", fmt.Sprint(info.ID)); len(show) != 1 || !reflect.DeepEqual(show[0], r) {
-		t.Errorf("prog show %d: %v, prog list: %v", info.ID, show, r)
+	pin := testutil.BPFFS(t) + "/bk_prog"
+	if err := p.Pin(pin); err != nil {
+		t.Fatal(err)
+	}
+	defer mapfd.Unpin(pin)
+	// bpfkit's forms and bpftool's name the same program.
+	id := fmt.Sprint(info.ID)
+	for _, args := range [][]string{
+		{"show", id},
+		{"show", "id", id},
+		{"list", "id", id},
+		{"show", "tag", info.Tag},
+		{"show", "pinned", pin},
+	} {
+		show := bpfkitJSON(t, append([]string{"prog"}, args...)...)
+		if len(show) != 1 || !reflect.DeepEqual(show[0], r) {
+			t.Errorf("prog %q: %v, prog list: %v", args, show, r)
+		}
+	}
+	named := byID(bpfkitJSON(t, "prog", "show", "name", "bk_prog"), "id", info.ID)
+	if !reflect.DeepEqual(named, r) {
+		t.Errorf("prog show name bk_prog: %v, prog list: %v", named, r)
 	}
 	text, _, _ := runTool(t, "bpfkit", "prog", "show", fmt.Sprint(info.ID))
 	for _, s := range []string{fmt.Sprintf("%d: socket_filter  name bk_prog  tag %s", info.ID, info.Tag), "run_cnt 7", fmt.Sprintf("map_ids %d", hi.ID),
@@ -219,8 +239,12 @@ func TestBpfkitMaps(t *testing.T) {
 			}
 		}
 		holdsUs(t, "map list", r)
-		if show := bpfkitJSON(t, "map", "show", fmt.Sprint(i.ID)); len(show) != 1 || !reflect.DeepEqual(show[0], r) {
-			t.Errorf("map show %d: %v, map list: %v", i.ID, show, r)
+		id := fmt.Sprint(i.ID)
+		for _, args := range [][]string{{id}, {"id", id}, {"name", m.Name()}} {
+			show := bpfkitJSON(t, append([]string{"map", "show"}, args...)...)
+			if len(show) != 1 || !reflect.DeepEqual(show[0], r) {
+				t.Errorf("map show %q: %v, map list: %v", args, show, r)
+			}
 		}
 		if haveBpftool {
 			sameFields(t, "map list", r, byID(bt, "id", i.ID), "id", "type", "name", "flags", "bytes_key", "bytes_value", "max_entries")
@@ -249,7 +273,7 @@ func TestBpfkitMaps(t *testing.T) {
 		id   uint32
 		want []map[string]any
 	}{{hi.ID, wantHash}, {pi.ID, wantPCPU}} {
-		got := bpfkitJSON(t, "map", "dump", fmt.Sprint(c.id))
+		got := bpfkitJSON(t, "map", "dump", "id", fmt.Sprint(c.id))
 		key := func(a, b map[string]any) int { return strings.Compare(fmt.Sprint(a["key"]), fmt.Sprint(b["key"])) }
 		slices.SortFunc(got, key)
 		if !reflect.DeepEqual(got, c.want) {
@@ -279,6 +303,19 @@ func TestBpfkitProgDump(t *testing.T) {
 	text, _, status := runTool(t, "bpfkit", "prog", "dump", id)
 	if status != 0 || text != info.Listing() {
 		t.Errorf("prog dump %s: exit %d:\n%s\nListing:\n%s", id, status, text, info.Listing())
+	}
+	forms := [][]string{{"xlated", "id", id}, {"xlated", id}, {"id", id}, {"tag", info.Tag}}
+	for _, args := range forms {
+		got, errOut, _ := runTool(t, "bpfkit", append([]string{"prog", "dump"}, args...)...)
+		if got != text {
+			t.Errorf("prog dump %q:\n%s%s\nprog dump %s:\n%s", args, got, errOut, id, text)
+		}
+	}
+	withOpcodes, _, _ := runTool(t, "bpfkit", "prog", "dump", "-opcodes", id)
+	got, _, _ := runTool(t, "bpfkit", "prog", "dump", "xlated", "id", id, "opcodes")
+	if got != withOpcodes {
+		t.Errorf("prog dump xlated id %s opcodes:\n%s\nprog dump -opcodes %s:\n%s",
+			id, got, id, withOpcodes)
 	}
 	dump := bpfkitJSON(t, "prog", "dump", id)
 	if len(dump) != len(info.Xlated)-1 || dump[1]["disasm"] != fmt.Sprintf("(18) r1 = map[id:%d]", hi.ID) {

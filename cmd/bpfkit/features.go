@@ -11,7 +11,7 @@ import (
 )
 
 // features prints every feature probe's answer.
-func features(t *tool.Tool, _ uint32) error {
+func features(t *tool.Tool, _ []uint32) error {
 	var of []prog.Type
 	if helpersOf != "" {
 		typ, ok := progType(helpersOf)

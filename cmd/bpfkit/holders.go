@@ -1,15 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // proc is a process holding a BPF object or a perf event.
@@ -102,28 +99,11 @@ func sortedProcs(ps []proc) []proc {
 	return out
 }
 
-// each calls fn for the object id, or for every object when id is 0. An
-// object that went away meanwhile is skipped in a listing.
-func each(next func(uint32) (uint32, error), id uint32, fn func(uint32) error) error {
-	if id != 0 {
-		return fn(id)
+// joinIDs joins ids with sep.
+func joinIDs(ids []uint32, sep string) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatUint(uint64(id), 10)
 	}
-	for {
-		var err error
-		if id, err = next(id); err != nil || id == 0 {
-			return err
-		}
-		if err := fn(id); err != nil && !errors.Is(err, unix.ENOENT) {
-			return err
-		}
-	}
-}
-
-// ids joins numbers with commas.
-func ids(n []uint32) string {
-	s := make([]string, len(n))
-	for i, v := range n {
-		s[i] = strconv.FormatUint(uint64(v), 10)
-	}
-	return strings.Join(s, ",")
+	return strings.Join(s, sep)
 }

@@ -8,12 +8,12 @@ import (
 )
 
 // links prints every BPF link.
-func links(t *tool.Tool, _ uint32) error {
+func links(t *tool.Tool, _ []uint32) error {
 	held, err := holders()
 	if err != nil {
 		return err
 	}
-	return each(prog.NextLinkID, 0, func(id uint32) error {
+	return each(prog.NextLinkID, nil, func(id uint32) error {
 		l, err := prog.LinkByID(id)
 		if err != nil {
 			return err

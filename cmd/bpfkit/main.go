@@ -4,12 +4,14 @@
 // the links, which process attached which program to which tracepoint,
 // kprobe or uprobe, the kprobe and uprobe events of tracefs (telling this
 // library's and the stale ones), what the kernel supports, found by
-// trying. Each
+// trying, and, live, what each program costs the machine (top). Each
 // command prints text, or with -json one JSON object per line whose fields
 // are bpftool's where bpftool has the fact.
 //
-// A command word may be cut short where only one command begins so, as
-// bpftool takes them ("bpfkit prog sh 12").
+// Commands take bpftool's forms too: "prog show id 12", "prog dump xlated
+// name dropmon opcodes", "map dump pinned /sys/fs/bpf/m", and a command
+// word may be cut short where only one command begins so ("bpfkit prog
+// sh 12").
 package main
 
 import (
@@ -19,20 +21,28 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 	"github.com/bpfkit/bpfkit/sys"
 )
 
-// command is one subcommand: "prog list", "map dump ID".
+// command is one subcommand: "prog show", "map dump".
 type command struct {
-	words, usage, summary string
-	examples              []string
-	id                    bool // takes the ID of a program or map
-	flags                 func(fs *flag.FlagSet)
-	run                   func(t *tool.Tool, id uint32) error
+	words    string   // what selects it: "prog show"
+	usage    string   // what follows the words on its usage line
+	summary  string   // one line for bpfkit -h
+	examples []string // whole command lines, each with a comment after " # "
+	// object is "prog" or "map" for a command that takes one (PROG or
+	// MAP: an ID, or bpftool's id ID, name NAME, tag TAG, pinned PATH),
+	// "" for one that takes none.
+	object   string
+	optional bool               // the object may be left out, meaning every one
+	dump     bool               // bpftool's "xlated" may come first, "opcodes" last
+	flags    func(t *tool.Tool) // defines the command's own flags
+	setup    func(t *tool.Tool) // makes the tool periodic, say, before parsing
+	// run runs the command on the objects ids names, nil for every one.
+	run func(t *tool.Tool, ids []uint32) error
 }
 
 var commands []command
@@ -74,10 +84,13 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 	t := tool.New("bpfkit "+c.words, c.summary, c.usage, c.examples...)
 	t.Stdout, t.Stderr = stdout, stderr
-	if c.flags != nil {
-		c.flags(t.Flags)
+	if c.setup != nil {
+		c.setup(t)
 	}
-	id, err := parse(t, *c, args)
+	if c.flags != nil {
+		c.flags(t)
+	}
+	ids, err := c.parse(t, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		t.PrintUsage(stdout)
@@ -89,7 +102,7 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 		if err = sys.NeedCaps(sys.CAP_SYS_ADMIN); err != nil {
 			err = fmt.Errorf("needs root: %w", err)
 		} else {
-			err = c.run(t, id)
+			err = c.run(t, ids)
 		}
 	}
 	return t.Report(err)
@@ -98,16 +111,18 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 // printUsage writes bpfkit -h: every command, then a few examples.
 func printUsage(w io.Writer) {
 	fmt.Fprintf(w, "bpfkit: inspect the BPF programs, maps, links, perf attachments and probe "+
-		"events of this kernel\n\n"+
+		"events of this kernel, and what each program costs\n\n"+
 		"usage: bpfkit COMMAND [flags] [arguments]\n\ncommands:\n")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-22s %s\n", c.words+c.objectUsage(), c.summary)
 	}
-	fmt.Fprintf(w, "\nEvery command takes -json (one JSON object per line) and -h (its flags and "+
-		"examples).\n\nexamples:\n"+
+	fmt.Fprintf(w, "\nPROG is a program's ID, or as bpftool has it id ID, name NAME, tag TAG or "+
+		"pinned PATH;\nMAP the same without tag. Every command takes -json (one JSON object per "+
+		"line)\nand -h (its flags and examples).\n\nexamples:\n"+
 		"  bpfkit prog list              # every program: type, name, tag, maps, the processes holding it\n"+
 		"  bpfkit prog dump -opcodes 12  # program 12's instructions as the verifier rewrote them\n"+
 		"  bpfkit perf list -json        # which process attached which program where\n"+
+		"  bpfkit top                    # what each program costs, live, like top\n"+
 		"  bpfkit features               # what this kernel supports, by trying\n")
 }
 
@@ -124,10 +139,14 @@ func printGroupUsage(w io.Writer, group string) {
 
 // objectUsage is what follows a command's words in the list of commands.
 func (c *command) objectUsage() string {
-	if c.id {
-		return " ID"
+	object := strings.ToUpper(c.object)
+	switch {
+	case c.object == "":
+		return ""
+	case c.optional:
+		return " [" + object + "]"
 	}
-	return ""
+	return " " + object
 }
 
 // groups is the first words of the commands, in their order, each once.
@@ -151,26 +170,4 @@ func subcommands(group string) []string {
 		}
 	}
 	return subs
-}
-
-// parse parses flags and the ID, which may come before, between or after
-// the flags.
-func parse(t *tool.Tool, c command, args []string) (uint32, error) {
-	if err := t.TakesArgs().Parse(args); err != nil {
-		return 0, err
-	}
-	pos := t.Args
-	switch {
-	case !c.id && len(pos) > 0:
-		return 0, tool.Usagef("unexpected argument %q", pos[0])
-	case c.id && len(pos) != 1:
-		return 0, tool.Usagef("want one ID (usage: %s %s)", t.Name, c.usage)
-	case !c.id:
-		return 0, nil
-	}
-	id, err := strconv.ParseUint(strings.TrimPrefix(pos[0], "id="), 10, 32)
-	if err != nil || id == 0 {
-		return 0, tool.Usagef("ID %q: want a number from 1 to %d", pos[0], uint32(1<<32-1))
-	}
-	return uint32(id), nil
 }

@@ -20,13 +20,13 @@ type mapRec struct {
 	Pids       []proc `json:"pids,omitempty"`
 }
 
-// maps prints map id, or every map when id is 0.
-func maps(t *tool.Tool, only uint32) error {
+// maps prints the maps ids, or every map for nil.
+func maps(t *tool.Tool, ids []uint32) error {
 	held, err := holders()
 	if err != nil {
 		return err
 	}
-	return each(mapfd.NextID, only, func(id uint32) error {
+	return each(mapfd.NextID, ids, func(id uint32) error {
 		m, err := mapfd.OpenID(id)
 		if err != nil {
 			return err
@@ -49,7 +49,8 @@ func maps(t *tool.Tool, only uint32) error {
 }
 
 // dumpMap prints every key and value, as bpftool map dump does.
-func dumpMap(t *tool.Tool, id uint32) error {
+func dumpMap(t *tool.Tool, ids []uint32) error {
+	id := ids[0]
 	m, err := mapfd.OpenID(id)
 	if err != nil {
 		return err

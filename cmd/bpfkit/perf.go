@@ -28,7 +28,7 @@ type perfRec struct {
 
 // perf prints every program attached through a perf event or a raw
 // tracepoint link, asking the kernel about each such fd of each process.
-func perf(t *tool.Tool, _ uint32) error {
+func perf(t *tool.Tool, _ []uint32) error {
 	return eachFD(func(p proc, fd int, kind string) error {
 		if kind != "perf" && kind != "link" {
 			return nil

@@ -8,7 +8,7 @@ import (
 )
 
 // probes lists the events of kprobe_events and uprobe_events.
-func probes(t *tool.Tool, _ uint32) error {
+func probes(t *tool.Tool, _ []uint32) error {
 	n := 0
 	for _, k := range []tracefs.ProbeKind{tracefs.Kprobe, tracefs.Uprobe} {
 		evs, err := tracefs.Events(k)
@@ -39,7 +39,7 @@ func probes(t *tool.Tool, _ uint32) error {
 }
 
 // sweep removes the events of bpfkit processes that are gone.
-func sweep(t *tool.Tool, _ uint32) error {
+func sweep(t *tool.Tool, _ []uint32) error {
 	removed, kept, err := tracefs.Sweep()
 	for _, ev := range removed {
 		if t.JSON {

@@ -25,8 +25,8 @@ type progRec struct {
 	Pids      []proc   `json:"pids,omitempty"`
 }
 
-// progs prints program id, or every program when id is 0.
-func progs(t *tool.Tool, only uint32) error {
+// progs prints the programs ids, or every program for nil.
+func progs(t *tool.Tool, ids []uint32) error {
 	held, err := holders()
 	if err != nil {
 		return err
@@ -35,7 +35,7 @@ func progs(t *tool.Tool, only uint32) error {
 	if err != nil {
 		return err
 	}
-	return each(prog.NextID, only, func(id uint32) error {
+	return each(prog.NextID, ids, func(id uint32) error {
 		p, err := prog.OpenID(id)
 		if err != nil {
 			return err
@@ -59,7 +59,7 @@ func progs(t *tool.Tool, only uint32) error {
 			fmt.Fprintf(t.Stdout, "\trun_time_ns %d  run_cnt %d\n", r.RunTimeNs, r.RunCnt)
 		}
 		if len(r.MapIDs) > 0 {
-			fmt.Fprintf(t.Stdout, "\tmap_ids %s\n", ids(r.MapIDs))
+			fmt.Fprintf(t.Stdout, "\tmap_ids %s\n", joinIDs(r.MapIDs, ","))
 		}
 		printPids(t, r.Pids)
 		return nil
@@ -89,7 +89,8 @@ func bootTime() (time.Time, error) {
 
 // dumpProg prints the program's xlated instructions: bpftool prog dump
 // xlated's text, or its JSON objects one per line.
-func dumpProg(t *tool.Tool, id uint32) error {
+func dumpProg(t *tool.Tool, ids []uint32) error {
+	id := ids[0]
 	p, err := prog.OpenID(id)
 	if err != nil {
 		return err
