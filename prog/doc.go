@@ -13,6 +13,11 @@
 // bpf_cookie, or PERF_EVENT_IOC_SET_BPF before (HavePerfLink). A *Link's
 // Close undoes all the attachment created.
 //
+// EnableStats keeps the kernel's run statistics on (BPF_ENABLE_STATS, or
+// the sysctl kernel.bpf_stats_enabled before 5.8, set back at Close), and
+// StatsByID reads a program's runs, run time and recursion misses in one
+// call.
+//
 // Feature probes (HaveProgType, HaveMapType, HaveHelper, ..., Features for
 // all) try once and cache the answer with the errno it rests on. NextID,
 // NextLinkID, LinkByID and QueryFD walk what is loaded and attached.

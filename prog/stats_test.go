@@ -1,13 +1,27 @@
 package prog
 
 import (
+	"bytes"
 	"errors"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
+
+// statsSysctlValue reads kernel.bpf_stats_enabled.
+func statsSysctlValue(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(statsSysctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
 
 // TestStatsByID: StatsByID reads what Info reads of a program, but its
 // instructions and map ids, with the runs counted while statistics were
@@ -45,5 +59,60 @@ func TestStatsByID(t *testing.T) {
 	p.Close()
 	if _, err := StatsByID(info.ID); !errors.Is(err, unix.ENOENT) {
 		t.Errorf("StatsByID of a program closed: %v, want ENOENT", err)
+	}
+}
+
+// TestEnableStatsSysctl: before 5.8 the statistics go on through the
+// sysctl, written through sys's journal, and Close sets it back; one on
+// already stays on.
+func TestEnableStatsSysctl(t *testing.T) {
+	testutil.RequireRoot(t)
+	if v := statsSysctlValue(t); v != "0" {
+		t.Skipf("kernel.bpf_stats_enabled is %s: set by someone else, left alone", v)
+	}
+	var journal bytes.Buffer
+	sys.SetJournal(&journal)
+	s, err := enableStatsSysctl()
+	sys.SetJournal(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v := statsSysctlValue(t); v != "1" || s.How() != "kernel.bpf_stats_enabled" {
+		t.Errorf("statistics on by %q: the sysctl is %s, want 1", s.How(), v)
+	}
+	p, err := Load(Spec{Type: SocketFilter, Name: "stats_sysctl", License: "GPL", Insns: retZero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.TestRun(RunOptions{Data: make([]byte, 64), Repeat: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := p.Info(); err != nil || info.RunCount != 3 {
+		t.Errorf("runs counted with the sysctl on: %v, %v", info, err)
+	}
+	again, err := enableStatsSysctl()
+	if err != nil || again.How() != "kernel.bpf_stats_enabled, on already" {
+		t.Errorf("the sysctl on already: %v, %v", again, err)
+	}
+	again.Close()
+	if v := statsSysctlValue(t); v != "1" {
+		t.Errorf("closing statistics that were on already turned the sysctl to %s", v)
+	}
+	sys.SetJournal(&journal)
+	err = s.Close()
+	sys.SetJournal(nil)
+	if v := statsSysctlValue(t); err != nil || v != "0" {
+		t.Errorf("Close: %v; the sysctl is %s, want 0", err, v)
+	}
+	for _, v := range []string{"1", "0"} {
+		line := `write("` + statsSysctl + `", "` + v + `\n") = 2`
+		if !strings.Contains(journal.String(), line) {
+			t.Errorf("the journal lacks %s:\n%s", line, journal.String())
+		}
+	}
+	if err := s.Close(); err != nil || statsSysctlValue(t) != "0" {
+		t.Errorf("second Close: %v", err)
 	}
 }
