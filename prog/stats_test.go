@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/sys"
@@ -114,5 +115,25 @@ func TestEnableStatsSysctl(t *testing.T) {
 	}
 	if err := s.Close(); err != nil || statsSysctlValue(t) != "0" {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestMeasureStatsCost: the statistics count some time for a run of a
+// program that does nothing, and holding them makes runs longer; neither
+// is more than a few microseconds.
+func TestMeasureStatsCost(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	c, err := MeasureStatsCost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("statistics: floor %v, added %v a run", c.Floor, c.Added)
+	limit := 10 * time.Microsecond
+	if c.Floor <= 0 || c.Floor > limit || c.Added < 0 || c.Added > limit {
+		t.Errorf("statistics' cost %+v", c)
+	}
+	if statsSysctlValue(t) == "0" && c.Added == 0 {
+		t.Logf("added 0: another process held the statistics on in every round")
 	}
 }
