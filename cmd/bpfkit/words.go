@@ -117,11 +117,11 @@ func prefixOf(typed string, words []string) string {
 }
 
 // closest is the word of words nearest to typed by edit distance, if it
-// is near enough to be a typo of it: one edit for a word of three letters
-// or fewer ("lst" for list, not "top" for map), two for a longer one.
+// is near enough to be a typo of it: one edit for a word of four letters
+// or fewer ("prgo" for prog, not "nope" for top), two for a longer one.
 func closest(typed string, words []string) string {
 	limit := 2
-	if len(typed) <= 3 {
+	if len(typed) <= 4 {
 		limit = 1
 	}
 	best, bestDistance := "", limit+1
@@ -133,27 +133,32 @@ func closest(typed string, words []string) string {
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b: the fewest
-// insertions, deletions and substitutions of bytes that make one the
-// other.
+// editDistance is the edit distance between a and b: the fewest
+// insertions, deletions, substitutions and swaps of two neighbouring
+// bytes (the commonest typo) that make one the other, each swapped pair
+// edited no further (optimal string alignment).
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
-			substitution := prev[j-1]
+			substitution := d[i-1][j-1]
 			if a[i-1] != b[j-1] {
 				substitution++
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, substitution)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, substitution)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev = cur
 	}
-	return prev[len(b)]
+	return d[len(a)][len(b)]
 }
 
 // orList joins words as a sentence does: "a", "a or b", "a, b or c".
