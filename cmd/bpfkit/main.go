@@ -45,8 +45,6 @@ type command struct {
 	run func(t *tool.Tool, ids []uint32) error
 }
 
-var commands []command
-
 func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }

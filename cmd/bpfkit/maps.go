@@ -20,8 +20,8 @@ type mapRec struct {
 	Pids       []proc `json:"pids,omitempty"`
 }
 
-// maps prints the maps ids, or every map for nil.
-func maps(t *tool.Tool, ids []uint32) error {
+// listMaps prints the maps ids, or every map for nil.
+func listMaps(t *tool.Tool, ids []uint32) error {
 	held, err := holders()
 	if err != nil {
 		return err

@@ -25,8 +25,8 @@ type progRec struct {
 	Pids      []proc   `json:"pids,omitempty"`
 }
 
-// progs prints the programs ids, or every program for nil.
-func progs(t *tool.Tool, ids []uint32) error {
+// listProgs prints the programs ids, or every program for nil.
+func listProgs(t *tool.Tool, ids []uint32) error {
 	held, err := holders()
 	if err != nil {
 		return err
