@@ -554,7 +554,7 @@ func TestBpfkitUsage(t *testing.T) {
 	out, _, status := runTool(t, "bpfkit", "-h")
 	for _, c := range []string{
 		"prog list", "prog show", "prog dump", "map list", "map show", "map dump", "link list",
-		"perf list", "probes", "probes sweep", "features",
+		"perf list", "probes", "probes sweep", "features", "top",
 	} {
 		if status != 0 || !strings.Contains(out, "\n  "+c) {
 			t.Errorf("bpfkit -h: exit %d, no %q:\n%s", status, c, out)
@@ -570,7 +570,7 @@ func TestBpfkitUsage(t *testing.T) {
 		want string // the one line on stderr
 	}{
 		{nil, "bpfkit: no command: bpfkit -h lists them " +
-			"(prog, map, link, perf, probes, features)\n"},
+			"(prog, map, link, perf, probes, features, top)\n"},
 		{[]string{"nope"}, `bpfkit: unknown command "nope" (bpfkit -h lists the commands)` + "\n"},
 		{[]string{"prgo", "list"}, `bpfkit: unknown command "prgo": did you mean "prog"? ` +
 			"(bpfkit -h lists the commands)\n"},

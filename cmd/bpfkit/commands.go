@@ -122,4 +122,5 @@ var commands = []command{
 		},
 		run: features,
 	},
+	topCommand,
 }

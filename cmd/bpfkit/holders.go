@@ -74,13 +74,8 @@ func numbered(dir string) ([]int, error) {
 func holders() (map[key][]proc, error) {
 	held := map[key][]proc{}
 	err := eachFD(func(p proc, fd int, kind string) error {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", p.PID, fd))
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, kind+"_id:"); ok {
-				if id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
-					held[key{kind, uint32(id)}] = append(held[key{kind, uint32(id)}], p)
-				}
-			}
+		if id, ok := fdinfoID(p.PID, fd, kind+"_id"); ok {
+			held[key{kind, id}] = append(held[key{kind, id}], p)
 		}
 		return nil
 	})
@@ -106,4 +101,19 @@ func joinIDs(ids []uint32, sep string) string {
 		s[i] = strconv.FormatUint(uint64(id), 10)
 	}
 	return strings.Join(s, sep)
+}
+
+// fdinfoID reads the line "name:\tN" of /proc/PID/fdinfo/FD.
+func fdinfoID(pid, fd int, name string) (uint32, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", pid, fd))
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+			return uint32(id), err == nil
+		}
+	}
+	return 0, false
 }

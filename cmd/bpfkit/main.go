@@ -37,10 +37,11 @@ type command struct {
 	// MAP: an ID, or bpftool's id ID, name NAME, tag TAG, pinned PATH),
 	// "" for one that takes none.
 	object   string
-	optional bool               // the object may be left out, meaning every one
-	dump     bool               // bpftool's "xlated" may come first, "opcodes" last
-	flags    func(t *tool.Tool) // defines the command's own flags
-	setup    func(t *tool.Tool) // makes the tool periodic, say, before parsing
+	optional bool                     // the object may be left out, meaning every one
+	dump     bool                     // bpftool's "xlated" may come first, "opcodes" last
+	flags    func(t *tool.Tool)       // defines the command's own flags
+	setup    func(t *tool.Tool)       // makes the tool periodic, say, before parsing
+	check    func(t *tool.Tool) error // checks the flags' values once parsed
 	// run runs the command on the objects ids names, nil for every one.
 	run func(t *tool.Tool, ids []uint32) error
 }
@@ -89,6 +90,9 @@ func (c *command) execute(args []string, stdout, stderr io.Writer) int {
 		c.flags(t)
 	}
 	ids, err := c.parse(t, args)
+	if err == nil && c.check != nil {
+		err = c.check(t)
+	}
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		t.PrintUsage(stdout)

@@ -33,11 +33,8 @@ func perf(t *tool.Tool, _ []uint32) error {
 		if kind != "perf" && kind != "link" {
 			return nil
 		}
-		a, err := prog.QueryFD(p.PID, fd)
-		switch {
-		case errors.Is(err, unix.ENOENT), errors.Is(err, sys.ENOTSUPP), errors.Is(err, unix.EBADF), errors.Is(err, unix.ESRCH):
-			return nil // no program on it, not a raw tracepoint link, or gone
-		case err != nil:
+		a, err := queryFD(p.PID, fd)
+		if a == nil || err != nil {
 			return err
 		}
 		r := perfRec{PID: p.PID, Comm: p.Comm, FD: fd, ProgID: a.ProgID, FDType: a.Kind}
@@ -60,4 +57,19 @@ func perf(t *tool.Tool, _ []uint32) error {
 		_, err = fmt.Fprintf(t.Stdout, "pid %d (%s)  fd %d: prog_id %d  %s  %s\n", r.PID, r.Comm, fd, a.ProgID, a.Kind, where)
 		return err
 	})
+}
+
+// queryFD asks which program runs through fd of pid; nil, and no error,
+// for a perf event without a program, a link that is not a raw
+// tracepoint's, or an fd or process gone meanwhile.
+func queryFD(pid, fd int) (*prog.FDAttachment, error) {
+	a, err := prog.QueryFD(pid, fd)
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, sys.ENOTSUPP), errors.Is(err, unix.EBADF),
+		errors.Is(err, unix.ESRCH):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return a, nil
 }
