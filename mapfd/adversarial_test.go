@@ -512,3 +512,22 @@ func TestAdversarialIDsAndTypes(t *testing.T) {
 		t.Errorf("CreateTyped of type MaxUint32: %v, want EINVAL", err)
 	}
 }
+
+// TestUnnamed: messages name a map without a name "(unnamed)", not "":
+// a map the kernel refuses, its String, a key of the wrong size.
+func TestUnnamed(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	_, err := mapfd.Create(mapfd.Spec{Type: mapfd.Hash, KeySize: 4, ValueSize: 8})
+	wantErr(t, "an unnamed map of no entries", err, "mapfd: map create (unnamed)")
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if s := m.String(); !strings.HasPrefix(s, "map (unnamed) (array, ") {
+		t.Errorf("String of an unnamed map: %s", s)
+	}
+	err = m.Lookup([]byte{1}, make([]byte, 4))
+	wantErr(t, "a short key of an unnamed map", err, "mapfd: map (unnamed): key of 1 bytes")
+}

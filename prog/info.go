@@ -39,7 +39,7 @@ func (p *Program) Info() (*Info, error) {
 	}
 	var si sys.ProgInfo
 	if err := sys.InfoByFD(p.fd.Int(), &si); err != nil {
-		return nil, fmt.Errorf("prog: info of %q: %w", p.name, err)
+		return nil, fmt.Errorf("prog: info of %s: %w", sys.QuoteName(p.name), err)
 	}
 	xlated := make([]byte, si.XlatedProgLen)
 	mapIDs := make([]uint32, si.NrMapIDs)
@@ -48,11 +48,11 @@ func (p *Program) Info() (*Info, error) {
 		si.MapIDs = sys.NewPointer(unsafePointer(&mapIDs[0]))
 	}
 	if err := sys.InfoByFD(p.fd.Int(), &si); err != nil {
-		return nil, fmt.Errorf("prog: info of %q: %w", p.name, err)
+		return nil, fmt.Errorf("prog: info of %s: %w", sys.QuoteName(p.name), err)
 	}
 	insns, err := insn.Decode(xlated[:min(int(si.XlatedProgLen), len(xlated))])
 	if err != nil {
-		return nil, fmt.Errorf("prog: xlated instructions of %q: %w", p.name, err)
+		return nil, fmt.Errorf("prog: xlated instructions of %s: %w", sys.QuoteName(p.name), err)
 	}
 	info := infoOf(&si)
 	info.MapIDs, info.Xlated = mapIDs[:min(int(si.NrMapIDs), len(mapIDs))], insns
