@@ -107,7 +107,10 @@ type Map struct {
 	noSleep    bool // element operations never sleep: see sys.MapElemNoSleep
 }
 
-// Create makes a new map.
+// Create makes a new map. One whose sizes break its type's rule (a ring
+// buffer's size a power of two and a multiple of the page size, an
+// array's key 4 bytes, ...) is refused before the kernel is asked, with
+// an error that says the rule and wraps EINVAL, as the kernel's would.
 func Create(spec Spec) (*Map, error) {
 	name, err := sys.NewObjName(spec.Name)
 	if err != nil {
@@ -123,6 +126,9 @@ func Create(spec Spec) (*Map, error) {
 		}
 		spec.MaxEntries = uint32(n)
 	}
+	if err := checkSizes(spec); err != nil {
+		return nil, err
+	}
 	attr := sys.MapCreateAttr{MapType: uint32(spec.Type), KeySize: spec.KeySize, ValueSize: spec.ValueSize,
 		MaxEntries: spec.MaxEntries, MapFlags: spec.Flags, MapName: name}
 	if spec.InnerMap != nil {
@@ -136,8 +142,7 @@ func Create(spec Spec) (*Map, error) {
 		fd, err = sys.MapCreate(&attr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("mapfd: map create %s (type %d, key %d, value %d, entries %d): %w",
-			sys.QuoteName(spec.Name), spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, err)
+		return nil, refused(spec, err)
 	}
 	return newMap(fd, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, attr.MapName.String())
 }
