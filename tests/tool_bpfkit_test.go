@@ -543,6 +543,14 @@ func TestBpfkitFeatures(t *testing.T) {
 	if !strings.Contains(text, "FEATURE") || !strings.Contains(text, "helper kprobe bpf_map_lookup_elem") {
 		t.Errorf("features -helpers kprobe:\n%s", text)
 	}
+	// A yes that rests on an errno (perf_link yes EBADF) reads as a
+	// failure unless the row says why.
+	for line := range strings.SplitSeq(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(line[min(len(line), 48):])
+		if len(f) >= 2 && f[0] == "yes" && f[1] != "-" && len(f) == 2 {
+			t.Errorf("features: a yes with an errno and no note: %s", line)
+		}
+	}
 }
 
 // TestBpfkitUsage: -h shows every command and each command's flags and

@@ -39,15 +39,20 @@ func features(t *tool.Tool, _ []uint32) error {
 			if f.Err != nil {
 				r["error"] = f.Err.Error()
 			}
+			if f.Note != "" {
+				r["note"] = f.Note
+			}
 			t.Emit(r)
 			continue
 		}
-		answer, note := map[bool]string{true: "yes", false: "no"}[f.OK], ""
+		answer, note := map[bool]string{true: "yes", false: "no"}[f.OK], f.Note
 		switch {
 		case f.Err != nil:
 			answer, note = "?", f.Err.Error()
 		case f.Name == "tail_call_limit":
 			note = strconv.Itoa(f.Value)
+		case f.OK && note == "":
+			errno = "-" // a yes's errno, unexplained, would read as a failure
 		}
 		fmt.Fprintf(t.Stdout, "%-48s %-4s %-10s %s\n", f.Name, answer, errno, note)
 	}
