@@ -16,7 +16,8 @@ func features(t *tool.Tool, _ []uint32) error {
 	if helpersOf != "" {
 		typ, ok := progType(helpersOf)
 		if !ok {
-			return tool.Usagef("-helpers %q: not a program type (kprobe, tracepoint, xdp, ... or a number)", helpersOf)
+			return tool.Usagef("-helpers %q: not a program type "+
+				"(kprobe, tracepoint, xdp, ... or a number)", helpersOf)
 		}
 		of = append(of, typ)
 	}
@@ -26,8 +27,10 @@ func features(t *tool.Tool, _ []uint32) error {
 	for _, f := range prog.Features(of...) {
 		errno := unix.ErrnoName(f.Errno)
 		switch f.Errno {
-		case sys.ENOTSUPP, unix.EOPNOTSUPP: // 524 has no name in libc; 95 is ENOTSUP there too
-			errno = map[unix.Errno]string{sys.ENOTSUPP: "ENOTSUPP", unix.EOPNOTSUPP: "EOPNOTSUPP"}[f.Errno]
+		case sys.ENOTSUPP: // 524 has no name in libc
+			errno = "ENOTSUPP"
+		case unix.EOPNOTSUPP: // 95 is ENOTSUP in libc too
+			errno = "EOPNOTSUPP"
 		case 0:
 			errno = "-"
 		}

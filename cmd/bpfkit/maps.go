@@ -36,12 +36,21 @@ func listMaps(t *tool.Tool, ids []uint32) error {
 		if err != nil {
 			return err
 		}
-		r := mapRec{ID: i.ID, Type: i.Type.String(), Name: i.Name, Flags: i.Flags, KeySize: i.KeySize, ValueSize: i.ValueSize,
-			MaxEntries: i.MaxEntries, Pids: sortedProcs(held[key{"map", id}])}
+		r := mapRec{
+			ID:         i.ID,
+			Type:       i.Type.String(),
+			Name:       i.Name,
+			Flags:      i.Flags,
+			KeySize:    i.KeySize,
+			ValueSize:  i.ValueSize,
+			MaxEntries: i.MaxEntries,
+			Pids:       sortedProcs(held[key{"map", id}]),
+		}
 		if t.JSON {
 			return t.Emit(r)
 		}
-		fmt.Fprintf(t.Stdout, "%d: %s  name %s  flags 0x%x\n\tkey %dB  value %dB  max_entries %d\n", r.ID, r.Type, r.Name, r.Flags,
+		fmt.Fprintf(t.Stdout, "%d: %s  name %s  flags 0x%x\n", r.ID, r.Type, r.Name, r.Flags)
+		fmt.Fprintf(t.Stdout, "\tkey %dB  value %dB  max_entries %d\n",
 			r.KeySize, r.ValueSize, r.MaxEntries)
 		printPids(t, r.Pids)
 		return nil
@@ -66,7 +75,8 @@ func dumpMap(t *tool.Tool, ids []uint32) error {
 		n++
 		var cpus []map[string]any // bpftool's "values"
 		for cpu := 0; info.Type.PerCPU() && cpu*stride < len(v); cpu++ {
-			cpus = append(cpus, map[string]any{"cpu": cpu, "value": v[cpu*stride:][:info.ValueSize]})
+			value := v[cpu*stride:][:info.ValueSize]
+			cpus = append(cpus, map[string]any{"cpu": cpu, "value": value})
 		}
 		switch {
 		case t.JSON && cpus != nil:
@@ -79,7 +89,8 @@ func dumpMap(t *tool.Tool, ids []uint32) error {
 		case cpus != nil:
 			fmt.Fprintf(t.Stdout, "key:\n%s\n", spaced(k))
 			for _, c := range cpus {
-				fmt.Fprintf(t.Stdout, "value (CPU %02d): %s\n", c["cpu"], spaced(c["value"].([]byte)))
+				value := c["value"].([]byte)
+				fmt.Fprintf(t.Stdout, "value (CPU %02d): %s\n", c["cpu"], spaced(value))
 			}
 		default:
 			fmt.Fprintf(t.Stdout, "key: %s  value: %s\n", spaced(k), spaced(v))

@@ -54,7 +54,8 @@ func perf(t *tool.Tool, _ []uint32) error {
 		if t.JSON {
 			return t.Emit(r)
 		}
-		_, err = fmt.Fprintf(t.Stdout, "pid %d (%s)  fd %d: prog_id %d  %s  %s\n", r.PID, r.Comm, fd, a.ProgID, a.Kind, where)
+		_, err = fmt.Fprintf(t.Stdout, "pid %d (%s)  fd %d: prog_id %d  %s  %s\n",
+			r.PID, r.Comm, fd, a.ProgID, a.Kind, where)
 		return err
 	})
 }

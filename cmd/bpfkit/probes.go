@@ -19,7 +19,13 @@ func probes(t *tool.Tool, _ []uint32) error {
 			n++
 			ours, stale, why := tracefs.Owner(ev)
 			if t.JSON {
-				t.Emit(map[string]any{"file": k.PMU() + "_events", "event": ev, "bpfkit": ours, "stale": stale, "reason": why})
+				t.Emit(map[string]any{
+					"file":   k.PMU() + "_events",
+					"event":  ev,
+					"bpfkit": ours,
+					"stale":  stale,
+					"reason": why,
+				})
 				continue
 			}
 			owner := "not bpfkit's"

@@ -45,16 +45,25 @@ func listProgs(t *tool.Tool, ids []uint32) error {
 		if err != nil {
 			return err
 		}
-		r := progRec{ID: i.ID, Type: i.Type.String(), Name: i.Name, Tag: i.Tag, LoadedAt: boot.Add(i.LoadTime).Unix(), UID: i.UID,
-			MapIDs: i.MapIDs, Pids: sortedProcs(held[key{"prog", id}])}
+		r := progRec{
+			ID:       i.ID,
+			Type:     i.Type.String(),
+			Name:     i.Name,
+			Tag:      i.Tag,
+			LoadedAt: boot.Add(i.LoadTime).Unix(),
+			UID:      i.UID,
+			MapIDs:   i.MapIDs,
+			Pids:     sortedProcs(held[key{"prog", id}]),
+		}
 		if i.RunTime != 0 { // as bpftool: statistics on (or once on)
 			r.RunTimeNs, r.RunCnt = int64(i.RunTime), i.RunCount
 		}
 		if t.JSON {
 			return t.Emit(r)
 		}
-		fmt.Fprintf(t.Stdout, "%d: %s  name %s  tag %s\n\tloaded_at %s  uid %d\n", r.ID, r.Type, r.Name, r.Tag,
-			boot.Add(i.LoadTime).Format("2006-01-02T15:04:05-0700"), r.UID)
+		loaded := boot.Add(i.LoadTime).Format("2006-01-02T15:04:05-0700")
+		fmt.Fprintf(t.Stdout, "%d: %s  name %s  tag %s\n", r.ID, r.Type, r.Name, r.Tag)
+		fmt.Fprintf(t.Stdout, "\tloaded_at %s  uid %d\n", loaded, r.UID)
 		if r.RunTimeNs != 0 {
 			fmt.Fprintf(t.Stdout, "\trun_time_ns %d  run_cnt %d\n", r.RunTimeNs, r.RunCnt)
 		}
@@ -101,7 +110,8 @@ func dumpProg(t *tool.Tool, ids []uint32) error {
 		return err
 	}
 	if len(info.Xlated) == 0 {
-		return fmt.Errorf("program %d: the kernel gives no instructions (kernel.bpf_jit_harden hides them?)", id)
+		return fmt.Errorf("program %d: the kernel gives no instructions "+
+			"(kernel.bpf_jit_harden hides them?)", id)
 	}
 	for line := range strings.SplitSeq(strings.TrimRight(info.Listing(), "\n"), "\n") {
 		// "   0: (b7) r0 = 0": the index says which instructions the line covers
@@ -121,9 +131,13 @@ func dumpProg(t *tool.Tool, ids []uint32) error {
 		switch {
 		case t.JSON && opcodes:
 			in := info.Xlated[n]
-			err = t.Emit(map[string]any{"disasm": text, "opcodes": map[string]any{"code": fmt.Sprintf("0x%02x", in.Code),
-				"src_reg": fmt.Sprintf("0x%x", uint8(in.Src)), "dst_reg": fmt.Sprintf("0x%x", uint8(in.Dst)),
-				"off": hexBytes(raw[2:4]), "imm": hexBytes(raw[4:])}})
+			err = t.Emit(map[string]any{"disasm": text, "opcodes": map[string]any{
+				"code":    fmt.Sprintf("0x%02x", in.Code),
+				"src_reg": fmt.Sprintf("0x%x", uint8(in.Src)),
+				"dst_reg": fmt.Sprintf("0x%x", uint8(in.Dst)),
+				"off":     hexBytes(raw[2:4]),
+				"imm":     hexBytes(raw[4:]),
+			}})
 		case t.JSON:
 			err = t.Emit(map[string]string{"disasm": text})
 		case opcodes:

@@ -36,7 +36,8 @@ func (c *command) parse(t *tool.Tool, args []string) ([]uint32, error) {
 		if c.optional {
 			return nil, nil
 		}
-		return nil, tool.Usagef("want a %s (usage: %s %s)", strings.ToUpper(c.object), t.Name, c.usage)
+		object := strings.ToUpper(c.object)
+		return nil, tool.Usagef("want a %s (usage: %s %s)", object, t.Name, c.usage)
 	}
 	sel, pos, err := parseSelector(c.object, pos)
 	if err != nil {
@@ -50,7 +51,8 @@ func (c *command) parse(t *tool.Tool, args []string) ([]uint32, error) {
 	}
 	ids, err := sel.resolve()
 	if err == nil && len(ids) > 1 && !c.optional {
-		err = fmt.Errorf("%s names %s %s: choose one by id", sel, plural(c.object), joinIDs(ids, ", "))
+		err = fmt.Errorf("%s names %s %s: choose one by id",
+			sel, plural(c.object), joinIDs(ids, ", "))
 	}
 	return ids, err
 }

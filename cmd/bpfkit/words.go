@@ -10,8 +10,9 @@ import (
 )
 
 // find picks the command args name and returns it with the arguments
-// left for it; on an error, where says whose: "bpfkit" or "bpfkit prog". Words may be cut short where only one command word begins
-// so, as bpftool takes them ("prog sh"); flags may come before the words
+// left for it; on an error, where says whose: "bpfkit" or "bpfkit prog".
+// Words may be cut short where only one command word begins so, as
+// bpftool takes them ("prog sh"); flags may come before the words
 // ("-json prog list") and go to the command. A missing or unknown word is
 // a usage error of one line that says what was expected and, for a typo,
 // which word was meant; -h after a group's word alone is flag.ErrHelp.
@@ -52,7 +53,8 @@ func findIn(group string, args []string) (*command, []string, error) {
 		flags, args = append(flags, args[0]), args[1:]
 	}
 	sub := ""
-	if named := slices.DeleteFunc(slices.Clone(subs), func(s string) bool { return s == "" }); len(named) > 0 {
+	named := slices.DeleteFunc(slices.Clone(subs), func(s string) bool { return s == "" })
+	if len(named) > 0 {
 		takes := fmt.Sprintf("%s takes %s; bpfkit %s -h says more", group, orList(named), group)
 		switch {
 		case len(args) > 0 && (!slices.Contains(subs, "") || prefixOf(args[0], named) != ""):
@@ -72,7 +74,8 @@ func findIn(group string, args []string) (*command, []string, error) {
 			return &commands[i], append(flags, args...), nil
 		}
 	}
-	return nil, nil, fmt.Errorf("no command %q", group+" "+sub) // subcommands lists only those there are
+	// Unreached: subcommands lists only the commands there are.
+	return nil, nil, fmt.Errorf("no command %q", group+" "+sub)
 }
 
 // pick is the command word of words that typed names: itself, or the one

@@ -23,7 +23,8 @@ func TestCommandWords(t *testing.T) {
 			t.Errorf("closest(%q) = %q, want %q", typed, got, want)
 		}
 	}
-	for typed, want := range map[string]string{"pro": "", "prob": "probes", "f": "features", "p": ""} {
+	prefixes := map[string]string{"pro": "", "prob": "probes", "f": "features", "p": ""}
+	for typed, want := range prefixes {
 		if got := prefixOf(typed, words); got != want {
 			t.Errorf("prefixOf(%q) = %q, want %q", typed, got, want)
 		}
