@@ -26,26 +26,29 @@ import (
 
 // topRow is an object of bpfkit top -json.
 type topRow struct {
-	Time     string   `json:"time"`
-	Interval float64  `json:"interval_s"`
-	ID       uint32   `json:"id"`
-	Type     string   `json:"type"`
-	Name     string   `json:"name"`
-	Tag      string   `json:"tag"`
-	Attached []string `json:"attached"`
-	Pids     []struct {
-		PID  int    `json:"pid"`
-		Comm string `json:"comm"`
-	} `json:"pids"`
-	RunCnt         uint64  `json:"run_cnt"`
-	RunTimeNs      uint64  `json:"run_time_ns"`
-	Misses         uint64  `json:"misses"`
-	Events         uint64  `json:"events"`
-	EventsPerSec   float64 `json:"events_per_sec"`
-	AvgNs          float64 `json:"avg_ns"`
-	AvgGrossNs     float64 `json:"avg_gross_ns"`
-	CPUPercent     float64 `json:"cpu_percent"`
-	MachinePercent float64 `json:"machine_percent"`
+	Time           string    `json:"time"`
+	Interval       float64   `json:"interval_s"`
+	ID             uint32    `json:"id"`
+	Type           string    `json:"type"`
+	Name           string    `json:"name"`
+	Tag            string    `json:"tag"`
+	Attached       []string  `json:"attached"`
+	Pids           []topProc `json:"pids"`
+	RunCnt         uint64    `json:"run_cnt"`
+	RunTimeNs      uint64    `json:"run_time_ns"`
+	Misses         uint64    `json:"misses"`
+	Events         uint64    `json:"events"`
+	EventsPerSec   float64   `json:"events_per_sec"`
+	AvgNs          float64   `json:"avg_ns"`
+	AvgGrossNs     float64   `json:"avg_gross_ns"`
+	CPUPercent     float64   `json:"cpu_percent"`
+	MachinePercent float64   `json:"machine_percent"`
+}
+
+// topProc is a process holding a program, in top's -json.
+type topProc struct {
+	PID  int    `json:"pid"`
+	Comm string `json:"comm"`
 }
 
 // heldBy says whether process pid holds the row's program.
@@ -68,7 +71,7 @@ func (r topRow) end(t *testing.T) time.Time {
 }
 
 // topRows decodes top's -json output, keeping the rows of programs pid
-// holds.
+// holds (every row for 0).
 func topRows(t *testing.T, out string, pid int) []topRow {
 	t.Helper()
 	var rows []topRow
@@ -80,7 +83,7 @@ func topRows(t *testing.T, out string, pid int) []topRow {
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("bpfkit top -json: line %q: %v", line, err)
 		}
-		if r.heldBy(pid) {
+		if pid == 0 || r.heldBy(pid) {
 			rows = append(rows, r)
 		}
 	}
@@ -132,7 +135,7 @@ func TestTopWorkloads(t *testing.T) {
 		"-a", "0")
 	printer.waitErr("Ctrl-C to stop")
 	before := statsEnabled(t)
-	top := startTool(t, "bpfkit", "top", "-json", "-d", "0.5")
+	top := startTool(t, "bpfkit", "top", "-json", "-d", "0.5", "-comm", "usdt,bpfkit_none")
 	waitRows(t, top, counter.cmd.Process.Pid, 1)
 
 	// a: 25 bursts of 200, 80 ms apart, 2 s in all; b: one of 600.
@@ -151,6 +154,11 @@ func TestTopWorkloads(t *testing.T) {
 		t.Errorf("kernel.bpf_stats_enabled was %s before top, %s after", before, after)
 	}
 
+	for _, r := range topRows(t, out, 0) { // every row -comm kept
+		if !slices.ContainsFunc(r.Pids, func(p topProc) bool { return p.Comm == "usdt" }) {
+			t.Errorf("-comm usdt,bpfkit_none kept program %d of %+v", r.ID, r.Pids)
+		}
+	}
 	counted := topRows(t, out, counter.cmd.Process.Pid)
 	checkIntervals(t, counted, bursts)
 	for _, c := range []struct {

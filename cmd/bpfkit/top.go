@@ -24,7 +24,7 @@ type topOptions struct {
 	once            bool            // -once: one interval, printed as text or JSON
 	sortBy          string          // -o COLUMN
 	pid             *uint32         // -p PID: programs held by the process
-	comm            string          // -comm NAME: programs held by a process of that name
+	comms           []string        // -comm NAME,...: programs held by a process of those names
 	types           []string        // -type TYPE,...: programs of those types
 	name            string          // -name GLOB: programs whose name matches
 	hideIdle        bool            // -i: programs that did not run in the interval are left out
@@ -36,8 +36,8 @@ var topOpts topOptions
 // topCommand is bpfkit top's entry in the command table.
 var topCommand = command{
 	words: "top",
-	usage: "[-d SECONDS] [-n COUNT] [-once] [-o COLUMN] [-p PID] [-comm NAME] [-type TYPE,...] " +
-		"[-name GLOB] [-i] [-listen ADDR] [-json] [interval [count]]",
+	usage: "[-d SECONDS] [-n COUNT] [-once] [-o COLUMN] [-p PID] [-comm NAME,...] " +
+		"[-type TYPE,...] [-name GLOB] [-i] [-listen ADDR] [-json] [interval [count]]",
 	summary: "which programs cost the machine how much CPU, live, like top: events a second, " +
 		"time per event, CPU share, recursion misses, attachments, processes",
 	examples: []string{
@@ -74,7 +74,12 @@ func defineTopFlags(t *tool.Tool) {
 	t.Flags.StringVar(&o.sortBy, "o", "cpu", "sort by `COLUMN`: "+strings.Join(sortKeys(), ", "))
 	o.pid = t.PIDFlag("p", "only the programs process `PID` holds "+
 		"(an fd of it, of a link or of a perf event)")
-	t.Flags.StringVar(&o.comm, "comm", "", "only the programs a process named `NAME` holds")
+	t.Flags.Func("comm", "only the programs a process of one of these `NAME`s holds, "+
+		"comma-separated",
+		func(s string) error {
+			o.comms = append(o.comms, strings.Split(s, ",")...)
+			return nil
+		})
 	t.Flags.Func("type", "only programs of `TYPE`s, by name (kprobe, tracepoint, ...), "+
 		"comma-separated",
 		func(s string) error {
@@ -223,11 +228,12 @@ func (o *topOptions) wants(r *row) bool {
 			return false
 		}
 	}
-	if *o.pid == 0 && o.comm == "" {
+	if *o.pid == 0 && len(o.comms) == 0 {
 		return true
 	}
 	return slices.ContainsFunc(r.procs, func(p proc) bool {
-		return (*o.pid == 0 || p.PID == int(*o.pid)) && (o.comm == "" || p.Comm == o.comm)
+		pidOK := *o.pid == 0 || p.PID == int(*o.pid)
+		return pidOK && (len(o.comms) == 0 || slices.Contains(o.comms, p.Comm))
 	})
 }
 
