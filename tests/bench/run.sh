@@ -5,7 +5,7 @@
 # Measured figures live there, never in code comments.
 #
 # run.sh SECTION... runs only those sections (maps, load, drain, read,
-# tools, size) and puts them in place of the same sections of
+# tools, top, size) and puts them in place of the same sections of
 # BENCHMARKS.md, the others kept as they were, with a line saying what was
 # measured again and when: the whole run takes an hour on a loaded machine.
 set -euo pipefail
@@ -39,6 +39,9 @@ wanted read && section "Perf ring and BPF ring buffer readers beside libbpf's (x
 
 wanted tools && section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 5 alternating rounds; BPF_ENABLE_STATS run time over run count)" -- \
 	$GO test -run '^$' -bench ToolCost -benchtime 1x ./tests
+
+wanted top && section "bpfkit top: what BPF statistics cost each run (the floor they count for a program that does nothing, and what they add to every run; medians of 5), and top's own CPU and peak RSS over 20 one-second intervals with 200 programs loaded" -- \
+	$GO test -run '^$' -bench TopCost -benchtime 1x ./tests
 
 # dropmon's size beside tests/bench/sizebase, a program that uses the
 # standard library as dropmon's own code does (flags, signals, fmt, time
