@@ -69,14 +69,19 @@ if wanted size; then
 fi
 
 if [ "$only" != "  " ]; then
-	# Each "## " section of $tmp replaces the section of the same title.
+	# Each "## " section of $tmp replaces the section of the same title;
+	# one BENCHMARKS.md does not have yet goes at its end.
 	awk -v new="$tmp" -v when="$(date -u '+%Y-%m-%d %H:%M UTC')" -v which="$*" '
 		BEGIN {
 			while ((getline line < new) > 0) {
-				if (line ~ /^## /) title = line
+				if (line ~ /^## /) { title = line; order[++titles] = line }
 				else if (title != "") body[title] = body[title] "\n" line
 			}
 			for (title in body) sub(/\n+$/, "", body[title])
+		}
+		END {
+			for (i = 1; i <= titles; i++)
+				if (!(order[i] in replaced)) print "\n" order[i] body[order[i]]
 		}
 		/^Written by `make bench`/ {
 			print; print ""
@@ -87,7 +92,7 @@ if [ "$only" != "  " ]; then
 		/^## / {
 			if (skip) print ""
 			skip = ($0 in body)
-			if (skip) print $0 body[$0]; else print
+			if (skip) { print $0 body[$0]; replaced[$0] = 1 } else print
 			next
 		}
 		!skip { print }
