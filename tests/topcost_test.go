@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,11 +139,4 @@ func statusKiB(b *testing.B, pid int, name string) int {
 	}
 	b.Fatalf("/proc/%d/status has no %s", pid, name)
 	return 0
-}
-
-// median is the middle of vs.
-func median(vs []float64) float64 {
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
