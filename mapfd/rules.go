@@ -103,9 +103,9 @@ func checkSizes(spec Spec) error {
 }
 
 // refused says why the kernel refused a map, from its errno, where the
-// errno alone would not: EINVAL is a size or a flag the kernel does not
-// take for the type (the rules above passed), E2BIG a key or value too
-// large for it.
+// errno alone would not. EINVAL is a size or a flag the kernel does not
+// take for the type, the rules above having passed; E2BIG is a key or
+// value too large for it.
 func refused(spec Spec, err error) error {
 	why := ""
 	switch {
