@@ -43,7 +43,11 @@ func (p *Program) Info() (*Info, error) {
 	}
 	xlated := make([]byte, si.XlatedProgLen)
 	mapIDs := make([]uint32, si.NrMapIDs)
-	si = sys.ProgInfo{XlatedProgLen: uint32(len(xlated)), XlatedProgInsns: sys.SlicePointer(xlated), NrMapIDs: uint32(len(mapIDs))}
+	si = sys.ProgInfo{
+		XlatedProgLen:   uint32(len(xlated)),
+		XlatedProgInsns: sys.SlicePointer(xlated),
+		NrMapIDs:        uint32(len(mapIDs)),
+	}
 	if len(mapIDs) > 0 {
 		si.MapIDs = sys.NewPointer(unsafePointer(&mapIDs[0]))
 	}

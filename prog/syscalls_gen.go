@@ -154,9 +154,9 @@ var thirtyTwo = map[string]string{
 }
 
 // entryPoints is, by architecture, each __NR_ name whose entry point has
-// another name; "" marks a number whose entry point is assembly or a
-// wrapper, which no tracepoint describes (the kernel matches a
-// tracepoint's metadata to the table by the symbol's name).
+// another name. "" marks a number whose entry point is assembly or a
+// wrapper, which no tracepoint describes: the kernel matches a
+// tracepoint's metadata to the table by the symbol's name.
 var entryPoints = map[string]map[string]string{
 	"x86_64": {
 		"stat":     "newstat",
