@@ -115,7 +115,13 @@ const (
 	CAP_BPF       = 39 // loading programs and creating maps (5.8)
 )
 
-var capNames = map[int]string{CAP_NET_ADMIN: "CAP_NET_ADMIN", CAP_SYS_ADMIN: "CAP_SYS_ADMIN", CAP_PERFMON: "CAP_PERFMON", CAP_BPF: "CAP_BPF"}
+// capNames names the capabilities bpfkit checks.
+var capNames = map[int]string{
+	CAP_NET_ADMIN: "CAP_NET_ADMIN",
+	CAP_SYS_ADMIN: "CAP_SYS_ADMIN",
+	CAP_PERFMON:   "CAP_PERFMON",
+	CAP_BPF:       "CAP_BPF",
+}
 
 // missingCaps names the capabilities of need the calling thread lacks
 // ("CAP_BPF and CAP_PERFMON"), or is ""; CAP_SYS_ADMIN stands in for all of
@@ -142,7 +148,9 @@ func missingCaps(need ...int) (string, error) {
 func NeedCaps(need ...int) error {
 	for _, c := range need {
 		if _, ok := capNames[c]; !ok {
-			return &Error{Op: "capabilities", Errno: unix.EINVAL, Hint: fmt.Sprintf("capability %d is not one bpfkit checks: CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN or CAP_SYS_ADMIN", c)}
+			hint := fmt.Sprintf("capability %d is not one bpfkit checks: "+
+				"CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN or CAP_SYS_ADMIN", c)
+			return &Error{Op: "capabilities", Errno: unix.EINVAL, Hint: hint}
 		}
 	}
 	missing, err := missingCaps(need...)
@@ -152,7 +160,8 @@ func NeedCaps(need ...int) error {
 	if missing == "" {
 		return nil
 	}
-	return &Error{Op: "capabilities", Errno: unix.EPERM, Hint: "missing " + missing + "; run as root, or grant them (CAP_SYS_ADMIN grants all)"}
+	hint := "missing " + missing + "; run as root, or grant them (CAP_SYS_ADMIN grants all)"
+	return &Error{Op: "capabilities", Errno: unix.EPERM, Hint: hint}
 }
 
 // permHint explains an EPERM: the capabilities of need missing, or what
@@ -207,8 +216,12 @@ func unprivilegedDisabled(missing string) string {
 // types need CAP_PERFMON and networking types CAP_NET_ADMIN besides CAP_BPF.
 func progCaps(progType uint32) []int {
 	switch progType {
-	case unix.BPF_PROG_TYPE_KPROBE, unix.BPF_PROG_TYPE_TRACEPOINT, unix.BPF_PROG_TYPE_PERF_EVENT,
-		unix.BPF_PROG_TYPE_RAW_TRACEPOINT, unix.BPF_PROG_TYPE_RAW_TRACEPOINT_WRITABLE, unix.BPF_PROG_TYPE_TRACING:
+	case unix.BPF_PROG_TYPE_KPROBE,
+		unix.BPF_PROG_TYPE_TRACEPOINT,
+		unix.BPF_PROG_TYPE_PERF_EVENT,
+		unix.BPF_PROG_TYPE_RAW_TRACEPOINT,
+		unix.BPF_PROG_TYPE_RAW_TRACEPOINT_WRITABLE,
+		unix.BPF_PROG_TYPE_TRACING:
 		return []int{CAP_BPF, CAP_PERFMON}
 	case unix.BPF_PROG_TYPE_SOCKET_FILTER, unix.BPF_PROG_TYPE_CGROUP_SKB:
 		return []int{CAP_BPF}
@@ -260,13 +273,15 @@ func errnoOf(err error) unix.Errno {
 }
 
 // Wrap returns err (nil for nil) behind pkg's prefix and the context that
-// format and args make: "mapfd: map \"x\" update: " and err's text, less a
-// leading "pkg: ", so that a package names itself once. errors.Is and As see err.
+// format and args make: "mapfd: map \"x\" update: ", then err's text less
+// a leading "pkg: ", so that a package names itself once. errors.Is and As
+// see err.
 func Wrap(pkg string, err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	return &wrapped{pkg + ": " + fmt.Sprintf(format, args...) + ": " + strings.TrimPrefix(err.Error(), pkg+": "), err}
+	context := pkg + ": " + fmt.Sprintf(format, args...) + ": "
+	return &wrapped{context + strings.TrimPrefix(err.Error(), pkg+": "), err}
 }
 
 type wrapped struct {
@@ -294,9 +309,13 @@ func RaiseMemlock() (raised bool) {
 			return
 		}
 		inf := unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
-		_, err := traced("setrlimit", func() string {
-			return fmt.Sprintf("RLIMIT_MEMLOCK, {cur=%d, max=%d} -> {cur=RLIM_INFINITY, max=RLIM_INFINITY}", old.Cur, old.Max)
-		}, func() (int, error) { return 0, unix.Setrlimit(unix.RLIMIT_MEMLOCK, &inf) })
+		args := func() string {
+			return fmt.Sprintf("RLIMIT_MEMLOCK, {cur=%d, max=%d} -> "+
+				"{cur=RLIM_INFINITY, max=RLIM_INFINITY}", old.Cur, old.Max)
+		}
+		_, err := traced("setrlimit", args, func() (int, error) {
+			return 0, unix.Setrlimit(unix.RLIMIT_MEMLOCK, &inf)
+		})
 		raised = err == nil
 	})
 	return raised
