@@ -212,25 +212,6 @@ func unprivilegedDisabled(missing string) string {
 	return "; kernel.unprivileged_bpf_disabled is " + value + ": without CAP_BPF, bpf() is refused"
 }
 
-// progCaps is what loading or attaching a program of a type needs: tracing
-// types need CAP_PERFMON and networking types CAP_NET_ADMIN besides CAP_BPF.
-func progCaps(progType uint32) []int {
-	switch progType {
-	case unix.BPF_PROG_TYPE_KPROBE,
-		unix.BPF_PROG_TYPE_TRACEPOINT,
-		unix.BPF_PROG_TYPE_PERF_EVENT,
-		unix.BPF_PROG_TYPE_RAW_TRACEPOINT,
-		unix.BPF_PROG_TYPE_RAW_TRACEPOINT_WRITABLE,
-		unix.BPF_PROG_TYPE_TRACING:
-		return []int{CAP_BPF, CAP_PERFMON}
-	case unix.BPF_PROG_TYPE_SOCKET_FILTER, unix.BPF_PROG_TYPE_CGROUP_SKB:
-		return []int{CAP_BPF}
-	case unix.BPF_PROG_TYPE_SCHED_CLS, unix.BPF_PROG_TYPE_SCHED_ACT, unix.BPF_PROG_TYPE_XDP:
-		return []int{CAP_BPF, CAP_NET_ADMIN}
-	}
-	return []int{CAP_BPF, CAP_SYS_ADMIN}
-}
-
 // newFD finishes a call that makes an fd: on an error, which sysErr keeps
 // or makes an *Error, it closes the fd if one was made (the journal failed);
 // else it moves the fd above 2.

@@ -59,12 +59,12 @@ func TestCommandOutOfRange(t *testing.T) {
 	defer SetJournal(nil)
 	for _, cmd := range []int{-1, 36, 1 << 20} {
 		var attr MapElemAttr
-		_, err := call(cmd, unsafe.Pointer(&attr))
+		_, err := call(cmd, unsafe.Pointer(&attr), attr.describe, noHint)
 		name := fmt.Sprintf("bpf cmd %d", cmd)
 		if err == nil || !strings.HasPrefix(err.Error(), name+": ") {
 			t.Errorf("command %d: %v", cmd, err)
 		}
-		if !strings.Contains(buf.String(), "bpf("+name+") = -1 ") {
+		if !strings.Contains(buf.String(), "bpf("+name+", map_fd=0 flags=0x0) = -1 ") {
 			t.Errorf("command %d: the journal says %q", cmd, buf.String())
 		}
 	}

@@ -1,5 +1,41 @@
 package sys
 
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// This file holds BPF_OBJ_GET_INFO_BY_FD and the structs it fills.
+
+// InfoAttr is union bpf_attr's info, fields as the uapi names them.
+type InfoAttr struct {
+	BPFFD   uint32
+	InfoLen uint32
+	Info    Pointer
+	_       [AttrSize - 16]byte
+}
+
+// ObjGetInfoByFD is BPF_OBJ_GET_INFO_BY_FD; InfoByFD fills the typed structs.
+func ObjGetInfoByFD(a *InfoAttr) error {
+	return do(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(a), a.describe, noHint)
+}
+
+func (a *InfoAttr) describe() string {
+	return fmt.Sprintf("bpf_fd=%d info_len=%d", a.BPFFD, a.InfoLen)
+}
+
+// InfoByFD fills info for the program, map, link or BTF object fd.
+func InfoByFD[T ProgInfo | MapInfo | LinkInfo | BTFInfo](fd int, info *T) error {
+	attr := InfoAttr{
+		BPFFD:   uint32(arg32(fd)),
+		InfoLen: uint32(unsafe.Sizeof(*info)),
+		Info:    NewPointer(unsafe.Pointer(info)),
+	}
+	return ObjGetInfoByFD(&attr)
+}
+
 // ProgInfo is struct bpf_prog_info, its fields as the uapi names them. For
 // an array (map ids, xlated instructions) point the field at a buffer and
 // set its count or length: the kernel fills up to that and writes the full

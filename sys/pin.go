@@ -6,9 +6,42 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
+
+// This file holds BPF_OBJ_PIN and BPF_OBJ_GET, and the checks every pin
+// path passes before the kernel sees it.
+
+// ObjAttr is union bpf_attr for BPF_OBJ_PIN and BPF_OBJ_GET, fields as the uapi names them.
+type ObjAttr struct {
+	Pathname  Pointer
+	BPFFD     uint32
+	FileFlags uint32
+	PathFD    int32 // 6.5, with BPF_F_PATH_FD
+	_         [AttrSize - 20]byte
+}
+
+// ObjPin is BPF_OBJ_PIN: it pins BPFFD at Pathname in a BPF file system.
+func ObjPin(a *ObjAttr) error { return do(unix.BPF_OBJ_PIN, unsafe.Pointer(a), a.describe, pinHint) }
+
+// ObjGet is BPF_OBJ_GET: it opens the object pinned at Pathname.
+func ObjGet(a *ObjAttr) (int, error) {
+	return callFD(unix.BPF_OBJ_GET, unsafe.Pointer(a), a.describe, pinHint)
+}
+
+func (a *ObjAttr) describe() string {
+	return fmt.Sprintf("pathname=%q bpf_fd=%d file_flags=%#x",
+		cString(a.Pathname), a.BPFFD, a.FileFlags)
+}
+
+func pinHint(_ int, errno unix.Errno) string {
+	if errno == unix.EPERM {
+		return "the path's permissions in the BPF file system refuse it"
+	}
+	return ""
+}
 
 // BPF_FS_MAGIC is a BPF file system's statfs(2) type (linux/magic.h).
 const BPF_FS_MAGIC = 0xcafe4a11
