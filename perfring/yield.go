@@ -3,6 +3,7 @@
 package perfring
 
 import (
+	"runtime"
 	"time"
 	_ "unsafe" // for go:linkname
 )
@@ -37,11 +38,18 @@ type yielder struct {
 	last time.Duration // when it last yielded, since epoch
 }
 
-// ifDue yields if yieldEvery has passed since the last time.
+// ifDue yields if yieldEvery has passed since the last time, and the
+// runtime has more than one P. With one, sysmon takes it from any wait
+// that lasts a tick, yield or not (retake finds no idle P to spare), and
+// yielding would only cost.
 func (y *yielder) ifDue() {
-	if now := time.Since(epoch); now-y.last > yieldEvery && yieldOn {
+	now := time.Since(epoch)
+	if now-y.last <= yieldEvery || !yieldOn {
+		return
+	}
+	y.last = now
+	if runtime.GOMAXPROCS(0) > 1 { // it may change (Go 1.25: cgroup limits)
 		goyield()
-		y.last = now
 	}
 }
 
