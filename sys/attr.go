@@ -257,6 +257,26 @@ type LinkCreateKprobeMultiAttr struct {
 	_           [AttrSize - 48]byte
 }
 
+// LinkCreateUprobeMultiAttr is union bpf_attr's link_create with
+// uprobe_multi (6.6), fields as the uapi names them: one link, through
+// uprobe consumers and no perf event, on Cnt offsets of the file at Path.
+// Offsets, RefCtrOffsets and Cookies point at Cnt u64s each; the last two
+// may be zero.
+type LinkCreateUprobeMultiAttr struct {
+	ProgFD        uint32
+	TargetFD      uint32
+	AttachType    uint32
+	Flags         uint32
+	Path          Pointer
+	Offsets       Pointer
+	RefCtrOffsets Pointer
+	Cookies       Pointer
+	Cnt           uint32
+	UprobeFlags   uint32 // uprobe_multi.flags: BPF_F_UPROBE_MULTI_RETURN
+	PID           uint32
+	_             [AttrSize - 60]byte
+}
+
 // LinkDetachAttr is union bpf_attr's link_detach, fields as the uapi names them.
 type LinkDetachAttr struct {
 	LinkFD uint32

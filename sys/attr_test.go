@@ -63,6 +63,13 @@ var wantOffsets = map[string]uintptr{
 	"LinkCreateKprobeMultiAttr.AttachType": 8, "LinkCreateKprobeMultiAttr.Flags": 12,
 	"LinkCreateKprobeMultiAttr.KprobeFlags": 16, "LinkCreateKprobeMultiAttr.Cnt": 20,
 	"LinkCreateKprobeMultiAttr.Syms": 24, "LinkCreateKprobeMultiAttr.Addrs": 32, "LinkCreateKprobeMultiAttr.Cookies": 40,
+	"LinkCreateUprobeMultiAttr.ProgFD": 0, "LinkCreateUprobeMultiAttr.TargetFD": 4,
+	"LinkCreateUprobeMultiAttr.AttachType": 8, "LinkCreateUprobeMultiAttr.Flags": 12,
+	"LinkCreateUprobeMultiAttr.Path": 16, "LinkCreateUprobeMultiAttr.Offsets": 24,
+	"LinkCreateUprobeMultiAttr.RefCtrOffsets": 32, "LinkCreateUprobeMultiAttr.Cookies": 40,
+	"LinkCreateUprobeMultiAttr.Cnt": 48, "LinkCreateUprobeMultiAttr.UprobeFlags": 52,
+	"LinkCreateUprobeMultiAttr.PID": 56,
+
 	"TaskFDQueryAttr.PID": 0, "TaskFDQueryAttr.FD": 4, "TaskFDQueryAttr.Flags": 8, "TaskFDQueryAttr.BufLen": 12,
 	"TaskFDQueryAttr.Buf": 16, "TaskFDQueryAttr.ProgID": 24, "TaskFDQueryAttr.FDType": 28,
 	"TaskFDQueryAttr.ProbeOffset": 32, "TaskFDQueryAttr.ProbeAddr": 40,
@@ -123,6 +130,12 @@ var layoutAsserts = [...]struct{}{
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateAttr{}.Cookie)-16],
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Cnt)-20], [1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Syms)-24],
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Addrs)-32], [1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Cookies)-40],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.Path)-16],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.Offsets)-24],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.RefCtrOffsets)-32],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.Cookies)-40],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.Cnt)-48],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.PID)-56],
 	[1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.Buf)-16], [1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProgID)-24],
 	[1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProbeOffset)-32], [1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProbeAddr)-40],
 	[1]struct{}{}[unsafe.Offsetof(ProgInfo{}.JitedProgInsns)-24], [1]struct{}{}[unsafe.Offsetof(ProgInfo{}.XlatedProgInsns)-32],
@@ -148,11 +161,12 @@ var layoutAsserts = [...]struct{}{
 	[1]struct{}{}[unsafe.Sizeof(LinkCreateAttr{})-AttrSize], [1]struct{}{}[unsafe.Sizeof(LinkDetachAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Sizeof(EnableStatsAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Sizeof(LinkCreateKprobeMultiAttr{})-AttrSize], [1]struct{}{}[unsafe.Sizeof(TaskFDQueryAttr{})-AttrSize],
+	[1]struct{}{}[unsafe.Sizeof(LinkCreateUprobeMultiAttr{})-AttrSize],
 }
 
 var layoutTypes = []any{MapCreateAttr{}, MapElemAttr{}, MapBatchAttr{}, ProgLoadAttr{}, ObjAttr{}, ProgQueryAttr{},
 	TestRunAttr{}, GetIDAttr{}, InfoAttr{}, RawTracepointAttr{}, LinkCreateAttr{}, LinkCreateKprobeMultiAttr{}, LinkDetachAttr{},
-	EnableStatsAttr{}, TaskFDQueryAttr{},
+	LinkCreateUprobeMultiAttr{}, EnableStatsAttr{}, TaskFDQueryAttr{},
 	ProgInfo{}, MapInfo{}, LinkInfo{}}
 
 // TestLayout checks every named field against wantOffsets on this port,
@@ -202,6 +216,14 @@ var cNames = map[string]string{
 	"LinkCreateKprobeMultiAttr.Cookies":     "kprobe_multi.cookies",
 	"TaskFDQueryAttr.PID":                   "pid",
 	"LinkInfo.Union":                        "", // the union by link type: its members are checked where used
+
+	"LinkCreateUprobeMultiAttr.Path":          "uprobe_multi.path",
+	"LinkCreateUprobeMultiAttr.Offsets":       "uprobe_multi.offsets",
+	"LinkCreateUprobeMultiAttr.RefCtrOffsets": "uprobe_multi.ref_ctr_offsets",
+	"LinkCreateUprobeMultiAttr.Cookies":       "uprobe_multi.cookies",
+	"LinkCreateUprobeMultiAttr.Cnt":           "uprobe_multi.cnt",
+	"LinkCreateUprobeMultiAttr.UprobeFlags":   "uprobe_multi.flags",
+	"LinkCreateUprobeMultiAttr.PID":           "uprobe_multi.pid",
 }
 
 // cName turns a Go field name into the uapi's: "BTFVmlinuxValueTypeID" is

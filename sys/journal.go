@@ -198,6 +198,12 @@ func describe(cmd int, p unsafe.Pointer) string {
 			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s kprobe_multi.flags=%#x cnt=%d",
 				name, k.ProgFD, AttachTypeName(k.AttachType), k.KprobeFlags, k.Cnt)
 		}
+		if a.AttachType == unix.BPF_TRACE_UPROBE_MULTI {
+			u := (*LinkCreateUprobeMultiAttr)(p)
+			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s uprobe_multi.path=%q "+
+				"flags=%#x cnt=%d pid=%d", name, u.ProgFD, AttachTypeName(u.AttachType),
+				cString(u.Path), u.UprobeFlags, u.Cnt, int32(u.PID))
+		}
 		return fmt.Sprintf("%s, prog_fd=%d target_fd=%d attach_type=%s flags=%#x cookie=%#x",
 			name, a.ProgFD, int32(a.TargetFD), AttachTypeName(a.AttachType), a.Flags, a.Cookie)
 	case unix.BPF_TASK_FD_QUERY:
