@@ -73,6 +73,7 @@ func (f Feature) result() (bool, error) { return f.OK, f.Err }
 func Features(helpersOf ...Type) []Feature {
 	HavePerfLink()
 	HaveKprobeMulti()
+	HaveUprobeMulti()
 	HaveBTF()
 	HavePMU(tracefs.Kprobe)
 	HavePMU(tracefs.Uprobe)
@@ -132,6 +133,50 @@ func HaveKprobeMulti() (bool, error) {
 			unix.Close(fd)
 		}
 		f.answer(err, unix.ESRCH, unix.EINVAL, unix.EOPNOTSUPP)
+	}).result()
+}
+
+// HaveUprobeMulti reports whether the kernel has uprobe_multi links (6.6)
+// that filter by process: a link to file offset 0 of "/" gets as far as
+// the path (EBADF: no regular file) where they exist, and EINVAL before.
+// The first kernels with them ran a PID's program in its main thread only
+// (fixed in 6.10 and the stable series by "bpf: fix multi-uprobe PID
+// filtering logic"); the fix refuses pid -1 with EINVAL before the path is
+// looked at, and a kernel without it is a no, so that a USDT probe is
+// attached a uprobe per site there, which filters by process.
+func HaveUprobeMulti() (bool, error) {
+	return probe("uprobe_multi", func(f *Feature) {
+		p, err := Load(Spec{Type: Kprobe, Name: "probe_umulti", License: "GPL", Insns: retZero,
+			ExpectedAttachType: unix.BPF_TRACE_UPROBE_MULTI})
+		if err != nil {
+			f.answer(err, 0, unix.EINVAL)
+			return
+		}
+		defer p.Close()
+		link := func(pid int32) error {
+			path, _ := sys.StringPointer("/")
+			offset := uint64(0)
+			fd, err := sys.LinkCreateUprobeMulti(&sys.LinkCreateUprobeMultiAttr{
+				ProgFD:     uint32(p.fd.Int()),
+				AttachType: unix.BPF_TRACE_UPROBE_MULTI,
+				Path:       path,
+				Offsets:    sys.NewPointer(unsafePointer(&offset)),
+				Cnt:        1,
+				PID:        uint32(pid),
+			})
+			if err == nil { // "/" is no regular file: never
+				unix.Close(fd)
+			}
+			return err
+		}
+		err = link(0)
+		if f.answer(err, unix.EBADF, unix.EINVAL, unix.EOPNOTSUPP); !f.OK {
+			return
+		}
+		// The same link for pid -1: EINVAL where processes are filtered.
+		err = link(-1)
+		f.OK = false
+		f.answer(err, unix.EINVAL, unix.EBADF)
 	}).result()
 }
 
