@@ -103,8 +103,8 @@ func (r *running) waitErr(s string) {
 	}
 }
 
-// checkUsdtMode: usdt says whether it used bpf_cookie, and that is what
-// the kernel has; on 5.10 it must have fallen back.
+// checkUsdtMode: usdt says whether it used bpf_cookie and a uprobe_multi
+// link, and that is what the kernel has; on 5.10 it must have fallen back.
 func checkUsdtMode(t *testing.T, said string) {
 	t.Helper()
 	links, err := prog.HavePerfLink()
@@ -113,6 +113,14 @@ func checkUsdtMode(t *testing.T, said string) {
 	}
 	if strings.Contains(said, "told apart by bpf_cookie") != links || !links && !strings.Contains(said, "one program per call site") {
 		t.Fatalf("perf links %v, but usdt said:\n%s", links, said)
+	}
+	multi, err := prog.HaveUprobeMulti()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(said, "one uprobe_multi link") != multi ||
+		links && !multi && !strings.Contains(said, "a uprobe per site") {
+		t.Fatalf("uprobe_multi links %v, but usdt said:\n%s", multi, said)
 	}
 	if os.Getenv("BPFKIT_VM") == "5.10" && links {
 		t.Fatal("5.10 has perf links?")

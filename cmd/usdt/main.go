@@ -239,7 +239,10 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 			defer e.Close()
 		}
 	}
-	how := "one program, told apart by bpf_cookie"
+	how := "one program and one uprobe_multi link, told apart by bpf_cookie"
+	if !a.Multi {
+		how = "one program, told apart by bpf_cookie, a uprobe per site: this kernel has no uprobe_multi links (Linux 6.6)"
+	}
 	if !a.Cookies {
 		how = "one program per call site: this kernel has no bpf_cookie (Linux 5.15)"
 	}
