@@ -74,6 +74,7 @@ func Features(helpersOf ...Type) []Feature {
 	HavePerfLink()
 	HaveKprobeMulti()
 	HaveUprobeMulti()
+	HaveAtomicFetch()
 	HaveBTF()
 	HavePMU(tracefs.Kprobe)
 	HavePMU(tracefs.Uprobe)
@@ -197,6 +198,23 @@ func HaveISA(v int) (bool, error) {
 
 // HaveISAv4 is HaveISA(4).
 func HaveISAv4() (bool, error) { return HaveISA(4) }
+
+// HaveAtomicFetch reports whether the verifier accepts the atomic
+// operations that return the old value (5.12): BPF_XCHG, BPF_CMPXCHG and
+// BPF_FETCH with an arithmetic operation, by loading a compare-exchange
+// on the stack. Before, the only atomic was an add (BPF_XADD).
+func HaveAtomicFetch() (bool, error) {
+	return probe("atomic_fetch", func(f *Feature) {
+		_, err := tryLoad(SocketFilter,
+			insn.StoreImm(insn.BPF_DW, insn.R10, -8, 0),
+			insn.Mov64Imm(insn.R0, 0),
+			insn.Mov64Imm(insn.R1, 1),
+			insn.Atomic(insn.BPF_DW, insn.BPF_CMPXCHG, insn.R10, insn.R1, -8),
+			insn.Mov64Imm(insn.R0, 0),
+			insn.Exit())
+		f.answer(err, 0, unix.EINVAL)
+	}).result()
+}
 
 // HaveBTF reports whether the kernel describes its types in BTF, at
 // /sys/kernel/btf/vmlinux (5.4, CONFIG_DEBUG_INFO_BTF).

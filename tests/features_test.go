@@ -180,6 +180,7 @@ func expectedFeatures(t *testing.T) map[string]struct {
 	set("kprobe_pmu", since{0x411, "KPROBES"}, 0, unix.ENOENT)
 	set("uprobe_pmu", since{0x411, "UPROBES"}, 0, unix.ENOENT)
 	set("btf_vmlinux", since{0x504, "DEBUG_INFO_BTF"}, 0, unix.ENOENT)
+	set("atomic_fetch", since{0x50c, ""}, 0, unix.EINVAL)
 	set("isa_v2", since{0x40e, ""}, 0, unix.EINVAL)
 	set("isa_v3", since{0x501, ""}, 0, unix.EINVAL)
 	set("isa_v4", since{0x606, ""}, 0, unix.EINVAL)
@@ -256,7 +257,8 @@ func TestFeatures(t *testing.T) {
 		name string
 		have func() (bool, error)
 	}{
-		{"perf_link", prog.HavePerfLink}, {"kprobe_multi", prog.HaveKprobeMulti}, {"uprobe_multi", prog.HaveUprobeMulti},
+		{"perf_link", prog.HavePerfLink}, {"kprobe_multi", prog.HaveKprobeMulti},
+		{"uprobe_multi", prog.HaveUprobeMulti}, {"atomic_fetch", prog.HaveAtomicFetch},
 		{"btf_vmlinux", prog.HaveBTF},
 		{"isa_v4", prog.HaveISAv4}, {"prog_type xdp", func() (bool, error) { return prog.HaveProgType(prog.XDP) }},
 		{"map_type ringbuf", func() (bool, error) { return prog.HaveMapType(uint32(unix.BPF_MAP_TYPE_RINGBUF)) }},
