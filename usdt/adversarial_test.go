@@ -186,7 +186,12 @@ func TestAdversarialFile(t *testing.T) {
 	var f File
 	for _, name := range []string{"", "a:b", "a\x00:b", "a\n:b", "a\xa0:b", strings.Repeat("a", 300)} {
 		_, err := f.Probe(name)
-		if want := "usdt:  has no probe " + name + "; it has none"; err == nil || err.Error() != want {
+		quoted := name // quoted unless its provider and name are identifiers
+		if name != "a:b" {
+			quoted = strconv.Quote(name)
+		}
+		want := "usdt:  has no probe " + quoted + "; it has none"
+		if err == nil || err.Error() != want {
 			t.Errorf("zero File's Probe(%q): %v, want %q", name, err, want)
 		}
 	}

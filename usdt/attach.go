@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
@@ -417,4 +419,29 @@ func specMap(sites [][]Arg) (*mapfd.Map, error) {
 		}
 	}
 	return m, nil
+}
+
+// Quoted is "provider:name" as a message or a listing writes it: as it
+// is when both are identifiers as sys/sdt.h makes them (letters, digits
+// and '_', or '-' and '.', which some providers use), else quoted as Go
+// quotes strings: what a file names its probes is untrusted, and a
+// newline must not forge a line nor an escape sequence reach a terminal.
+func (p *Probe) Quoted() string { return quoteName(p.String()) }
+
+// quoteName is Quoted for a name as a caller wrote it, "provider:name".
+func quoteName(s string) string {
+	provider, name, _ := strings.Cut(s, ":")
+	if identifier(provider) && identifier(name) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// identifier says whether s is not empty and only of letters, digits,
+// '_', '-' and '.'.
+func identifier(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			r == '_' || r == '-' || r == '.')
+	})
 }
