@@ -184,8 +184,10 @@ func TestToolJournals(t *testing.T) {
 			t.Fatalf("bpfkit:str has %d sites, want 2 or more", len(sites))
 		}
 		j, _ := runJournaled(t, "usdt", "-count", path, "bpfkit:str", "1", "1")
-		_, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=hash .* name="usdt_counts"\) = (\d+)`)
-		counts := m[1]
+		// The table of counts, an array (a hash map before 5.12).
+		_, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=(array|hash) .* `+
+			`name="usdt_counts"\) = (\d+)`)
+		counts := m[2]
 		last := usdtAttached(j, path, sites)
 		j.find(last, `bpf\(BPF_MAP_(GET_NEXT_KEY|LOOKUP_BATCH|LOOKUP_AND_DELETE_BATCH), map_fd=`+counts+` .*\) = .*`)
 	})

@@ -396,3 +396,41 @@ func TestUsdtErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestUsdtCountFull: with more keys than -count has room for (20000
+// firings of bpfkit:args, each with its own argument 1), every firing is
+// either counted once under its key or counted as missed, and the tool
+// says how many were missed: the table's probes end after a few slots,
+// the hash map of kernels before 5.12 holds 10240 keys.
+func TestUsdtCountFull(t *testing.T) {
+	testutil.RequireRoot(t)
+	path := sdtBinary(t)
+	proc := startSDTBinary(t, path)
+	r := startTool(t, "usdt", "-count", "-json", "-a", "1", "-p", strconv.Itoa(proc.pid),
+		path, "bpfkit:args", "60")
+	r.waitErr("Ctrl-C to stop")
+	proc.send("fire 20000", "fired 20000")
+	out := r.stop()
+	var report struct {
+		Counts []struct {
+			Args  []uint64
+			Count uint64
+		}
+		Missed uint64
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("%v:\n%.500s", err, out)
+	}
+	seen := map[uint64]bool{}
+	for _, c := range report.Counts {
+		if len(c.Args) != 1 || c.Args[0]%3 != 0 || c.Args[0] >= 60000 || c.Count != 1 ||
+			seen[c.Args[0]] {
+			t.Fatalf("a count of %d for %v: want 1 for each argument 3*i, once", c.Count, c.Args)
+		}
+		seen[c.Args[0]] = true
+	}
+	if n := uint64(len(report.Counts)); n+report.Missed != 20000 || report.Missed == 0 {
+		t.Errorf("%d keys counted and %d missed, want 20000 in all, some missed", n, report.Missed)
+	}
+	t.Logf("%d keys counted, %d missed", len(report.Counts), report.Missed)
+}

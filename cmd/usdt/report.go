@@ -38,10 +38,11 @@ type row struct {
 // reporter prints the counts of each interval: the totals read less those
 // read at the interval before.
 type reporter struct {
-	t    *tool.Tool
-	c    counter
-	l    argLayout
-	seen map[string]uint64 // the totals by key
+	t          *tool.Tool
+	c          counter
+	l          argLayout
+	seen       map[string]uint64 // the totals by key
+	seenMissed uint64
 }
 
 // totals reads the counter's totals by key, adding up those of a key
@@ -53,9 +54,13 @@ func totals(c counter) (map[string]uint64, error) {
 }
 
 // report prints the interval's counts: most first, then in the order of
-// their arguments.
+// their arguments; and the firings missed, if any.
 func (r *reporter) report() error {
 	all, err := totals(r.c)
+	if err != nil {
+		return err
+	}
+	missed, err := r.c.missed()
 	if err != nil {
 		return err
 	}
@@ -70,21 +75,27 @@ func (r *reporter) report() error {
 	slices.SortFunc(rows, func(a, b row) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.text, b.text))
 	})
-	return r.print(rows)
+	lost := missed - r.seenMissed
+	r.seenMissed = missed
+	return r.print(rows, lost)
 }
 
-// print writes an interval's rows.
-func (r *reporter) print(rows []row) error {
+// print writes an interval's rows, and the firings missed in it.
+func (r *reporter) print(rows []row, missed uint64) error {
 	now := time.Now()
 	if r.t.JSON {
 		return r.t.Emit(struct {
 			Time   string `json:"time"`
 			Counts []row  `json:"counts"`
-		}{now.Format(time.RFC3339Nano), rows})
+			Missed uint64 `json:"missed,omitempty"`
+		}{now.Format(time.RFC3339Nano), rows, missed})
 	}
 	fmt.Fprintf(r.t.Stdout, "\n%s\n%8s  %s\n", now.Format("15:04:05"), "COUNT", "ARGS")
 	for _, row := range rows {
 		fmt.Fprintf(r.t.Stdout, "%8d  %s\n", row.Count, row.text)
+	}
+	if missed > 0 {
+		fmt.Fprintf(r.t.Stdout, "%d firings not counted: no room for more keys\n", missed)
 	}
 	return nil
 }
