@@ -162,7 +162,8 @@ func TestUsdtList(t *testing.T) {
 
 // TestUsdtEvents: usdt -json -p prints each of 4 firings of bpfkit:args
 // with the values the C program passed: numbers of every kind, signed and
-// unsigned, and a string. The text output has the same values.
+// unsigned, and a string. The text output has the same values, the
+// strings quoted where they hold a space.
 func TestUsdtEvents(t *testing.T) {
 	testutil.RequireRoot(t)
 	path := sdtBinary(t)
@@ -212,7 +213,8 @@ func TestUsdtEvents(t *testing.T) {
 			rows = append(rows, strings.Join(f[2:], " "))
 		}
 	}
-	if want := "sdt 0 -42 call 0,sdt -1 -42 call 1"; strings.Join(rows, ",") != want {
+	// The strings are quoted: they hold a space.
+	if want := `sdt 0 -42 "call 0",sdt -1 -42 "call 1"`; strings.Join(rows, ",") != want {
 		t.Errorf("text output: %q, want %q:\n%s", rows, want, out)
 	}
 	// The tool's events would be in a group named after its pid.
@@ -271,11 +273,14 @@ func TestUsdtCount(t *testing.T) {
 		b.send("fire 2", "fired 2")
 		out := r.stop()
 		// most first, then in the order of their values
-		want := map[int]string{0: "2 -42 call 0,2 -42 call 1,1 -42 call 2", a.pid: "1 -42 call 0,1 -42 call 1,1 -42 call 2"}[pid]
+		want := map[int]string{
+			0:     `2 -42 "call 0",2 -42 "call 1",1 -42 "call 2"`,
+			a.pid: `1 -42 "call 0",1 -42 "call 1",1 -42 "call 2"`,
+		}[pid]
 		var rows []string
 		for line := range strings.SplitSeq(out, "\n") {
-			if f := strings.Fields(line); len(f) == 4 && f[2] == "call" {
-				rows = append(rows, strings.Join(strings.Fields(line), " "))
+			if f := strings.Fields(line); len(f) == 4 && f[2] == `"call` {
+				rows = append(rows, strings.Join(f, " "))
 			}
 		}
 		if strings.Join(rows, ",") != want {

@@ -51,7 +51,8 @@ func (tr tracer) events(ctx context.Context) error {
 }
 
 // printEvent prints the firing of a record: its time, boot plus its
-// stamp, process, thread name and arguments.
+// stamp, process, thread name and arguments. The thread's name is the
+// process's to choose, and quoted if it is not printable.
 func printEvent(t *tool.Tool, l argLayout, boot time.Time, sample []byte) error {
 	var h eventHeader
 	if err := perfring.Decode(sample, &h); err != nil {
@@ -66,6 +67,6 @@ func printEvent(t *tool.Tool, l argLayout, boot time.Time, sample []byte) error 
 		return t.Emit(event{Time: at, PID: h.PID, Comm: comm, Args: jsons(vs)})
 	}
 	_, err := fmt.Fprintf(t.Stdout, "%-12s %-7d %-16s %s\n",
-		at.Format("15:04:05.000"), h.PID, comm, texts(vs))
+		at.Format("15:04:05.000"), h.PID, printable(comm), texts(vs))
 	return err
 }
