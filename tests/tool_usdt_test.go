@@ -163,7 +163,7 @@ func TestUsdtList(t *testing.T) {
 // TestUsdtEvents: usdt -json -p prints each of 4 firings of bpfkit:args
 // with the values the C program passed: numbers of every kind, signed and
 // unsigned, and a string. The text output has the same values, the
-// strings quoted where they hold a space.
+// strings quoted where they hold a space, the PID right-aligned.
 func TestUsdtEvents(t *testing.T) {
 	testutil.RequireRoot(t)
 	path := sdtBinary(t)
@@ -211,6 +211,11 @@ func TestUsdtEvents(t *testing.T) {
 	for line := range strings.SplitSeq(out, "\n") {
 		if f := strings.Fields(line); len(f) > 2 && f[1] == strconv.Itoa(proc.pid) {
 			rows = append(rows, strings.Join(f[2:], " "))
+			// PID right-aligned under its header, as the other tools print it.
+			aligned := strings.HasPrefix(line[13:], fmt.Sprintf("%7d sdt ", proc.pid))
+			if !strings.Contains(out, "\nTIME             PID COMM ") || !aligned {
+				t.Errorf("PID not right-aligned under its header:\n%s", out)
+			}
 		}
 	}
 	// The strings are quoted: they hold a space.

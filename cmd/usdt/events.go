@@ -43,7 +43,7 @@ func (tr tracer) events(ctx context.Context) error {
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
 	boot := time.Now().Add(-time.Duration(mono.Nano()))
 	if !t.JSON {
-		fmt.Fprintf(t.Stdout, "%-12s %-7s %-16s %s\n", "TIME", "PID", "COMM", "ARGS")
+		fmt.Fprintf(t.Stdout, "%-12s %7s %-16s %s\n", "TIME", "PID", "COMM", "ARGS")
 	}
 	return t.Read(ctx, r, "firings", func(rec perfring.Record) error {
 		return printEvent(t, tr.l, boot, rec.Sample)
@@ -66,7 +66,7 @@ func printEvent(t *tool.Tool, l argLayout, boot time.Time, sample []byte) error 
 	if t.JSON {
 		return t.Emit(event{Time: at, PID: h.PID, Comm: comm, Args: jsons(vs)})
 	}
-	_, err := fmt.Fprintf(t.Stdout, "%-12s %-7d %-16s %s\n",
+	_, err := fmt.Fprintf(t.Stdout, "%-12s %7d %-16s %s\n",
 		at.Format("15:04:05.000"), h.PID, printable(comm), texts(vs))
 	return err
 }
