@@ -161,9 +161,10 @@ func TestUsdtList(t *testing.T) {
 }
 
 // TestUsdtEvents: usdt -json -p prints each of 4 firings of bpfkit:args
-// with the values the C program passed: numbers of every kind, signed and
-// unsigned, and a string. The text output has the same values, the
-// strings quoted where they hold a space, the PID right-aligned.
+// with the values the C program passed (numbers of every kind, signed
+// and unsigned, and a string) at the time it fired them. The text output
+// has the same values, the strings quoted where they hold a space, the
+// PID right-aligned.
 func TestUsdtEvents(t *testing.T) {
 	testutil.RequireRoot(t)
 	path := sdtBinary(t)
@@ -172,7 +173,9 @@ func TestUsdtEvents(t *testing.T) {
 	r.waitErr("Ctrl-C to stop")
 	checkUsdtMode(t, r.err.String())
 	proc.send("sem", "sem 1 0")
+	before := time.Now()
 	proc.send("fire 4", "fired 4")
+	after := time.Now()
 	deadline := time.Now().Add(10 * time.Second)
 	for strings.Count(r.out.String(), "\n") < 4 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -184,6 +187,7 @@ func TestUsdtEvents(t *testing.T) {
 	}
 	for i, line := range lines {
 		var e struct {
+			Time time.Time
 			PID  int
 			Comm string
 			Args []any
@@ -194,6 +198,12 @@ func TestUsdtEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := fmt.Sprintf("[%d %d -42 200 %d -300 -5 18364758544493064720 %d %d %d call %d]", -i, 3*i, -7*i, 1000+i, -i, i, i)
+		// The time is the firing's, stamped by the program.
+		early, late := before.Add(-time.Millisecond), after.Add(time.Millisecond)
+		if e.Time.Before(early) || e.Time.After(late) {
+			t.Errorf("event %d at %v, not while the program fired (%v to %v)",
+				i, e.Time, before, after)
+		}
 		if got := fmt.Sprint(e.Args); e.PID != proc.pid || e.Comm != "sdt" || got != want {
 			t.Errorf("event %d: pid %d comm %q args %s, want %d sdt %s", i, e.PID, e.Comm, got, proc.pid, want)
 		}

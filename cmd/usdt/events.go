@@ -38,22 +38,18 @@ func (tr tracer) events(ctx context.Context) error {
 		return err
 	}
 	defer detach()
-	// bpf_ktime_get_ns is CLOCK_MONOTONIC: wall time is its offset from now.
-	var mono unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
-	boot := time.Now().Add(-time.Duration(mono.Nano()))
 	if !t.JSON {
 		fmt.Fprintf(t.Stdout, "%-12s %7s %-16s %s\n", "TIME", "PID", "COMM", "ARGS")
 	}
 	return t.Read(ctx, r, "firings", func(rec perfring.Record) error {
-		return printEvent(t, tr.l, boot, rec.Sample)
+		return printEvent(t, tr.l, rec.Sample)
 	}, nil)
 }
 
-// printEvent prints the firing of a record: its time, boot plus its
-// stamp, process, thread name and arguments. The thread's name is the
-// process's to choose, and quoted if it is not printable.
-func printEvent(t *tool.Tool, l argLayout, boot time.Time, sample []byte) error {
+// printEvent prints the firing of a record: its time (the event's, from
+// its stamp), process, thread name and arguments. The thread's name is
+// the process's to choose, and quoted if it is not printable.
+func printEvent(t *tool.Tool, l argLayout, sample []byte) error {
 	var h eventHeader
 	if err := perfring.Decode(sample, &h); err != nil {
 		return err
@@ -61,7 +57,7 @@ func printEvent(t *tool.Tool, l argLayout, boot time.Time, sample []byte) error 
 	if len(sample) < headerSize+l.size {
 		return fmt.Errorf("a record of %d bytes, want %d", len(sample), headerSize+l.size)
 	}
-	at, comm := boot.Add(time.Duration(h.Time)), unix.ByteSliceToString(h.Comm[:])
+	at, comm := tool.EventTime(h.Time), unix.ByteSliceToString(h.Comm[:])
 	vs := l.values(sample[headerSize:])
 	if t.JSON {
 		return t.Emit(event{Time: at, PID: h.PID, Comm: comm, Args: jsons(vs)})
