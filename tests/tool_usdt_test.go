@@ -417,6 +417,86 @@ func TestUsdtErrors(t *testing.T) {
 	}
 }
 
+// forgedSDT is a copy of the C program whose notes name bpfkit:args
+// "bpfkit:a\n\x1b[" and bpfkit:str "bpfkit:\x1b[m", and write the
+// arguments of bpfkit:str's first site with a newline for their space:
+// what a hostile file may say, the bytes patched in place. It returns
+// the copy's path and those arguments as the original writes them.
+func forgedSDT(t *testing.T) (string, string) {
+	t.Helper()
+	path := sdtBinary(t)
+	f, err := usdt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	str, err := f.Probe("bpfkit:str")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := str.Sites[0].Args, str.Sites[1].Args
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][2]string{
+		{"bpfkit\x00args\x00", "bpfkit\x00a\n\x1b[\x00"},
+		{"bpfkit\x00str\x00" + first + "\x00",
+			"bpfkit\x00\x1b[m\x00" + strings.Replace(first, " ", "\n", 1) + "\x00"},
+		{"bpfkit\x00str\x00" + second + "\x00", "bpfkit\x00\x1b[m\x00" + second + "\x00"},
+	} {
+		if strings.Count(string(b), p[0]) != 1 {
+			t.Fatalf("the notes hold %q %d times, want once", p[0], strings.Count(string(b), p[0]))
+		}
+		b = []byte(strings.Replace(string(b), p[0], p[1], 1))
+	}
+	forged := filepath.Join(t.TempDir(), "forged")
+	if err := os.WriteFile(forged, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return forged, first
+}
+
+// TestUsdtListHostile: names and arguments a file gives that are not
+// printable are quoted by -l, text and -json, so that a newline in a name
+// does not forge a line and an escape sequence does not reach the
+// terminal; a probe asked for that the file lacks is answered with its
+// names quoted, on one line.
+func TestUsdtListHostile(t *testing.T) {
+	path, args := forgedSDT(t)
+	out, errOut, status := runTool(t, "usdt", "-l", path)
+	if status != 0 || strings.ContainsRune(out, 0x1b) || strings.Count(out, "\n") != 8 {
+		t.Fatalf("usdt -l: status %d, an escape %v, %d lines, want 0, none and 8:\n%s%s",
+			status, strings.ContainsRune(out, 0x1b), strings.Count(out, "\n"), out, errOut)
+	}
+	forgedArgs := "  " + strconv.Quote(strings.Replace(args, " ", "\n", 1)) + "\n"
+	for _, want := range []string{`"bpfkit:a\n\x1b["  1 site`, `"bpfkit:\x1b[m"  2 sites`,
+		forgedArgs, "\nbpfkit:global  2 sites"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("usdt -l lacks %s:\n%s", want, out)
+		}
+	}
+	out, _, _ = runTool(t, "usdt", "-l", "-json", path)
+	var probes []string
+	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+		var p struct{ Probe string }
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		probes = append(probes, p.Probe)
+	}
+	wantProbes := []string{`"bpfkit:a\n\x1b["`, `"bpfkit:\x1b[m"`, "bpfkit:global"}
+	if want := wantProbes; fmt.Sprint(probes) != fmt.Sprint(want) {
+		t.Errorf("usdt -l -json: probes %q, want %q", probes, want)
+	}
+	out, errOut, status = runTool(t, "usdt", path, "bpfkit:nope")
+	want := `has no probe bpfkit:nope; it has "bpfkit:a\n\x1b[", "bpfkit:\x1b[m", bpfkit:global`
+	oneLine := strings.Count(errOut, "\n") == 1 && !strings.ContainsRune(errOut, 0x1b)
+	if status != 1 || !oneLine || !strings.Contains(errOut, want) {
+		t.Errorf("usdt %s bpfkit:nope: status %d: %q, want 1 and one line with %s",
+			path, status, errOut, want)
+	}
+}
+
 // TestUsdtCountFull: with more keys than -count has room for (20000
 // firings of bpfkit:args, each with its own argument 1), every firing is
 // either counted once under its key or counted as missed, and the tool
