@@ -409,6 +409,16 @@ func TestUsdtErrors(t *testing.T) {
 		{[]string{path, "bpfkit:nope"}, 1, "has no probe bpfkit:nope; it has bpfkit:args, bpfkit:str"},
 		{[]string{"-l", "/proc/self/exe"}, 1, "no .note.stapsdt section"},
 		{[]string{path, "bpfkit:args", "-x"}, 2, `unknown flag "-x"`},
+		// A probe that is not provider:name is a usage error, quoted.
+		{[]string{path, "p:n\n"}, 2, `probe "p:n\n": want provider:name`},
+		{[]string{path, "bpfkit:"}, 2, `probe "bpfkit:": want provider:name`},
+		{[]string{path, ":"}, 2, `probe ":": want provider:name`},
+		{[]string{path, ""}, 2, `probe "": want provider:name`},
+		{[]string{path, "bpfkit"}, 2, `probe "bpfkit": want provider:name`},
+		// A pid out of the kernel's range is refused before anything is
+		// loaded: 4294967297 in 32 bits is pid 1.
+		{[]string{"-p", "4294967297", path, "bpfkit:args"}, 2,
+			`-p "4294967297": want a process id from 1`},
 	} {
 		out, errOut, status := runTool(t, "usdt", c.args...)
 		if status != c.status || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.msg) {

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 	"github.com/bpfkit/bpfkit/usdt"
@@ -77,7 +78,7 @@ func parseArgs() (*tool.Tool, options) {
 }
 
 // check reads the positional arguments into o and checks what the flags
-// cannot: a path with -l, else a path and a probe.
+// cannot: a path with -l, else a path and a probe named provider:name.
 func (o *options) check(args []string) error {
 	switch n := len(args); {
 	case o.list && n != 1:
@@ -89,6 +90,11 @@ func (o *options) check(args []string) error {
 		return tool.Usagef("want a path and a probe (provider:name), or -l and a path")
 	}
 	o.path, o.probe = args[0], args[1]
+	provider, name, _ := strings.Cut(o.probe, ":")
+	bad := func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }
+	if provider == "" || name == "" || strings.ContainsFunc(o.probe, bad) {
+		return tool.Usagef("probe %q: want provider:name, as usdt -l PATH lists them", o.probe)
+	}
 	return nil
 }
 
