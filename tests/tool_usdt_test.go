@@ -419,12 +419,43 @@ func TestUsdtErrors(t *testing.T) {
 		// loaded: 4294967297 in 32 bits is pid 1.
 		{[]string{"-p", "4294967297", path, "bpfkit:args"}, 2,
 			`-p "4294967297": want a process id from 1`},
+		{[]string{"-listen", ":0", path, "bpfkit:args"}, 2, "-listen serves the counts of -count"},
 	} {
 		out, errOut, status := runTool(t, "usdt", c.args...)
 		if status != c.status || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.msg) {
 			t.Errorf("usdt %q: status %d, stdout %q, stderr %q; want %d and one line with %q", c.args, status, out, errOut, c.status, c.msg)
 		}
 	}
+}
+
+// TestPrometheusUsdt: usdt -count -listen serves usdt_firings_total by
+// probe and argument values, which passes promtool check metrics; a
+// Prometheus server scraping it while the C program fires bpfkit:args 7
+// times (traced with -p: nothing else counts) finds exactly 7 more
+// firings, one with arg11="call 3" and arg1="9".
+func TestPrometheusUsdt(t *testing.T) {
+	testutil.RequireRoot(t)
+	requirePrometheus(t)
+	path := sdtBinary(t)
+	proc := startSDTBinary(t, path)
+	r := startTool(t, "usdt", "-count", "-a", "1", "-s", "11", "-listen", "127.0.0.1:0",
+		"-p", strconv.Itoa(proc.pid), path, "bpfkit:args", "60")
+	addr := r.metricsAddr()
+	r.waitFor("Ctrl-C to stop")
+	p := scrapedByPrometheus(t, addr)
+	firings := `usdt_firings_total{job="bpfkit",probe="bpfkit:args"}`
+	if n := p.increase(firings, func() { proc.send("fire 7", "fired 7") }); n != 7 {
+		t.Fatalf("Prometheus counted %v firings for 7: %+v", n, p.query(firings))
+	}
+	third := p.query(`usdt_firings_total{arg1="9",arg11="call 3"}`)
+	if len(third) != 1 || third[0].Value != 1 {
+		t.Errorf("the firing with i=3: %+v, want one series of 1", third)
+	}
+	out := checkMetrics(t, addr)
+	if !strings.Contains(out, `usdt_missed_firings_total{probe="bpfkit:args"} 0`) {
+		t.Errorf("no usdt_missed_firings_total of 0:\n%s", out)
+	}
+	r.stop()
 }
 
 // forgedSDT is a copy of the C program whose notes name bpfkit:args

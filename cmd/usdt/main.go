@@ -1,7 +1,7 @@
 // Command usdt lists the USDT probes of a binary or shared library (-l),
 // or traces one: each firing with its time, process and the arguments
 // asked for, numbers (-a) or strings (-s), or counts of the firings by
-// those arguments' values (-count).
+// those arguments' values (-count), which -listen serves to Prometheus.
 //
 //	usdt /usr/bin/python3 python:function__entry -s 0,1 -a 2
 //	TIME             PID COMM             ARGS
@@ -33,6 +33,7 @@ type options struct {
 	list, count bool
 	pid         *uint32 // 0: every process
 	nums, strs  string  // -a and -s: argument numbers
+	listen      *string // -listen: where to serve -count's counts
 	path, probe string  // the positional arguments
 }
 
@@ -57,11 +58,13 @@ func main() {
 func parseArgs() (*tool.Tool, options) {
 	t := tool.New("usdt", "list the USDT probes of a binary, or trace one: each firing with its "+
 		"arguments, or counts by their values",
-		"-l PATH | [-p PID] [-a N,...] [-s N,...] [-count] [-json] PATH provider:name "+
-			"[interval [count]]",
+		"-l PATH | [-p PID] [-a N,...] [-s N,...] [-count [-listen ADDR]] [-json] "+
+			"PATH provider:name [interval [count]]",
 		"usdt -l /usr/bin/python3                                     # the probes, their call sites, semaphores and arguments",
 		"usdt /usr/bin/python3 python:function__entry -s 0,1 -a 2     # file, function and line of every Python function called",
 		"usdt -count -s 1 /usr/bin/python3 python:function__entry 5  # calls by function name, every 5 s",
+		"usdt -count -s 1 -listen :9101 /usr/bin/python3 python:function__entry  "+
+			"# the same for Prometheus",
 		"usdt -p 1234 /usr/lib/x86_64-linux-gnu/libstdc++.so.6 libstdcxx:throw  # C++ exceptions thrown by process 1234",
 	).Periodic(time.Second).TakesArgs()
 	var o options
@@ -70,6 +73,7 @@ func parseArgs() (*tool.Tool, options) {
 	t.Flags.StringVar(&o.nums, "a", "", "print arguments `N,...` (from 0) as numbers")
 	t.Flags.StringVar(&o.strs, "s", "", "print arguments `N,...` as strings they point to")
 	t.Flags.BoolVar(&o.count, "count", false, "count firings by the values of the arguments chosen, every interval")
+	o.listen = t.ListenFlag()
 	t.ParseOrExit()
 	if err := o.check(t.Args); err != nil {
 		t.Exit(err)
@@ -88,6 +92,8 @@ func (o *options) check(args []string) error {
 		return nil
 	case n != 2:
 		return tool.Usagef("want a path and a probe (provider:name), or -l and a path")
+	case *o.listen != "" && !o.count:
+		return tool.Usagef("-listen serves the counts of -count")
 	}
 	o.path, o.probe = args[0], args[1]
 	provider, name, _ := strings.Cut(o.probe, ":")
@@ -129,8 +135,13 @@ func trace(ctx context.Context, t *tool.Tool, o options) error {
 	if err := t.NeedRoot(); err != nil {
 		return err
 	}
+	server, err := t.ListenMetrics(*o.listen) // before loading: an address in use is said first
+	if err != nil {
+		return err
+	}
+	defer server.Close()
 	if o.count {
-		return tr.counts(ctx)
+		return tr.counts(ctx, server)
 	}
 	return tr.events(ctx)
 }

@@ -30,6 +30,15 @@ func (v value) json() any {
 	return v.num
 }
 
+// label is an argument as a Prometheus label value: a number in decimal,
+// a string as it is (the exposition escapes it).
+func (v value) label() string {
+	if v.isStr {
+		return v.str
+	}
+	return v.text()
+}
+
 // texts is the arguments as the text output writes them, spaced.
 func texts(vs []value) string {
 	out := make([]string, len(vs))

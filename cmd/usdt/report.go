@@ -5,15 +5,18 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
+	"github.com/bpfkit/bpfkit/usdt"
 )
 
 // counts counts the firings of the probe by the values of the arguments
-// chosen, and prints the counts of each interval.
-func (tr tracer) counts(ctx context.Context) error {
+// chosen, and prints the counts of each interval; with -listen the server
+// serves their totals to Prometheus.
+func (tr tracer) counts(ctx context.Context, server *tool.MetricsServer) error {
 	c, err := newCounter(tr.l.keySize())
 	if err != nil {
 		return err
@@ -25,6 +28,13 @@ func (tr tracer) counts(ctx context.Context) error {
 	}
 	defer detach()
 	r := &reporter{t: tr.t, c: c, l: tr.l, seen: map[string]uint64{}}
+	if server != nil {
+		m, err := countMetrics(tr.p, tr.l, c)
+		if err != nil {
+			return err
+		}
+		server.Serve(m)
+	}
 	return tr.t.Every(ctx, func(bool) error { return r.report() })
 }
 
@@ -98,4 +108,39 @@ func (r *reporter) print(rows []row, missed uint64) error {
 		fmt.Fprintf(r.t.Stdout, "%d firings not counted: no room for more keys\n", missed)
 	}
 	return nil
+}
+
+// countMetrics is what -listen serves: usdt_firings_total, the firings
+// counted, labelled by the probe and the value of each argument chosen
+// (arg1, arg5, ...), and usdt_missed_firings_total, those not counted.
+func countMetrics(p *usdt.Probe, l argLayout, c counter) (*tool.Metrics, error) {
+	var m tool.Metrics
+	labels := []string{"probe"}
+	for _, f := range l.fields {
+		labels = append(labels, "arg"+strconv.Itoa(f.N))
+	}
+	help := "Firings of the USDT probe, by the values of the arguments chosen."
+	err := m.Counter("usdt_firings_total", help, labels, func(add tool.AddValue) error {
+		all, err := totals(c)
+		for key, n := range all {
+			vs := l.values([]byte(key))
+			values := []string{p.String()}
+			for _, v := range vs {
+				values = append(values, v.label())
+			}
+			add(float64(n), values...)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	help = "Firings of the USDT probe not counted: no room for more keys."
+	missed := func(add tool.AddValue) error {
+		n, err := c.missed()
+		add(float64(n), p.String())
+		return err
+	}
+	err = m.Counter("usdt_missed_firings_total", help, []string{"probe"}, missed)
+	return &m, err
 }
