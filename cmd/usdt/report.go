@@ -76,17 +76,23 @@ func (r *reporter) report() error {
 	}
 	rows := []row{}
 	for key, n := range all {
-		if d := n - r.seen[key]; d > 0 {
-			vs := r.l.values([]byte(key))
-			rows = append(rows, row{Args: jsons(vs), Count: d, text: texts(vs)})
+		// A count only grows: one read no higher than before is unchanged,
+		// or a copy the kernel made while the program added to it (a copy
+		// of 8 bytes is not atomic), which the next interval reads again.
+		if n <= r.seen[key] {
+			continue
 		}
+		vs := r.l.values([]byte(key))
+		rows = append(rows, row{Args: jsons(vs), Count: n - r.seen[key], text: texts(vs)})
 		r.seen[key] = n
 	}
 	slices.SortFunc(rows, func(a, b row) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.text, b.text))
 	})
-	lost := missed - r.seenMissed
-	r.seenMissed = missed
+	lost := uint64(0)
+	if missed > r.seenMissed {
+		lost, r.seenMissed = missed-r.seenMissed, missed
+	}
 	return r.print(rows, lost)
 }
 
