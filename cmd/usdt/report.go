@@ -119,8 +119,11 @@ func (r *reporter) print(rows []row, missed uint64) error {
 // countMetrics is what -listen serves: usdt_firings_total, the firings
 // counted, labelled by the probe and the value of each argument chosen
 // (arg1, arg5, ...), and usdt_missed_firings_total, those not counted.
+// Each is the highest total read, as report takes them: Prometheus reads
+// a counter that falls as one that was reset.
 func countMetrics(p *usdt.Probe, l argLayout, c counter) (*tool.Metrics, error) {
 	var m tool.Metrics
+	top := map[string]uint64{} // the scrapes take turns: Metrics holds a lock
 	labels := []string{"probe"}
 	for _, f := range l.fields {
 		labels = append(labels, "arg"+strconv.Itoa(f.N))
@@ -129,6 +132,8 @@ func countMetrics(p *usdt.Probe, l argLayout, c counter) (*tool.Metrics, error) 
 	err := m.Counter("usdt_firings_total", help, labels, func(add tool.AddValue) error {
 		all, err := totals(c)
 		for key, n := range all {
+			n = max(n, top[key])
+			top[key] = n
 			vs := l.values([]byte(key))
 			values := []string{p.String()}
 			for _, v := range vs {
@@ -144,6 +149,8 @@ func countMetrics(p *usdt.Probe, l argLayout, c counter) (*tool.Metrics, error) 
 	help = "Firings of the USDT probe not counted: no room for more keys."
 	missed := func(add tool.AddValue) error {
 		n, err := c.missed()
+		n = max(n, top[""]) // no key is empty: the smallest is 8 bytes
+		top[""] = n
 		add(float64(n), p.String())
 		return err
 	}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 	"github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/usdt"
 )
 
 // fakeCounts is a counter whose reads give the totals set in it.
@@ -64,5 +66,38 @@ func TestReportNeverFalls(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("interval %d: %s, want %s", i, got[i], want[i])
 		}
+	}
+}
+
+// TestMetricsNeverFall: -listen serves, at each scrape, the highest total
+// read, so that Prometheus never sees a counter fall (it would read a
+// reset): totals 5, 3, 7 are served as 5, 5, 7.
+func TestMetricsNeverFall(t *testing.T) {
+	c := &fakeCounts{totals: map[uint64]uint64{}}
+	l := argLayout{fields: []field{{N: 1}}, size: 8}
+	m, err := countMetrics(&usdt.Probe{Provider: "p", Name: "n"}, l, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, step := range []struct{ total, missed uint64 }{{5, 2}, {3, 1}, {7, 4}} {
+		c.totals[9], c.miss = step.total, step.missed
+		var out bytes.Buffer
+		if _, err := m.WriteTo(&out); err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(out.String(), "\n") {
+			if strings.HasPrefix(line, "usdt_") {
+				got = append(got, line)
+			}
+		}
+	}
+	want := []string{
+		`usdt_firings_total{probe="p:n",arg1="9"} 5`, `usdt_missed_firings_total{probe="p:n"} 2`,
+		`usdt_firings_total{probe="p:n",arg1="9"} 5`, `usdt_missed_firings_total{probe="p:n"} 2`,
+		`usdt_firings_total{probe="p:n",arg1="9"} 7`, `usdt_missed_firings_total{probe="p:n"} 4`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("served:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
