@@ -11,10 +11,10 @@ import (
 
 // The programs keep what they build on their stack, below the scratch
 // bytes usdt.Args uses (r10-usdt.Scratch to r10): an event's record, or a
-// key of -count. Their stack stays under 64 bytes where the arguments
-// allow (two or three numbers): from Linux 6.13 a kprobe program with 64
-// bytes or more of stack runs on a per-CPU stack of its own, which costs
-// each run more than the whole of what a count does.
+// key of -count. -count's stack stays within 48 bytes where the arguments
+// allow (up to four numbers): from Linux 6.13 a kprobe program with more
+// (64 bytes once the verifier rounds it to 16) runs on a per-CPU stack of
+// its own, which costs each run more than the whole of what a count does.
 
 // eventProgram is usdt's program without -count: at each firing, an
 // eventHeader and the arguments l lays out, one record in the perf event
