@@ -85,6 +85,7 @@ func Features(helpersOf ...Type) []Feature {
 	HavePerfLink()
 	HaveKprobeMulti()
 	HaveUprobeMulti()
+	HaveUprobeMultiPIDFilter()
 	HaveAtomicFetch()
 	HaveBTF()
 	HavePMU(tracefs.Kprobe)
@@ -153,48 +154,70 @@ func HaveKprobeMulti() (bool, error) {
 	}).result()
 }
 
-// HaveUprobeMulti reports whether the kernel has uprobe_multi links (6.6)
-// that filter by process: a link to file offset 0 of "/" gets as far as
-// the path (EBADF: no regular file) where they exist, and EINVAL before.
-// The first kernels with them ran a PID's program in its main thread only
-// (fixed in 6.10 and the stable series by "bpf: fix multi-uprobe PID
-// filtering logic"); the fix refuses pid -1 with EINVAL before the path is
-// looked at, and a kernel without it is a no, so that a USDT probe is
-// attached a uprobe per site there, which filters by process.
+// HaveUprobeMulti reports whether the kernel has uprobe_multi links (6.6),
+// by linking one to "/": EBADF (not a regular file) is the yes, the
+// kernel having read the attr as a uprobe_multi link's; EINVAL (an
+// unknown attach type) or EOPNOTSUPP (a 32-bit kernel) the no.
 func HaveUprobeMulti() (bool, error) {
 	return probe("uprobe_multi", func(f *Feature) {
-		p, err := Load(Spec{Type: Kprobe, Name: "probe_umulti", License: "GPL", Insns: retZero,
-			ExpectedAttachType: unix.BPF_TRACE_UPROBE_MULTI})
-		if err != nil {
-			f.answer(err, 0, unix.EINVAL)
-			return
-		}
-		defer p.Close()
-		link := func(pid int32) error {
-			path, _ := sys.StringPointer("/")
-			offset := uint64(0)
-			fd, err := sys.LinkCreateUprobeMulti(&sys.LinkCreateUprobeMultiAttr{
-				ProgFD:     uint32(p.fd.Int()),
-				AttachType: unix.BPF_TRACE_UPROBE_MULTI,
-				Path:       path,
-				Offsets:    sys.NewPointer(unsafePointer(&offset)),
-				Cnt:        1,
-				PID:        uint32(pid),
-			})
-			if err == nil { // "/" is no regular file: never
-				unix.Close(fd)
-			}
-			return err
-		}
-		err = link(0)
-		if f.answer(err, unix.EBADF, unix.EINVAL, unix.EOPNOTSUPP); !f.OK {
-			return
-		}
-		// The same link for pid -1: EINVAL where processes are filtered.
-		err = link(-1)
-		f.OK = false
-		f.answer(err, unix.EINVAL, unix.EBADF)
+		f.answer(uprobeMultiRoot(0)[0], unix.EBADF, unix.EINVAL, unix.EOPNOTSUPP)
 	}).result()
+}
+
+// HaveUprobeMultiPIDFilter reports whether the kernel has uprobe_multi
+// links that run a PID's program in all of its threads, as
+// UprobeMultiOptions.PID means: the first kernels with them ran it in the
+// process's main thread only (fixed in 6.10 and the stable series by "bpf:
+// fix multi-uprobe PID filtering logic"). The fix refuses pid -1 (EINVAL)
+// before it looks at the path, which a kernel without it reaches (EBADF).
+func HaveUprobeMultiPIDFilter() (bool, error) {
+	return probe("uprobe_multi_pid_filter", func(f *Feature) {
+		errs := uprobeMultiRoot(0, -1)
+		if f.answer(errs[0], unix.EBADF, unix.EINVAL, unix.EOPNOTSUPP); f.OK {
+			f.OK = false
+			f.answer(errs[1], unix.EINVAL, unix.EBADF)
+		}
+	}).result()
+}
+
+// uprobeMultiRoot loads a program that does nothing for uprobe_multi
+// links and links it to offset 0 of "/" for each pid, which no kernel
+// accepts ("/" is no regular file): what it refuses the attr for tells
+// what it checked first. It returns the answers, or for each the load's
+// error (EINVAL before 6.6, which knows no such attach type).
+func uprobeMultiRoot(pids ...int32) []error {
+	errs := make([]error, len(pids))
+	p, err := Load(Spec{
+		Type:               Kprobe,
+		Name:               "probe_umulti",
+		License:            "GPL",
+		Insns:              retZero,
+		ExpectedAttachType: unix.BPF_TRACE_UPROBE_MULTI,
+	})
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	defer p.Close()
+	root, _ := sys.StringPointer("/")
+	offset := uint64(0)
+	for i, pid := range pids {
+		fd, err := sys.LinkCreateUprobeMulti(&sys.LinkCreateUprobeMultiAttr{
+			ProgFD:     uint32(p.fd.Int()),
+			AttachType: unix.BPF_TRACE_UPROBE_MULTI,
+			Path:       root,
+			Offsets:    sys.NewPointer(unsafePointer(&offset)),
+			Cnt:        1,
+			PID:        uint32(pid),
+		})
+		if err == nil {
+			unix.Close(fd)
+		}
+		errs[i] = err
+	}
+	return errs
 }
 
 // HaveISA reports whether the verifier accepts ISA version v, by loading

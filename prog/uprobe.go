@@ -65,18 +65,45 @@ func SymbolOffset(path, symbol string) (uint64, error) {
 }
 
 // fileOffset returns the file offset off bytes into the function symbol, or
-// off without one, checking it lies in the function (of known size) and in
-// the file part of an executable PT_LOAD segment: a uprobe elsewhere is
-// accepted by the kernel and never fires.
-func fileOffset(path, symbol string, off uint64) (fileOff uint64, err error) {
-	err = withELF(path, func(f *elfFile) error {
-		fileOff, err = f.fileOffset(symbol, off)
-		return err
-	})
-	return fileOff, err
+// off without one (fileOffsets).
+func fileOffset(path, symbol string, off uint64) (uint64, error) {
+	offs, err := fileOffsets(path, []string{symbol}, []uint64{off})
+	if err != nil {
+		return 0, err
+	}
+	return offs[0], nil
 }
 
-// fileOffset is fileOffset in f.
+// fileOffsets returns, for each place, the file offset offs[i] bytes into
+// the function symbols[i], or offs[i] where the symbol is "", checking it
+// lies in the function (of known size) and in the file part of an
+// executable PT_LOAD segment: a uprobe elsewhere is accepted by the kernel
+// and never fires. The file is read once for all.
+func fileOffsets(path string, symbols []string, offs []uint64) ([]uint64, error) {
+	file, err := sys.OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	// The kernel probes any file: one that is not ELF is a mistake to report.
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, err
+	}
+	f, err := readELF(file, fi.Size())
+	if err != nil {
+		return nil, fmt.Errorf("not an ELF binary: %w", err)
+	}
+	out := make([]uint64, len(offs))
+	for i := range offs {
+		if out[i], err = f.fileOffset(symbols[i], offs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// fileOffset is fileOffsets for one place of f.
 func (f *elfFile) fileOffset(symbol string, off uint64) (uint64, error) {
 	addr, isAddr := off, symbol != ""
 	if isAddr {
@@ -91,48 +118,18 @@ func (f *elfFile) fileOffset(symbol string, off uint64) (uint64, error) {
 		}
 		addr = s.value + off
 	}
-	if fileOff, ok := f.executable(addr, isAddr); ok {
-		return fileOff, nil
-	}
-	what := fmt.Sprintf("file offset %#x", off)
-	if isAddr {
-		what = fmt.Sprintf("%s+%#x", symbol, off)
-	}
-	return 0, fmt.Errorf("%w: %s is in no executable segment of the file", tracefs.ErrInvalid, what)
-}
-
-// withELF reads the ELF headers of the regular file at path and calls do
-// with them, the file open meanwhile. The kernel probes any file: one that
-// is not ELF is a mistake to report.
-func withELF(path string, do func(f *elfFile) error) error {
-	file, err := sys.OpenRegular(path)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
-		return err
-	}
-	f, err := readELF(file, fi.Size())
-	if err != nil {
-		return fmt.Errorf("not an ELF binary: %w", err)
-	}
-	return do(f)
-}
-
-// executable returns the file offset of addr, a virtual address if isAddr
-// else a file offset, when it lies in the file part of an executable
-// PT_LOAD segment, where a uprobe's breakpoint fires.
-func (f *elfFile) executable(addr uint64, isAddr bool) (uint64, bool) {
 	for _, p := range f.progs {
 		base := p.off
 		if isAddr {
 			base = p.vaddr
 		}
 		if p.typ == ptLoad && p.flags&pfX != 0 && addr >= base && addr-base < p.filesz {
-			return addr - base + p.off, true
+			return addr - base + p.off, nil
 		}
 	}
-	return 0, false
+	what := fmt.Sprintf("file offset %#x", off)
+	if isAddr {
+		what = fmt.Sprintf("%s+%#x", symbol, off)
+	}
+	return 0, fmt.Errorf("%w: %s is in no executable segment of the file", tracefs.ErrInvalid, what)
 }

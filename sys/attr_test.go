@@ -72,8 +72,7 @@ var wantOffsets = map[string]uintptr{
 	"LinkCreateUprobeMultiAttr.RefCtrOffsets": 32, "LinkCreateUprobeMultiAttr.Cookies": 40,
 	"LinkCreateUprobeMultiAttr.Cnt": 48, "LinkCreateUprobeMultiAttr.UprobeFlags": 52,
 	"LinkCreateUprobeMultiAttr.PID": 56,
-
-	"TaskFDQueryAttr.PID": 0, "TaskFDQueryAttr.FD": 4, "TaskFDQueryAttr.Flags": 8, "TaskFDQueryAttr.BufLen": 12,
+	"TaskFDQueryAttr.PID":           0, "TaskFDQueryAttr.FD": 4, "TaskFDQueryAttr.Flags": 8, "TaskFDQueryAttr.BufLen": 12,
 	"TaskFDQueryAttr.Buf": 16, "TaskFDQueryAttr.ProgID": 24, "TaskFDQueryAttr.FDType": 28,
 	"TaskFDQueryAttr.ProbeOffset": 32, "TaskFDQueryAttr.ProbeAddr": 40,
 	"LinkDetachAttr.LinkFD": 0,
@@ -138,11 +137,9 @@ var layoutAsserts = [...]struct{}{
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Cnt)-20], [1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Syms)-24],
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Addrs)-32], [1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Cookies)-40],
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.Path)-16],
-	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.Offsets)-24],
-	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.RefCtrOffsets)-32],
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.Cookies)-40],
-	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.Cnt)-48],
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.PID)-56],
+	[1]struct{}{}[unsafe.Sizeof(LinkCreateUprobeMultiAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.Buf)-16], [1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProgID)-24],
 	[1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProbeOffset)-32], [1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProbeAddr)-40],
 	[1]struct{}{}[unsafe.Offsetof(ProgInfo{}.JitedProgInsns)-24], [1]struct{}{}[unsafe.Offsetof(ProgInfo{}.XlatedProgInsns)-32],
@@ -174,13 +171,13 @@ var layoutAsserts = [...]struct{}{
 	[1]struct{}{}[unsafe.Sizeof(LinkCreateAttr{})-AttrSize], [1]struct{}{}[unsafe.Sizeof(LinkDetachAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Sizeof(EnableStatsAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Sizeof(LinkCreateKprobeMultiAttr{})-AttrSize], [1]struct{}{}[unsafe.Sizeof(TaskFDQueryAttr{})-AttrSize],
-	[1]struct{}{}[unsafe.Sizeof(LinkCreateUprobeMultiAttr{})-AttrSize],
 }
 
 var layoutTypes = []any{MapCreateAttr{}, MapElemAttr{}, MapBatchAttr{}, ProgLoadAttr{}, ObjAttr{}, ProgQueryAttr{},
 	TestRunAttr{}, GetIDAttr{}, InfoAttr{}, RawTracepointAttr{}, LinkCreateAttr{},
 	LinkCreateTracingAttr{}, LinkCreateKprobeMultiAttr{}, LinkCreateUprobeMultiAttr{},
-	LinkDetachAttr{}, EnableStatsAttr{}, TaskFDQueryAttr{},
+	LinkDetachAttr{}, EnableStatsAttr{},
+	TaskFDQueryAttr{},
 	ProgInfo{}, MapInfo{}, LinkInfo{}, BTFInfo{}}
 
 // TestLayout checks every named field against wantOffsets on this port,
@@ -220,19 +217,16 @@ func TestLayout(t *testing.T) {
 // cNames are the uapi names of the fields whose Go name is not their C name
 // in CamelCase, as a path through nested named members.
 var cNames = map[string]string{
-	"GetIDAttr.ID":                          "start_id",
-	"LinkCreateAttr.Cookie":                 "perf_event.bpf_cookie",
-	"LinkCreateTracingAttr.TargetBTFID":     "tracing.target_btf_id",
-	"LinkCreateTracingAttr.Cookie":          "tracing.cookie",
-	"RawTracepointAttr.Cookie":              "cookie",
-	"LinkCreateKprobeMultiAttr.KprobeFlags": "kprobe_multi.flags",
-	"LinkCreateKprobeMultiAttr.Cnt":         "kprobe_multi.cnt",
-	"LinkCreateKprobeMultiAttr.Syms":        "kprobe_multi.syms",
-	"LinkCreateKprobeMultiAttr.Addrs":       "kprobe_multi.addrs",
-	"LinkCreateKprobeMultiAttr.Cookies":     "kprobe_multi.cookies",
-	"TaskFDQueryAttr.PID":                   "pid",
-	"LinkInfo.Union":                        "", // the union by link type: its members are checked where used
-
+	"GetIDAttr.ID":                            "start_id",
+	"LinkCreateAttr.Cookie":                   "perf_event.bpf_cookie",
+	"LinkCreateTracingAttr.TargetBTFID":       "tracing.target_btf_id",
+	"LinkCreateTracingAttr.Cookie":            "tracing.cookie",
+	"RawTracepointAttr.Cookie":                "cookie",
+	"LinkCreateKprobeMultiAttr.KprobeFlags":   "kprobe_multi.flags",
+	"LinkCreateKprobeMultiAttr.Cnt":           "kprobe_multi.cnt",
+	"LinkCreateKprobeMultiAttr.Syms":          "kprobe_multi.syms",
+	"LinkCreateKprobeMultiAttr.Addrs":         "kprobe_multi.addrs",
+	"LinkCreateKprobeMultiAttr.Cookies":       "kprobe_multi.cookies",
 	"LinkCreateUprobeMultiAttr.Path":          "uprobe_multi.path",
 	"LinkCreateUprobeMultiAttr.Offsets":       "uprobe_multi.offsets",
 	"LinkCreateUprobeMultiAttr.RefCtrOffsets": "uprobe_multi.ref_ctr_offsets",
@@ -240,6 +234,8 @@ var cNames = map[string]string{
 	"LinkCreateUprobeMultiAttr.Cnt":           "uprobe_multi.cnt",
 	"LinkCreateUprobeMultiAttr.UprobeFlags":   "uprobe_multi.flags",
 	"LinkCreateUprobeMultiAttr.PID":           "uprobe_multi.pid",
+	"TaskFDQueryAttr.PID":                     "pid",
+	"LinkInfo.Union":                          "", // the union by link type: its members are checked where used
 }
 
 // cName turns a Go field name into the uapi's: "BTFVmlinuxValueTypeID" is

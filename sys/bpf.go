@@ -353,7 +353,7 @@ func LinkCreateKprobeMulti(attr *LinkCreateKprobeMultiAttr) (int, error) {
 
 // LinkCreateUprobeMulti is BPF_LINK_CREATE with the uprobe_multi member
 // (6.6; AttachType must be BPF_TRACE_UPROBE_MULTI); it returns the link's
-// fd. A 32-bit kernel answers EOPNOTSUPP.
+// fd.
 func LinkCreateUprobeMulti(attr *LinkCreateUprobeMultiAttr) (int, error) {
 	return callFD(unix.BPF_LINK_CREATE, unsafe.Pointer(attr))
 }

@@ -174,9 +174,10 @@ func expectedFeatures(t *testing.T) map[string]struct {
 	} else {
 		set("kprobe_multi", since{0x512, "FPROBE"}, 0, unix.EOPNOTSUPP)
 	}
-	// Before 6.6 the probe's program does not load; 6.6 to 6.9 filtered
-	// a PID's threads wrong (EBADF), as the kernels here do not.
-	set("uprobe_multi", since{0x60a, "UPROBES"}, unix.EINVAL, unix.EINVAL)
+	set("uprobe_multi", since{0x606, "UPROBES"}, unix.EBADF, unix.EINVAL)
+	// 6.6 to 6.9 filtered a PID's threads wrong (EBADF), as the kernels
+	// here do not.
+	set("uprobe_multi_pid_filter", since{0x60a, "UPROBES"}, unix.EINVAL, unix.EINVAL)
 	set("kprobe_pmu", since{0x411, "KPROBES"}, 0, unix.ENOENT)
 	set("uprobe_pmu", since{0x411, "UPROBES"}, 0, unix.ENOENT)
 	set("btf_vmlinux", since{0x504, "DEBUG_INFO_BTF"}, 0, unix.ENOENT)
@@ -258,8 +259,9 @@ func TestFeatures(t *testing.T) {
 		have func() (bool, error)
 	}{
 		{"perf_link", prog.HavePerfLink}, {"kprobe_multi", prog.HaveKprobeMulti},
-		{"uprobe_multi", prog.HaveUprobeMulti}, {"atomic_fetch", prog.HaveAtomicFetch},
-		{"btf_vmlinux", prog.HaveBTF},
+		{"btf_vmlinux", prog.HaveBTF}, {"uprobe_multi", prog.HaveUprobeMulti},
+		{"uprobe_multi_pid_filter", prog.HaveUprobeMultiPIDFilter},
+		{"atomic_fetch", prog.HaveAtomicFetch},
 		{"isa_v4", prog.HaveISAv4}, {"prog_type xdp", func() (bool, error) { return prog.HaveProgType(prog.XDP) }},
 		{"map_type ringbuf", func() (bool, error) { return prog.HaveMapType(uint32(unix.BPF_MAP_TYPE_RINGBUF)) }},
 	} {

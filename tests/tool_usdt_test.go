@@ -103,8 +103,9 @@ func (r *running) waitErr(s string) {
 	}
 }
 
-// checkUsdtMode: usdt says whether it used bpf_cookie and a uprobe_multi
-// link, and that is what the kernel has; on 5.10 it must have fallen back.
+// checkUsdtMode: usdt, tracing one process (-p), says whether it used
+// bpf_cookie and a uprobe_multi link, and that is what the kernel has; on
+// 5.10 it must have fallen back.
 func checkUsdtMode(t *testing.T, said string) {
 	t.Helper()
 	links, err := prog.HavePerfLink()
@@ -114,7 +115,7 @@ func checkUsdtMode(t *testing.T, said string) {
 	if strings.Contains(said, "told apart by bpf_cookie") != links || !links && !strings.Contains(said, "one program per call site") {
 		t.Fatalf("perf links %v, but usdt said:\n%s", links, said)
 	}
-	multi, err := prog.HaveUprobeMulti()
+	multi, err := prog.HaveUprobeMultiPIDFilter()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,9 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// multiCounter loads a program for uprobe_multi links that adds one to
+// cookieCounter loads a program for uprobe_multi links that adds one to
 // counts[cookie].
-func multiCounter(t *testing.T, counts *mapfd.Map) (*prog.Program, error) {
+func cookieCounter(t *testing.T, counts *mapfd.Map) (*prog.Program, error) {
 	t.Helper()
 	items := []Item{
 		Call(BPF_FUNC_get_attach_cookie), // r1 is the context
@@ -39,7 +39,7 @@ func multiCounter(t *testing.T, counts *mapfd.Map) (*prog.Program, error) {
 	return p, err
 }
 
-// TestUprobeMulti: one uprobe_multi link on the three USDT call sites of
+// TestUprobeMultiUSDT: one uprobe_multi link on the three USDT call sites of
 // the C program sdt (bpfkit:args, and bpfkit:str's two), cookies 0 to 2,
 // their semaphores as ref_ctr_offsets and -p one of two processes: the
 // semaphores of that process count one per site, the other's none; its
@@ -48,7 +48,7 @@ func multiCounter(t *testing.T, counts *mapfd.Map) (*prog.Program, error) {
 // the links sets the semaphores back. Where the kernel has no
 // uprobe_multi links (before 6.6: the 5.10 and 6.1 VMs) the attach says
 // sys.ErrNotSupported.
-func TestUprobeMulti(t *testing.T) {
+func TestUprobeMultiUSDT(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	path := sdtBinary(t)
@@ -61,7 +61,7 @@ func TestUprobeMulti(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts, tm := newArray(t, 4)
-	p, err := multiCounter(t, counts)
+	p, err := cookieCounter(t, counts)
 	if !have {
 		// Kernels before 6.6 may load the program (6.1 does not check a
 		// kprobe program's expected attach type); the link is refused.
@@ -121,7 +121,7 @@ func TestUprobeMulti(t *testing.T) {
 	if !strings.Contains(journal.String(), want) {
 		t.Errorf("the journal lacks %s:\n%s", want, journal.String())
 	}
-	if want := fmt.Sprintf("uprobe_multi of 3 offsets in %s", path); l.String() != want {
+	if want := fmt.Sprintf("uprobe_multi of 3 places in %s", path); l.String() != want {
 		t.Errorf("link %q, want %q", l, want)
 	}
 	ret, err := prog.AttachUprobeMulti(p, path, prog.UprobeMultiOptions{Offsets: []uint64{fireOff},
@@ -162,89 +162,4 @@ func semaphoreOffset(t *testing.T, path string, s usdt.Site) uint64 {
 	}
 	t.Fatalf("semaphore %#x is in no segment of %s", s.Semaphore, path)
 	return 0
-}
-
-// TestUprobeMultiRefuses: what the kernel would refuse with a bare errno,
-// or accept and never fire, is refused before any bpf(2) call, naming
-// what is wrong.
-func TestUprobeMultiRefuses(t *testing.T) {
-	testutil.RequireRoot(t)
-	testutil.CheckNoLeaks(t)
-	path := sdtBinary(t)
-	counts, _ := newArray(t, 4)
-	p, err := multiCounter(t, counts)
-	if err != nil {
-		if have, _ := prog.HaveUprobeMulti(); have {
-			t.Fatal(err)
-		}
-		t.Skipf("no uprobe_multi links: %v", err)
-	}
-	tp, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "tp", License: "GPL",
-		Insns: []Item{Mov64Imm(R0, 0), Exit()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
-	fireOff, err := prog.SymbolOffset(path, "fire")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := usdt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	str, err := f.Probe("bpfkit:str")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := semaphoreOffset(t, path, str.Sites[0]) // in a writable segment, not code
-	two := prog.UprobeMultiOptions{Offsets: []uint64{fireOff, fireOff + 1}}
-	type options = prog.UprobeMultiOptions
-	with := func(o options, set func(o *options)) options {
-		set(&o)
-		return o
-	}
-	for _, c := range []struct {
-		what string
-		p    *prog.Program
-		path string
-		o    prog.UprobeMultiOptions
-		want string
-	}{
-		{"nil program", nil, path, two, "nil program"},
-		{"tracepoint program", tp, path, two, "needs type Kprobe"},
-		{"no offset", p, path, prog.UprobeMultiOptions{}, "no offset"},
-		{"empty path", p, "", two, "empty path"},
-		{"NUL in the path", p, path + "\x00x", two, `\x00x"`},
-		{"offset twice", p, path, prog.UprobeMultiOptions{Offsets: []uint64{fireOff, 1, fireOff}},
-			fmt.Sprintf("offset %#x is given twice", fireOff)},
-		{"cookies short", p, path,
-			with(two, func(o *options) { o.Cookies = []uint64{1} }),
-			"1 cookies for 2 offsets"},
-		{"semaphores long", p, path,
-			with(two, func(o *options) { o.RefCtrOffsets = make([]uint64, 3) }),
-			"3 semaphore offsets for 2 offsets"},
-		{"not code", p, path, prog.UprobeMultiOptions{Offsets: []uint64{fireOff, data}},
-			fmt.Sprintf("file offset %#x is in no executable segment", data)},
-		{"pid -5", p, path, with(two, func(o *options) { o.PID = -5 }),
-			"pid -5 is no process id"},
-		{"not ELF", p, "/proc/self/status", two, "not an ELF binary"},
-		{"too many", p, path, options{Offsets: make([]uint64, prog.MaxUprobeMulti+1)},
-			"1048577 offsets, more than one link takes"},
-	} {
-		var journal strings.Builder
-		sys.SetJournal(&journal)
-		l, err := prog.AttachUprobeMulti(c.p, c.path, c.o)
-		sys.SetJournal(nil)
-		if err == nil {
-			l.Close()
-			t.Fatalf("%s: attached", c.what)
-		}
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want %q", c.what, err, c.want)
-		}
-		if strings.Contains(journal.String(), "BPF_LINK_CREATE") {
-			t.Errorf("%s: the kernel was asked:\n%s", c.what, journal.String())
-		}
-	}
 }

@@ -257,15 +257,21 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 }
 
 // choose sets how to attach: with cookies where the kernel has them and o
-// allows, through uprobe_multi likewise. A kernel with uprobe_multi links
-// has bpf_cookie too.
+// allows, through uprobe_multi likewise; with a pid, only where the
+// kernel's uprobe_multi links run it in every thread of the process
+// (6.10: HaveUprobeMultiPIDFilter), as a uprobe per site does. A kernel
+// with uprobe_multi links has bpf_cookie too.
 func (a *Attachment) choose(o Options) error {
 	if o.NoCookies {
 		return nil
 	}
 	var err error
+	have := prog.HaveUprobeMulti
+	if o.PID != 0 {
+		have = prog.HaveUprobeMultiPIDFilter
+	}
 	if !o.NoMulti {
-		if a.Multi, err = prog.HaveUprobeMulti(); err != nil {
+		if a.Multi, err = have(); err != nil {
 			return err
 		}
 	}

@@ -104,7 +104,9 @@ func attachModes(t *testing.T) []attachMode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	multi, err := prog.HaveUprobeMulti()
+	// The tests attach with and without a pid: uprobe_multi where its
+	// links filter by process (6.10), as usdt uses them then.
+	multi, err := prog.HaveUprobeMultiPIDFilter()
 	if err != nil {
 		t.Fatal(err)
 	}

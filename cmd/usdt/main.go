@@ -25,6 +25,7 @@ import (
 	"unicode"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
+	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/usdt"
 )
 
@@ -169,8 +170,11 @@ func (tr tracer) attach(build usdt.Builder) (detach func() error, err error) {
 	}
 	how := "one program and one uprobe_multi link, told apart by bpf_cookie"
 	if !a.Multi {
-		how = "one program, told apart by bpf_cookie, a uprobe per site: " +
-			"this kernel has no uprobe_multi links (Linux 6.6)"
+		why := "this kernel has no uprobe_multi links (Linux 6.6)"
+		if have, _ := prog.HaveUprobeMulti(); have {
+			why = "this kernel's uprobe_multi links trace a pid's main thread only (fixed in 6.10)"
+		}
+		how = "one program, told apart by bpf_cookie, a uprobe per site: " + why
 	}
 	if !a.Cookies {
 		how = "one program per call site: this kernel has no bpf_cookie (Linux 5.15)"
