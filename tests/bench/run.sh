@@ -5,9 +5,14 @@
 # Measured figures live there, never in code comments.
 #
 # run.sh SECTION... runs only those sections (maps, load, drain, read,
+<<<<<<< HEAD
+# tools, top, size) and puts them in place of the same sections of
+# BENCHMARKS.md, the others kept as they were, with a line saying what was
+=======
 # tools, funccount, kprobe_multi, size) and puts them in place of the same
 # sections of BENCHMARKS.md (a section it does not have yet goes at its
 # end), the others kept as they were, with a line saying what was
+>>>>>>> main
 # measured again and when: the whole run takes an hour on a loaded machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -50,6 +55,10 @@ wanted tracing && section "Tracing on the same call in a 6.12 VM: fentry, kprobe
 wanted tools && section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 5 alternating rounds; BPF_ENABLE_STATS run time over run count)" -- \
 	$GO test -run '^$' -bench ToolCost -benchtime 1x ./tests
 
+<<<<<<< HEAD
+wanted top && section "bpfkit top: what BPF statistics cost each run (the floor they count for a program that does nothing, and what they add to every run; medians of 5), and top's own CPU and peak RSS over 20 one-second intervals with 200 programs loaded" -- \
+	$GO test -run '^$' -bench TopCost -benchtime 1x ./tests
+=======
 wanted funccount && section "funccount: time to attach and to exit after SIGINT for 1, 50, 360 (sys_enter_*) and 720 (syscalls:*) syscall tracepoints, beside bpftrace's one-liner on the same (ms, medians of alternating rounds; x-bpftrace = funccount / bpftrace; bpftrace's 720 left out, about a minute to let go)" -- \
 	$GO test -run '^$' -bench FunccountAttachExit -benchtime 1x ./tests
 
@@ -65,6 +74,7 @@ if wanted kprobe_multi; then
 	vmbench 6.12
 	vmbench 7.2
 fi
+>>>>>>> main
 
 # dropmon's size beside tests/bench/sizebase, a program that uses the
 # standard library as dropmon's own code does (flags, signals, fmt, time
@@ -92,14 +102,19 @@ if wanted size; then
 fi
 
 if [ "$only" != "  " ]; then
-	# Each "## " section of $tmp replaces the section of the same title.
+	# Each "## " section of $tmp replaces the section of the same title;
+	# one BENCHMARKS.md does not have yet goes at its end.
 	awk -v new="$tmp" -v when="$(date -u '+%Y-%m-%d %H:%M UTC')" -v which="$*" '
 		BEGIN {
 			while ((getline line < new) > 0) {
-				if (line ~ /^## /) title = line
+				if (line ~ /^## /) { title = line; order[++titles] = line }
 				else if (title != "") body[title] = body[title] "\n" line
 			}
 			for (title in body) sub(/\n+$/, "", body[title])
+		}
+		END {
+			for (i = 1; i <= titles; i++)
+				if (!(order[i] in replaced)) print "\n" order[i] body[order[i]]
 		}
 		/^Written by `make bench`/ {
 			print; print ""
@@ -110,7 +125,11 @@ if [ "$only" != "  " ]; then
 		/^## / {
 			if (skip) print ""
 			skip = ($0 in body)
+<<<<<<< HEAD
+			if (skip) { print $0 body[$0]; replaced[$0] = 1 } else print
+=======
 			if (skip) { print $0 body[$0]; done[$0] = 1 } else print
+>>>>>>> main
 			next
 		}
 		!skip { print }
