@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/sys"
 	"github.com/bpfkit/bpfkit/tracefs"
 	"github.com/bpfkit/bpfkit/usdt"
@@ -209,25 +210,48 @@ func TestToolJournals(t *testing.T) {
 			t.Fatalf("bpfkit:str has %d sites, want 2 or more", len(sites))
 		}
 		j, _ := runJournaled(t, "usdt", "-count", path, "bpfkit:str", "1", "1")
-		_, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=hash .* name="usdt_counts"\) = (\d+)`)
-		counts := m[1]
-		last := 0
-		for _, s := range sites {
-			i, m := j.find(0, fmt.Sprintf(`perf_event_open\(type=uprobe config=0x[0-9a-f]+ uprobe_path=%q probe_offset=%#x .*, pid=-1, cpu=0, .*\) = (\d+)`, path, s.Offset))
-			ev := m[1]
-			// The program attached to it was loaded before: one for every
-			// site (bpf_cookie tells them apart), or one per site.
-			var prog string
-			for k := i - 1; k >= 0 && prog == ""; k-- {
-				if m := regexp.MustCompile(`^bpf\(BPF_PROG_LOAD, prog_type=kprobe .* name="usdt" .*\) = (\d+) <`).FindStringSubmatch(j.lines[k]); m != nil {
-					prog = m[1]
-				}
-			}
-			if prog == "" {
-				t.Fatalf("no program loaded before the uprobe at %#x:\n%s", s.Offset, strings.Join(j.lines, "\n"))
-			}
-			last = max(last, j.attach(i, prog, ev))
-		}
+		// The table of counts, an array (a hash map before 5.12).
+		_, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=(array|hash) .* `+
+			`name="usdt_counts"\) = (\d+)`)
+		counts := m[2]
+		last := usdtAttached(j, path, sites)
 		j.find(last, `bpf\(BPF_MAP_(GET_NEXT_KEY|LOOKUP_BATCH|LOOKUP_AND_DELETE_BATCH), map_fd=`+counts+` .*\) = .*`)
 	})
+}
+
+// usdtAttached finds where usdt attached its program to the sites: one
+// uprobe_multi link for all (6.6), else a uprobe each, with the program
+// loaded before. It returns the index of the last line of the attaching.
+func usdtAttached(j *journal, path string, sites []usdt.Site) int {
+	j.t.Helper()
+	load := regexp.MustCompile(`^bpf\(BPF_PROG_LOAD, prog_type=kprobe .* name="usdt" .*\) = (\d+) `)
+	loaded := func(before int) string {
+		for k := before - 1; k >= 0; k-- {
+			if m := load.FindStringSubmatch(j.lines[k]); m != nil {
+				return m[1]
+			}
+		}
+		j.t.Fatalf("no program loaded before line %d:\n%s", before+1, strings.Join(j.lines, "\n"))
+		return ""
+	}
+	if multi, err := prog.HaveUprobeMulti(); err != nil {
+		j.t.Fatal(err)
+	} else if multi {
+		i, m := j.find(0, fmt.Sprintf(`bpf\(BPF_LINK_CREATE, prog_fd=(\d+) `+
+			`attach_type=trace_uprobe_multi uprobe_multi.path=%q flags=0x0 cnt=%d pid=0\) = \d+`,
+			path, len(sites)))
+		if prog := loaded(i); m[1] != prog {
+			j.t.Fatalf("the uprobe_multi link is of program %s, the one loaded %s", m[1], prog)
+		}
+		return i
+	}
+	last := 0
+	for _, s := range sites {
+		i, m := j.find(0, fmt.Sprintf(`perf_event_open\(type=uprobe config=0x[0-9a-f]+ `+
+			`uprobe_path=%q probe_offset=%#x .*, pid=-1, cpu=0, .*\) = (\d+)`, path, s.Offset))
+		// The program attached to it was loaded before: one for every
+		// site (bpf_cookie tells them apart), or one per site.
+		last = max(last, j.attach(i, loaded(i), m[1]))
+	}
+	return last
 }
