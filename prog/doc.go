@@ -16,6 +16,9 @@
 // Feature probes (HaveProgType, HaveMapType, HaveHelper, ..., Features for
 // all) try once and cache the answer with the errno it rests on. NextID,
 // NextLinkID, LinkByID and QueryFD walk what is loaded and attached.
-// Kallsyms names kernel addresses ("__udp4_lib_rcv+0x8f4"); SyscallSymbol
-// names the kernel function of a system call of this process.
+// A Symbolizer names kernel addresses ("__udp4_lib_rcv+0x8f4") on demand,
+// reading /proc/kallsyms once per batch of new addresses and keeping only
+// their names; Kallsyms reads the whole table once and keeps it, for
+// lookups by name too. SyscallSymbol names the kernel function of a system
+// call of this process.
 package prog

@@ -21,7 +21,9 @@ section() { # section TITLE -- COMMAND...: run it, keep the benchmark lines
 section "Maps: bpfkit beside a bare bpf(2) (x-bare = bpfkit / bare)" -- \
 	$GO test -run '^$' -bench . -benchtime 1000000x ./mapfd
 section "Program load beside a bare BPF_PROG_LOAD" -- \
-	$GO test -run '^$' -bench . -benchtime 3000x ./prog
+	$GO test -run '^$' -bench Load -benchtime 3000x ./prog
+section "Naming 100 kernel addresses: Kallsyms's whole table beside a Symbolizer" -- \
+	$GO test -run '^$' -bench Kallsyms -benchtime 20x ./prog
 section "Perf ring: the sample loop on records in cache" -- \
 	$GO test -run '^$' -bench Drain ./perfring
 section "Perf ring and BPF ring buffer readers beside libbpf's (x-libbpf = bpfkit / libbpf, medians of 7 rounds)" -- \
