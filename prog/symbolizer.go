@@ -3,7 +3,7 @@ package prog
 import (
 	"io"
 	"os"
-	"slices"
+	"sort"
 	"sync"
 )
 
@@ -102,14 +102,19 @@ type nearest struct {
 // lower neighbour's: a symbol at or below the neighbour is at or below it
 // too, and any symbol offered to it alone is above the neighbour.
 func nameAddrs(r io.Reader, want []uint64) ([]string, error) {
-	sorted := slices.Clone(want)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
+	// sort.Slice and sort.Search rather than the generic slices functions:
+	// their code is linked already, and tools are measured by their size
+	sorted := append([]uint64(nil), want...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	sorted = compact(sorted)
+	first := func(addr uint64) int { // the first wanted address >= addr
+		return sort.Search(len(sorted), func(i int) bool { return sorted[i] >= addr })
+	}
 	best := make([]nearest, len(sorted))
 	hidden := true
 	err := eachKallsymsLine(r, func(addr uint64, name []byte) {
 		hidden = hidden && addr == 0
-		i, _ := slices.BinarySearch(sorted, addr) // the first wanted address >= addr
+		i := first(addr)
 		if i == len(sorted) {
 			return
 		}
@@ -130,12 +135,22 @@ func nameAddrs(r io.Reader, want []uint64) ([]string, error) {
 	}
 	names := make([]string, len(want))
 	for i, a := range want {
-		k, _ := slices.BinarySearch(sorted, a)
-		if b := best[k]; b.found {
+		if b := best[first(a)]; b.found {
 			names[i] = symbolName(string(b.name), a-b.addr)
 		} else {
 			names[i] = unnamed(a)
 		}
 	}
 	return names, nil
+}
+
+// compact drops the repeats of a sorted slice, in place.
+func compact(s []uint64) []uint64 {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
 }
