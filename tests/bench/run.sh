@@ -29,6 +29,8 @@ section "Perf ring: the sample loop on records in cache" -- \
 section "Perf ring and BPF ring buffer readers beside libbpf's (x-libbpf = bpfkit / libbpf, medians of 7 rounds)" -- \
 	$GO test -run '^$' -bench Read -benchtime 1x ./perfring -rounds 7
 
+section "Tools: time from exec to the first line, and peak RSS (/usr/bin/time's %M) over a run with one report, beside bpftrace (bpftool for the inspector); medians of 3 alternating rounds; targets: 20 ms and 6 MB" -- \
+	$GO test -run '^$' -bench ToolStart -benchtime 1x ./tests
 section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 5 alternating rounds; BPF_ENABLE_STATS run time over run count)" -- \
 	$GO test -run '^$' -bench ToolCost -benchtime 1x ./tests
 
