@@ -132,6 +132,11 @@ func startRun(b *testing.B, args []string, workload func(testing.TB)) (ms, mb fl
 		}
 		tails <- last
 	}
+	// The run before may have detached the last program of a tracepoint
+	// this one attaches to: the kernel's attach then waits for an RCU
+	// grace period (tracepoint_add_func's 1->0->1 transition), some 10 ms
+	// no operator starting a tool sees. Let one pass first.
+	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return 0, 0, err
