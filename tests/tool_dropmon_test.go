@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,25 +29,53 @@ func haveDropReasons(t *testing.T) bool {
 
 // TestDropmon sends 100 datagrams to a closed UDP port during an interval
 // that Ctrl-C ends: dropmon must print that interval, with exactly 100
-// drops at one UDP receive site, with reason NO_SOCKET where the kernel
-// records reasons.
+// drops at one site of the UDP receive path, named as __udp4_lib_rcv+0x...
+// (the names come at the first report, from one pass over kallsyms), with
+// reason NO_SOCKET where the kernel records reasons; the header comes
+// once.
 func TestDropmon(t *testing.T) {
 	testutil.RequireRoot(t)
 	r := startTool(t, "dropmon", "-top", "50", "60")
 	r.waitFor("Ctrl-C to stop")
 	dropUDP(t, 100)
 	out := r.stop()
-	site, n := udpDropSite(out, 0)
+	site, n := udpDropSite(out, 1)
 	if n != 100 {
-		skipIfDropsInKfreeSkb(t, out, 0, 100)
+		skipIfDropsInKfreeSkb(t, out, 1, 100)
 		t.Fatalf("%d drops at the UDP receive site %q, want 100:\n%s", n, site, out)
+	}
+	if !regexp.MustCompile(`^__udp4_lib_rcv\+0x[0-9a-f]+$`).MatchString(site) {
+		t.Errorf("the drops are at %q, want __udp4_lib_rcv+0x...", site)
 	}
 	for line := range strings.SplitSeq(out, "\n") {
 		if strings.HasSuffix(line, site) && haveDropReasons(t) != strings.Contains(line, " NO_SOCKET ") {
 			t.Fatalf("reasons recorded: %v, but the line is %q", haveDropReasons(t), line)
 		}
 	}
+	if strings.Count(out, "TIME      DROPS  REASON") != 1 {
+		t.Errorf("want the header once:\n%s", out)
+	}
 	t.Log("\n" + out)
+}
+
+// TestDropmonPerfSees: while dropmon runs on kfree_skb, counting, by
+// stack or event by event, perf's own counters of skb:kfree_skb (those
+// of `perf stat -e skb:kfree_skb -a`) see every drop the test makes.
+func TestDropmonPerfSees(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, args := range [][]string{{"60"}, {"-stacks", "60"}, {"-events", "-json"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := startTool(t, "dropmon", args...)
+			r.waitFor("Ctrl-C to stop")
+			perf := countTracepoint(t, "skb", "kfree_skb", -1)
+			dropUDP(t, 100)
+			seen := perf.total() // with other drops of the machine's
+			r.stop()
+			if seen < 100 {
+				t.Fatalf("perf counted %d skb:kfree_skb hits while dropmon %q ran and this test dropped 100 packets", seen, args)
+			}
+		})
+	}
 }
 
 // TestDropmonStacks: the 100 drops are counted under one kernel stack,

@@ -13,15 +13,6 @@ import (
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 )
 
-// drop is one row of dropmon's table: where (a location, or with -stacks
-// a stack) and why, and how many.
-type drop struct {
-	Location string   `json:"location,omitempty"`
-	Stack    []string `json:"stack,omitempty"`
-	Reason   string   `json:"reason,omitempty"`
-	Drops    uint64   `json:"drops"`
-}
-
 // writeMetrics writes totals in the Prometheus text exposition format
 // (version 0.0.4): one counter, labelled by location and reason, in a
 // stable order.

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/binary"
+	"testing"
+	"unsafe"
+
+	"github.com/bpfkit/bpfkit/cmd/internal/records"
+	"github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/mapfd"
+	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/tracefs"
+)
+
+// fakeMap stands for a map in a program that is assembled, not loaded.
+type fakeMap int
+
+func (m fakeMap) FD() int { return int(m) }
+
+func assemble(t *testing.T, items []insn.Item) []insn.Instruction {
+	t.Helper()
+	insns, err := insn.Assemble(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return insns
+}
+
+// TestRecordLayouts: each program writes every byte of the struct the
+// tool reads back, and hands the helpers the struct's address and size.
+func TestRecordLayouts(t *testing.T) {
+	if unsafe.Sizeof(dropKey{}) != 16 || unsafe.Sizeof(dropCount{}) != 8 || unsafe.Sizeof(dropEvent{}) != 48 {
+		t.Errorf("dropKey %d, dropCount %d, dropEvent %d bytes: padding crept in", unsafe.Sizeof(dropKey{}),
+			unsafe.Sizeof(dropCount{}), unsafe.Sizeof(dropEvent{}))
+	}
+	for _, c := range []struct {
+		name      string
+		hasReason bool
+		stacks    insn.MapFD
+	}{
+		{"plain", false, nil},
+		{"reasons", true, nil},
+		{"stacks", true, fakeMap(2)},
+	} {
+		insns := assemble(t, countProgram(fakeMap(1), c.stacks, c.hasReason))
+		records.CheckWritten(t, insns, c.name+": dropKey", keyAt, unsafe.Sizeof(dropKey{}))
+		records.CheckArg(t, insns, insn.BPF_FUNC_map_lookup_elem, 2, true, int64(keyAt))
+	}
+	k := kfreeSkb{
+		location: tracefs.Field{Name: "location", Offset: 16, Size: 8},
+		protocol: tracefs.Field{Name: "protocol", Offset: 32, Size: 2},
+	}
+	for _, reason := range []*tracefs.Field{nil, {Name: "reason", Offset: 36, Size: 4}} {
+		k.reason = reason
+		items, err := eventProgram(fakeMap(1), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insns := assemble(t, items)
+		records.CheckWritten(t, insns, "dropEvent", eventAt, unsafe.Sizeof(dropEvent{}))
+		records.CheckArg(t, insns, insn.BPF_FUNC_perf_event_output, 4, true, int64(eventAt))
+		records.CheckArg(t, insns, insn.BPF_FUNC_perf_event_output, 5, false, int64(unsafe.Sizeof(dropEvent{})))
+	}
+}
+
+// TestCountProgram runs the counting program in the kernel
+// (BPF_PROG_TEST_RUN of a raw tracepoint, 5.10+) on made-up arguments
+// (skb, location, reason), and reads what it counted: the key as dropKey
+// decodes it.
+func TestCountProgram(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, c := range []struct {
+		name string
+		want map[dropKey]uint64
+	}{
+		{"all", map[dropKey]uint64{{Location: 0xffff1000, Reason: 3}: 2, {Location: 0xffff2000, Reason: 5}: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			drops, err := mapfd.CreateTyped[dropKey, dropCount](mapfd.Spec{Type: mapfd.Hash, MaxEntries: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer drops.Close()
+			p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, License: "GPL", Insns: countProgram(drops, nil, true)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			for _, args := range [][3]uint64{{0, 0xffff1000, 3}, {0, 0xffff1000, 3}, {0, 0xffff2000, 5}} {
+				ctx := binary.NativeEndian.AppendUint64(nil, args[0])
+				ctx = binary.NativeEndian.AppendUint64(ctx, args[1])
+				ctx = binary.NativeEndian.AppendUint64(ctx, args[2])
+				if _, err := p.TestRun(prog.RunOptions{Ctx: ctx}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := map[dropKey]uint64{}
+			for k, v := range drops.All(&err) {
+				got[k] = v.Drops
+			}
+			if err != nil || len(got) != len(c.want) {
+				t.Fatalf("counted %v (%v), want %v", got, err, c.want)
+			}
+			for k, n := range c.want {
+				if got[k] != n {
+					t.Fatalf("counted %v, want %v", got, c.want)
+				}
+			}
+		})
+	}
+}
+
+// TestStackNames: the tracing machinery's frames are left out, the rest
+// kept; a stack without frames says why.
+func TestStackNames(t *testing.T) {
+	frames := []string{"bpf_prog_a8cd9068c28e7c3b_dropmon+0x48", "bpf_trace_run2+0x6c", "__bpf_trace_kfree_skb+0x9",
+		"kfree_skb_reason+0x90", "__udp4_lib_rcv+0x4bc"}
+	if got := stackNames(1, frames); len(got) != 2 || got[0] != "kfree_skb_reason+0x90" {
+		t.Errorf("stackNames = %q", got)
+	}
+	if got := stackNames(noStack, nil); len(got) != 1 || got[0] != "(stack not recorded: the stack map was full)" {
+		t.Errorf("stackNames(noStack) = %q", got)
+	}
+}
