@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -56,6 +58,21 @@ func TestDropmon(t *testing.T) {
 		t.Errorf("want the header once:\n%s", out)
 	}
 	t.Log("\n" + out)
+}
+
+// TestDropmonQuiet: intervals without drops print nothing, not even the
+// header. -p names a process that sleeps, so no drop is its.
+func TestDropmonQuiet(t *testing.T) {
+	testutil.RequireRoot(t)
+	sleeper := exec.Command("sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	out, errOut, status := runTool(t, "dropmon", "-p", strconv.Itoa(sleeper.Process.Pid), "0.2", "4")
+	if status != 0 || out != "counting drops at skb:kfree_skb; Ctrl-C to stop\n" {
+		t.Fatalf("four empty intervals: status %d, stdout %q, stderr %q; want only the line saying it counts", status, out, errOut)
+	}
 }
 
 // TestDropmonPerfSees: while dropmon runs on kfree_skb, counting, by
@@ -139,6 +156,70 @@ func TestDropmonEvents(t *testing.T) {
 	}
 	if n != 20 {
 		t.Fatalf("%d events from this process at the UDP site, want 20:\n%s", n, out)
+	}
+}
+
+// TestDropmonEventsFilter: with -p and -reason, -events shows the drops
+// of that process for that reason only: the 20 datagrams this test sends
+// to a closed port (NO_SOCKET), not the 20 another process sends there,
+// nor those a full receive buffer drops in this process (another reason).
+func TestDropmonEventsFilter(t *testing.T) {
+	testutil.RequireRoot(t)
+	me := strconv.Itoa(os.Getpid())
+	if !haveDropReasons(t) {
+		_, errOut, status := runTool(t, "dropmon", "-events", "-reason", "NO_SOCKET")
+		if status != 1 || !strings.Contains(errOut, "records no drop reason") {
+			t.Fatalf("-reason on a kernel without reasons: status %d, %q", status, errOut)
+		}
+		t.Skip("this kernel's kfree_skb records no reason (5.17+): -reason says so")
+	}
+	r := startTool(t, "dropmon", "-events", "-json", "-p", me, "-reason", "no_socket")
+	r.waitFor("Ctrl-C to stop")
+	other := exec.Command(os.Args[0])
+	other.Env = append(os.Environ(), "BPFKIT_TEST_UDP_DROPS=20")
+	if out, err := other.CombinedOutput(); err != nil {
+		t.Fatalf("the other process: %v\n%s", err, out)
+	}
+	fullReceiveBuffer(t, 50)
+	dropUDP(t, 20)
+	waitOutput(r, func(out string) bool { return strings.Count(out, "\n") >= 20 })
+	time.Sleep(200 * time.Millisecond) // and whatever would come after
+	out := r.stop()
+	n := 0
+	for _, e := range jsonLines[struct {
+		PID              int
+		Reason, Location string
+	}](t, out) {
+		if strconv.Itoa(e.PID) != me || e.Reason != "NO_SOCKET" {
+			t.Errorf("an event the filters should have left out: pid %d (want %s), reason %s", e.PID, me, e.Reason)
+		}
+		n++
+	}
+	if n != 20 {
+		t.Fatalf("%d events, want the 20 of this process:\n%s", n, out)
+	}
+}
+
+// fullReceiveBuffer sends n datagrams of 1000 bytes to a UDP socket of
+// this process with the smallest receive buffer, which reads none: the
+// kernel drops most for a full buffer (SOCKET_RCVBUFF), not NO_SOCKET.
+func fullReceiveBuffer(t *testing.T, n int) {
+	t.Helper()
+	rcv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	if err := rcv.SetReadBuffer(1); err != nil {
+		t.Fatal(err)
+	}
+	s, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range n {
+		s.WriteTo(make([]byte, 1000), rcv.LocalAddr())
 	}
 }
 

@@ -87,15 +87,43 @@ func readKfreeSkb() (kfreeSkb, error) {
 	return k, nil
 }
 
+// filter is what a drop must match to be counted or sent.
+type filter struct {
+	pid     uint32   // -p: the process running when it is dropped; 0 for any
+	reasons []uint32 // -reason: one of these; none for any
+}
+
+// add adds to p the jump to out of drops the filter leaves out,
+// loadReason loading the drop's reason into r2. The context is in r6.
+func (f filter) add(p *tool.Program, loadReason insn.Item, out string) {
+	if f.pid != 0 {
+		// the process is the upper half of bpf_get_current_pid_tgid: in
+		// softirq it is whichever process the interrupt came in, often
+		// the sender on loopback, else ksoftirqd
+		p.Add(insn.Call(insn.BPF_FUNC_get_current_pid_tgid),
+			insn.ALU64Imm(insn.BPF_RSH, insn.R0, 32),
+			insn.JumpImm(insn.BPF_JNE, insn.R0, int32(f.pid), out))
+	}
+	if len(f.reasons) > 0 {
+		// one of the reasons, else out
+		p.Add(loadReason)
+		for _, r := range f.reasons {
+			p.Add(insn.JumpImm(insn.BPF_JEQ, insn.R2, int32(r), "reason_ok"))
+		}
+		p.Add(insn.Ja(out), insn.Label("reason_ok"))
+	}
+}
+
 // countProgram is the raw tracepoint program that counts each drop in
 // drops under its dropKey, with stacks (nil without -stacks) holding the
 // kernel stacks. A raw tracepoint builds no perf record and its program's
 // return value filters nothing: other tracers of kfree_skb see every
 // drop.
-func countProgram(drops, stacks insn.MapFD, hasReason bool) tool.Program {
+func countProgram(drops, stacks insn.MapFD, hasReason bool, f filter) tool.Program {
 	var p tool.Program
 	// r6 = ctx, the arguments, kept across calls
 	p.Add(insn.Mov64Reg(insn.R6, insn.R1))
+	f.add(&p, insn.LoadMem(insn.BPF_DW, insn.R2, insn.R6, argReason), "out")
 
 	// the key: the location, no stack yet, and the reason where there is one
 	var k dropKey
@@ -132,7 +160,7 @@ func countProgram(drops, stacks insn.MapFD, hasReason bool) tool.Program {
 // raw tracepoint program could read it without BTF. It sends a dropEvent
 // through events and returns 1 on every path: 0 would drop the record
 // for every perf user of kfree_skb, not only for this one.
-func eventProgram(events insn.MapFD, k kfreeSkb) (tool.Program, error) {
+func eventProgram(events insn.MapFD, k kfreeSkb, f filter) (tool.Program, error) {
 	loads, err := k.loads()
 	if err != nil {
 		return nil, err
@@ -140,6 +168,7 @@ func eventProgram(events insn.MapFD, k kfreeSkb) (tool.Program, error) {
 	var p tool.Program
 	// r6 = ctx, the tracepoint's record, kept across calls
 	p.Add(insn.Mov64Reg(insn.R6, insn.R1))
+	f.add(&p, loads.reason, "out")
 
 	// the record's fields, from the helpers and the tracepoint's record
 	var e dropEvent
@@ -173,7 +202,7 @@ func eventProgram(events insn.MapFD, k kfreeSkb) (tool.Program, error) {
 		insn.Call(insn.BPF_FUNC_perf_event_output))
 
 	// return 1: the record goes on to perf's other users
-	p.Add(insn.Mov64Imm(insn.R0, 1), insn.Exit())
+	p.Add(insn.Label("out"), insn.Mov64Imm(insn.R0, 1), insn.Exit())
 	return p, nil
 }
 

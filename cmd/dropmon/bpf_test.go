@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"os"
 	"testing"
 	"unsafe"
 
@@ -38,12 +39,13 @@ func TestRecordLayouts(t *testing.T) {
 		name      string
 		hasReason bool
 		stacks    insn.MapFD
+		f         filter
 	}{
-		{"plain", false, nil},
-		{"reasons", true, nil},
-		{"stacks", true, fakeMap(2)},
+		{"plain", false, nil, filter{}},
+		{"reasons", true, nil, filter{pid: 7, reasons: []uint32{2, 3}}},
+		{"stacks", true, fakeMap(2), filter{}},
 	} {
-		insns := assemble(t, countProgram(fakeMap(1), c.stacks, c.hasReason))
+		insns := assemble(t, countProgram(fakeMap(1), c.stacks, c.hasReason, c.f))
 		records.CheckWritten(t, insns, c.name+": dropKey", keyAt, unsafe.Sizeof(dropKey{}))
 		records.CheckArg(t, insns, insn.BPF_FUNC_map_lookup_elem, 2, true, int64(keyAt))
 	}
@@ -53,7 +55,7 @@ func TestRecordLayouts(t *testing.T) {
 	}
 	for _, reason := range []*tracefs.Field{nil, {Name: "reason", Offset: 36, Size: 4}} {
 		k.reason = reason
-		items, err := eventProgram(fakeMap(1), k)
+		items, err := eventProgram(fakeMap(1), k, filter{pid: 7})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,14 +69,20 @@ func TestRecordLayouts(t *testing.T) {
 // TestCountProgram runs the counting program in the kernel
 // (BPF_PROG_TEST_RUN of a raw tracepoint, 5.10+) on made-up arguments
 // (skb, location, reason), and reads what it counted: the key as dropKey
-// decodes it.
+// decodes it, only for the drops the filter lets through.
 func TestCountProgram(t *testing.T) {
 	testutil.RequireRoot(t)
+	me := uint32(os.Getpid())
 	for _, c := range []struct {
 		name string
+		f    filter
 		want map[dropKey]uint64
 	}{
-		{"all", map[dropKey]uint64{{Location: 0xffff1000, Reason: 3}: 2, {Location: 0xffff2000, Reason: 5}: 1}},
+		{"all", filter{}, map[dropKey]uint64{{Location: 0xffff1000, Reason: 3}: 2, {Location: 0xffff2000, Reason: 5}: 1}},
+		{"this process", filter{pid: me}, map[dropKey]uint64{{Location: 0xffff1000, Reason: 3}: 2, {Location: 0xffff2000, Reason: 5}: 1}},
+		{"another process", filter{pid: me + 1}, map[dropKey]uint64{}},
+		{"reason 5", filter{reasons: []uint32{5}}, map[dropKey]uint64{{Location: 0xffff2000, Reason: 5}: 1}},
+		{"reasons 3 and 9", filter{reasons: []uint32{9, 3}}, map[dropKey]uint64{{Location: 0xffff1000, Reason: 3}: 2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			drops, err := mapfd.CreateTyped[dropKey, dropCount](mapfd.Spec{Type: mapfd.Hash, MaxEntries: 16})
@@ -82,7 +90,7 @@ func TestCountProgram(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer drops.Close()
-			p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, License: "GPL", Insns: countProgram(drops, nil, true)})
+			p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, License: "GPL", Insns: countProgram(drops, nil, true, c.f)})
 			if err != nil {
 				t.Fatal(err)
 			}

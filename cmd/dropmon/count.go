@@ -58,7 +58,7 @@ func (d *dropmon) count(ctx context.Context) error {
 			return err
 		}
 	}
-	insns := countProgram(c.drops, mapOrNil(c.stacks), d.k.reason != nil)
+	insns := countProgram(c.drops, mapOrNil(c.stacks), d.k.reason != nil, d.filter)
 	p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, Name: "dropmon", License: "GPL", Insns: insns})
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ func (d *dropmon) stream(ctx context.Context) error {
 		return err
 	}
 	defer events.Close()
-	insns, err := eventProgram(events, d.k)
+	insns, err := eventProgram(events, d.k, d.filter)
 	if err != nil {
 		return err
 	}

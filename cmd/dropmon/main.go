@@ -3,7 +3,8 @@
 // location and, on kernels that record it (5.17+), its drop reason, and
 // dropmon prints the busiest every interval that had drops. -stacks counts
 // by kernel stack instead (bpf_get_stackid), -events streams each drop
-// through a perf ring, -listen serves the counts to Prometheus.
+// through a perf ring, -listen serves the counts to Prometheus; -p and
+// -reason keep only the drops of one process or of some reasons.
 //
 //	TIME      DROPS  REASON              LOCATION
 //	15:04:05     97  NO_SOCKET           __udp4_lib_rcv+0x4bc
@@ -22,6 +23,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
@@ -30,18 +33,21 @@ import (
 
 // options are dropmon's flags.
 type options struct {
-	top    int
-	stacks bool
-	events bool
-	listen string
+	top     int
+	stacks  bool
+	events  bool
+	listen  string
+	pid     int
+	reasons string
 }
 
 func main() {
 	t := tool.New("dropmon", "the packets the kernel drops (skb:kfree_skb), by location and reason, by kernel stack, or one by one",
-		"[-top N] [-stacks | -events] [-listen ADDR] [-json] [interval [count]]",
+		"[-top N] [-stacks | -events] [-p PID] [-reason NAME,...] [-listen ADDR] [-json] [interval [count]]",
 		"dropmon                      # the busiest drop sites every second that has drops, until Ctrl-C",
 		"dropmon -stacks 5 1          # the kernel stacks that dropped most in 5 s",
 		"dropmon -events              # every drop as it happens: time, CPU, pid, comm, protocol, where, why",
+		"dropmon -events -reason NO_SOCKET,TCP_CSUM -p 1234  # only these reasons, in process 1234",
 		"dropmon -listen :9101 60     # serve /metrics to Prometheus, print every minute",
 	).Periodic(time.Second)
 	var o options
@@ -49,6 +55,8 @@ func main() {
 	t.Flags.BoolVar(&o.stacks, "stacks", false, "count by kernel stack, printed symbolized, most frequent first")
 	t.Flags.BoolVar(&o.events, "events", false, "print each drop as it happens instead of counting")
 	t.Flags.StringVar(&o.listen, "listen", "", "serve the counts at http://`ADDR`/metrics in Prometheus's text format")
+	t.Flags.IntVar(&o.pid, "p", 0, "only drops while process `PID` runs (the sender's, on loopback)")
+	t.Flags.StringVar(&o.reasons, "reason", "", "only drops for these reasons (`NAME,...`, as the tracepoint names them: NO_SOCKET)")
 	t.ParseOrExit()
 	if err := o.check(); err != nil {
 		t.Exit(err)
@@ -67,19 +75,25 @@ func (o options) check() error {
 		return tool.Usagef("-stacks and -events: choose one")
 	case o.listen != "" && (o.stacks || o.events):
 		return tool.Usagef("-listen serves the counts by location and reason: not with -stacks or -events")
+	case o.pid < 0 || o.pid > maxPID:
+		return tool.Usagef("-p %d: want a process id, 1 to %d", o.pid, maxPID)
 	case o.listen != "":
 		return checkListen(o.listen)
 	}
 	return nil
 }
 
+// maxPID is PID_MAX_LIMIT on 64-bit kernels, the highest pid_max.
+const maxPID = 1 << 22
+
 // dropmon is what the modes share.
 type dropmon struct {
-	t    *tool.Tool
-	o    options
-	k    kfreeSkb
-	syms *prog.Symbolizer
-	ln   net.Listener // -listen's, bound before anything is loaded
+	t      *tool.Tool
+	o      options
+	k      kfreeSkb
+	filter filter
+	syms   *prog.Symbolizer
+	ln     net.Listener // -listen's, bound before anything is loaded
 }
 
 func run(ctx context.Context, t *tool.Tool, o options) error {
@@ -90,7 +104,10 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 	if err != nil {
 		return err
 	}
-	d := &dropmon{t: t, o: o, k: k, syms: prog.NewSymbolizer()}
+	d := &dropmon{t: t, o: o, k: k, filter: filter{pid: uint32(o.pid)}, syms: prog.NewSymbolizer()}
+	if d.filter.reasons, err = k.reasonNumbers(o.reasons); err != nil {
+		return err
+	}
 	if o.listen != "" {
 		if d.ln, err = net.Listen("tcp", o.listen); err != nil {
 			return fmt.Errorf("-listen %s: %w", o.listen, err)
@@ -101,6 +118,47 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 		return d.stream(ctx)
 	}
 	return d.count(ctx)
+}
+
+// reasonNumbers reads -reason's list: names as the tracepoint's format
+// has them, in any case, with or without SKB_DROP_REASON_, or numbers.
+func (k kfreeSkb) reasonNumbers(list string) ([]uint32, error) {
+	if list == "" {
+		return nil, nil
+	}
+	if k.reason == nil {
+		return nil, fmt.Errorf("-reason %s: this kernel's skb:kfree_skb records no drop reason (Linux 5.17 and later do)", list)
+	}
+	byName := map[string]uint32{}
+	for n, name := range k.reasons {
+		byName[name] = uint32(n)
+	}
+	var numbers []uint32
+	for _, r := range strings.Split(list, ",") {
+		name := strings.TrimPrefix(upper(strings.TrimSpace(r)), "SKB_DROP_REASON_")
+		n, ok := byName[name]
+		if !ok {
+			v, err := strconv.ParseUint(name, 10, 32)
+			if err != nil {
+				return nil, tool.Usagef("-reason %q: no such drop reason in skb:kfree_skb's format (NO_SOCKET, TCP_CSUM, ...)", r)
+			}
+			n = uint32(v)
+		}
+		numbers = append(numbers, n)
+	}
+	return numbers, nil
+}
+
+// upper is s with its ASCII letters in upper case, as the reasons' names
+// are: strings.ToUpper would link Unicode's tables into dropmon.
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
 }
 
 // reasonName is the name of a drop reason, from the tracepoint's
