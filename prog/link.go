@@ -136,8 +136,15 @@ func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 // openTracepointEvent opens a disabled perf event on the tracepoint (or
 // tracefs probe event) id: for all processes (pid -1) on cpu 0, since the
 // program runs on every CPU anyway; for one process on cpu -1.
+//
+// The event counts and does not sample (sample_period 0), as the kprobe
+// and uprobe PMUs' events here do: a program that returns non-zero hands
+// the record on to the tracepoint's perf events, this one among them,
+// and a sampling event would then prepare a sample for a ring it does not
+// have, on each hit on its CPU (cmd/tracex2's BenchmarkWriteSizes
+// measures both).
 func openTracepointEvent(id uint64, pid, cpu int) (int, error) {
-	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Sample: 1, Wakeup: 1, Bits: unix.PerfBitDisabled}
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Bits: unix.PerfBitDisabled}
 	return sys.PerfEventOpen(&attr, pid, cpu, -1, 0)
 }
 
