@@ -148,6 +148,25 @@ func TestToolJournals(t *testing.T) {
 		}
 	})
 
+	t.Run("tracex2", func(t *testing.T) {
+		// kfree_skb through its raw tracepoint; sys_enter_write through a
+		// perf event that counts, not samples.
+		j, _ := runJournaled(t, "tracex2", "1", "1")
+		i, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=hash .* name="freed"\) = (\d+)`)
+		freed := m[1]
+		i, m = j.find(i, `bpf\(BPF_PROG_LOAD, prog_type=raw_tracepoint .* name="tracex2_freed" .*\) = (\d+)`)
+		i, _ = j.find(i, `bpf\(BPF_RAW_TRACEPOINT_OPEN, name="kfree_skb" prog_fd=`+m[1]+`\) = \d+`)
+		i, m = j.find(i, `bpf\(BPF_PROG_LOAD, prog_type=tracepoint .* name="tracex2_write" .*\) = (\d+)`)
+		prog := m[1]
+		id, err := tracefs.TracepointID("syscalls", "sys_enter_write")
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, m = j.find(i, fmt.Sprintf(`perf_event_open\(type=tracepoint config=%#x sample_type=0x0 wakeup=0 .*\) = (\d+)`, id))
+		enabled := j.attach(i, prog, m[1])
+		j.find(enabled, `bpf\(BPF_MAP_(GET_NEXT_KEY|LOOKUP_BATCH|LOOKUP_AND_DELETE_BATCH), map_fd=`+freed+` .*\) = .*`)
+	})
+
 	t.Run("example", func(t *testing.T) {
 		j, out := runJournaled(t, "example")
 		i, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=hash key_size=4 value_size=8 .* name="proto_counts"\) = (\d+)`)

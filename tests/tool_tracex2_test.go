@@ -1,6 +1,9 @@
 package tests
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,4 +57,37 @@ func TestTracex2Drops(t *testing.T) {
 		skipIfDropsInKfreeSkb(t, out, 0, 100)
 		t.Fatalf("%d packets freed at the UDP receive site %q, want 100:\n%s", n, site, out)
 	}
+}
+
+// TestTracex2PerfSees: while tracex2 runs, perf's own counters see every
+// packet this test drops (skb:kfree_skb, counted on every CPU, as `perf
+// stat -a` does) and every write(2) of a process (syscalls:sys_enter_write,
+// counted for that process alone, from before it starts): its seven.
+func TestTracex2PerfSees(t *testing.T) {
+	testutil.RequireRoot(t)
+	r := startTool(t, "tracex2", "60")
+	r.waitFor("Ctrl-C to stop")
+	freed := countTracepoint(t, "skb", "kfree_skb", -1)
+	dropUDP(t, 100)
+	freed.check("kfree_skb", r.cmd.Process.Pid, 100, false) // with other drops of the machine's
+	// A shell, counted from its first instruction on, execs the writer
+	// (this binary) once the counter is set: the count is the writer's
+	// own writes, inherited by its threads.
+	sh := exec.Command("sh", "-c", `read line; exec "$0"`, os.Args[0])
+	sh.Env = append(os.Environ(), "BPFKIT_TEST_WRITER=1,100,100,100,5000,5000,70000", "BPFKIT_TEST_GETPPID=0", "BPFKIT_TEST_GAP=0s")
+	stdin, err := sh.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	writes := countTracepoint(t, "syscalls", "sys_enter_write", sh.Process.Pid)
+	fmt.Fprintln(stdin) // the shell's line: exec
+	fmt.Fprintln(stdin) // the writer's: write
+	if err := sh.Wait(); err != nil {
+		t.Fatalf("the writer: %v", err)
+	}
+	writes.check("sys_enter_write", r.cmd.Process.Pid, 7, true)
+	r.stop()
 }
