@@ -70,9 +70,12 @@ func (d *dropmon) count(ctx context.Context) error {
 	}
 	defer l.Close()
 
-	if d.ln != nil {
-		serveMetrics(d.ln, func() ([]drop, error) { return d.rows(&c, nil) })
-		fmt.Fprintf(d.t.Stderr, "dropmon: serving http://%s/metrics\n", d.ln.Addr())
+	if d.metrics != nil {
+		m, err := dropMetrics(func() ([]drop, error) { return d.rows(&c, nil) })
+		if err != nil {
+			return err
+		}
+		d.metrics.Serve(m)
 	}
 	what := "drops at skb:kfree_skb"
 	if d.o.stacks {

@@ -51,10 +51,6 @@ func (d *dropmon) stream(ctx context.Context) error {
 	}
 	defer l.Close()
 
-	// bpf_ktime_get_ns is CLOCK_MONOTONIC: wall time is its offset from now.
-	var mono unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
-	boot := time.Now().Add(-time.Duration(mono.Nano()))
 	d.t.Started("streaming drops at skb:kfree_skb")
 	if !d.t.JSON {
 		fmt.Fprintf(d.t.Stdout, "%-12s %3s %7s %-16s %-6s %-18s %s\n", "TIME", "CPU", "PID", "COMM", "PROTO", "REASON", "LOCATION")
@@ -66,7 +62,7 @@ func (d *dropmon) stream(ctx context.Context) error {
 			return err
 		}
 		drops++
-		return d.printEvent(ev, boot)
+		return d.printEvent(ev)
 	}, nil)
 	if err != nil || d.t.JSON {
 		return err
@@ -79,14 +75,15 @@ func (d *dropmon) stream(ctx context.Context) error {
 	return nil
 }
 
-// printEvent prints one drop: a line, or with -json an object.
-func (d *dropmon) printEvent(ev dropEvent, boot time.Time) error {
+// printEvent prints one drop: a line, or with -json an object. Its time
+// is the drop's, from the program's bpf_ktime_get_ns.
+func (d *dropmon) printEvent(ev dropEvent) error {
 	where, err := d.syms.Name(ev.Location)
 	if err != nil {
 		return err
 	}
 	e := dropLine{
-		Time: boot.Add(time.Duration(ev.Time)), PID: ev.PID, CPU: ev.CPU,
+		Time: tool.EventTime(ev.Time), PID: ev.PID, CPU: ev.CPU,
 		Reason: d.reasonName(ev.Reason), Protocol: protocolName(ev.Protocol),
 		Comm: unix.ByteSliceToString(ev.Comm[:]), Location: where,
 	}

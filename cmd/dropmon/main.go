@@ -22,7 +22,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -36,8 +35,8 @@ type options struct {
 	top     int
 	stacks  bool
 	events  bool
-	listen  string
-	pid     int
+	listen  *string
+	pid     *uint32
 	reasons string
 }
 
@@ -54,9 +53,10 @@ func main() {
 	t.Flags.IntVar(&o.top, "top", 10, "show the `N` most frequent drop sites or stacks")
 	t.Flags.BoolVar(&o.stacks, "stacks", false, "count by kernel stack, printed symbolized, most frequent first")
 	t.Flags.BoolVar(&o.events, "events", false, "print each drop as it happens instead of counting")
-	t.Flags.StringVar(&o.listen, "listen", "", "serve the counts at http://`ADDR`/metrics in Prometheus's text format")
-	t.Flags.IntVar(&o.pid, "p", 0, "only drops while process `PID` runs (the sender's, on loopback)")
-	t.Flags.StringVar(&o.reasons, "reason", "", "only drops for these reasons (`NAME,...`, as the tracepoint names them: NO_SOCKET)")
+	o.listen = t.ListenFlag()
+	o.pid = t.PIDFlag("p", "only drops while process `PID` runs (the sender's, on loopback)")
+	t.Flags.StringVar(&o.reasons, "reason", "",
+		"only drops for one of these reasons, as the tracepoint's format names them: `NO_SOCKET,TCP_CSUM`")
 	t.ParseOrExit()
 	if err := o.check(); err != nil {
 		t.Exit(err)
@@ -73,46 +73,38 @@ func (o options) check() error {
 		return tool.Usagef("-top %d: want 1 or more", o.top)
 	case o.stacks && o.events:
 		return tool.Usagef("-stacks and -events: choose one")
-	case o.listen != "" && (o.stacks || o.events):
+	case *o.listen != "" && (o.stacks || o.events):
 		return tool.Usagef("-listen serves the counts by location and reason: not with -stacks or -events")
-	case o.pid < 0 || o.pid > maxPID:
-		return tool.Usagef("-p %d: want a process id, 1 to %d", o.pid, maxPID)
-	case o.listen != "":
-		return checkListen(o.listen)
 	}
 	return nil
 }
 
-// maxPID is PID_MAX_LIMIT on 64-bit kernels, the highest pid_max.
-const maxPID = 1 << 22
-
 // dropmon is what the modes share.
 type dropmon struct {
-	t      *tool.Tool
-	o      options
-	k      kfreeSkb
-	filter filter
-	syms   *prog.Symbolizer
-	ln     net.Listener // -listen's, bound before anything is loaded
+	t       *tool.Tool
+	o       options
+	k       kfreeSkb
+	filter  filter
+	syms    *prog.Symbolizer
+	metrics *tool.MetricsServer // -listen's, bound before anything is loaded; nil without
 }
 
 func run(ctx context.Context, t *tool.Tool, o options) error {
 	if err := t.NeedRoot(); err != nil {
 		return err
 	}
+	metrics, err := t.ListenMetrics(*o.listen)
+	if err != nil {
+		return err
+	}
+	defer metrics.Close()
 	k, err := readKfreeSkb()
 	if err != nil {
 		return err
 	}
-	d := &dropmon{t: t, o: o, k: k, filter: filter{pid: uint32(o.pid)}, syms: prog.NewSymbolizer()}
+	d := &dropmon{t: t, o: o, k: k, filter: filter{pid: *o.pid}, syms: prog.NewSymbolizer(), metrics: metrics}
 	if d.filter.reasons, err = k.reasonNumbers(o.reasons); err != nil {
 		return err
-	}
-	if o.listen != "" {
-		if d.ln, err = net.Listen("tcp", o.listen); err != nil {
-			return fmt.Errorf("-listen %s: %w", o.listen, err)
-		}
-		defer d.ln.Close()
 	}
 	if o.events {
 		return d.stream(ctx)

@@ -22,7 +22,7 @@ import (
 
 // options are tracex2's flags.
 type options struct {
-	pid int
+	pid *uint32
 	top int
 }
 
@@ -34,13 +34,11 @@ func main() {
 		"tracex2 -json 10        # one JSON object every 10 s",
 	).Periodic(time.Second)
 	var o options
-	t.Flags.IntVar(&o.pid, "p", 0, "count the writes of process `PID` only (packets are freed in any context: all are counted)")
+	o.pid = t.PIDFlag("p", "count the writes of process `PID` only "+
+		"(packets are freed in any context: all are counted)")
 	t.Flags.IntVar(&o.top, "top", 10, "show the `N` busiest locations")
 	t.ParseOrExit()
-	switch {
-	case o.pid < 0:
-		t.Exit(tool.Usagef("-p %d: want a process id", o.pid))
-	case o.top < 1:
+	if o.top < 1 {
 		t.Exit(tool.Usagef("-top %d: want 1 or more", o.top))
 	}
 	ctx, stop := tool.Context()
@@ -76,7 +74,7 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 		return err
 	}
 	defer x.sizes.Close()
-	write, err := writeProgram(x.sizes, count, uint32(o.pid))
+	write, err := writeProgram(x.sizes, count, *o.pid)
 	if err != nil {
 		return err
 	}
