@@ -3,11 +3,11 @@ package prog
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 )
 
@@ -190,10 +190,10 @@ func (s *Symbols) Name(addr uint64) string {
 }
 
 // symbolName is how an address off bytes into the function name reads.
-func symbolName(name string, off uint64) string { return fmt.Sprintf("%s+%#x", name, off) }
+func symbolName(name string, off uint64) string { return name + "+" + unnamed(off) }
 
-// unnamed is how an address no symbol precedes reads: in hex.
-func unnamed(addr uint64) string { return fmt.Sprintf("%#x", addr) }
+// unnamed is how an address no symbol precedes reads: in hex, as %#x.
+func unnamed(addr uint64) string { return "0x" + strconv.FormatUint(addr, 16) }
 
 // Address returns the address of the text symbol name, if there is one.
 func (s *Symbols) Address(name string) (uint64, bool) {

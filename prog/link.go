@@ -172,12 +172,12 @@ func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error
 		return nil, err
 	}
 	tp, err := sys.StringPointer(name)
-	if err != nil {
-		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
+	fd := -1
+	if err == nil {
+		fd, err = sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie})
 	}
-	fd, err := sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie})
 	if o.Cookie != 0 && errors.Is(err, unix.EINVAL) {
-		return nil, fmt.Errorf("prog: attach %q to %s: %w (a raw tracepoint cookie needs Linux 6.10: %w)", p.name, desc, err, sys.ErrNotSupported)
+		err = fmt.Errorf("%w (a raw tracepoint cookie needs Linux 6.10: %w)", err, sys.ErrNotSupported)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)

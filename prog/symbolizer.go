@@ -21,13 +21,11 @@ import (
 type Symbolizer struct {
 	mu    sync.Mutex
 	names map[uint64]string
-	open  func() (io.ReadCloser, error) // /proc/kallsyms, or a test's text
+	path  string // /proc/kallsyms, or a test's file
 }
 
 // NewSymbolizer returns a Symbolizer that has read nothing yet.
-func NewSymbolizer() *Symbolizer {
-	return &Symbolizer{open: func() (io.ReadCloser, error) { return os.Open(kallsymsPath) }}
-}
+func NewSymbolizer() *Symbolizer { return &Symbolizer{path: kallsymsPath} }
 
 // Names returns the name of each address, in the order given: reading
 // /proc/kallsyms once if any of them was not named before. It returns
@@ -43,8 +41,20 @@ func (s *Symbolizer) Names(addrs []uint64) ([]string, error) {
 		}
 	}
 	if len(missing) > 0 {
-		if err := s.resolve(missing); err != nil {
+		f, err := os.Open(s.path)
+		if err != nil {
+			return nil, wrap(err, "kernel symbols")
+		}
+		found, err := nameAddrs(f, missing)
+		f.Close()
+		if err != nil {
 			return nil, err
+		}
+		if s.names == nil {
+			s.names = make(map[uint64]string, len(found))
+		}
+		for i, a := range missing {
+			s.names[a] = found[i]
 		}
 	}
 	names := make([]string, len(addrs))
@@ -52,35 +62,6 @@ func (s *Symbolizer) Names(addrs []uint64) ([]string, error) {
 		names[i] = s.names[a]
 	}
 	return names, nil
-}
-
-// Name returns the name of one address, as Names does.
-func (s *Symbolizer) Name(addr uint64) (string, error) {
-	names, err := s.Names([]uint64{addr})
-	if err != nil {
-		return "", err
-	}
-	return names[0], nil
-}
-
-// resolve reads the file once and names the addresses of want.
-func (s *Symbolizer) resolve(want []uint64) error {
-	f, err := s.open()
-	if err != nil {
-		return wrap(err, "kernel symbols")
-	}
-	defer f.Close()
-	names, err := nameAddrs(f, want)
-	if err != nil {
-		return err
-	}
-	if s.names == nil {
-		s.names = make(map[uint64]string, len(names))
-	}
-	for i, a := range want {
-		s.names[a] = names[i]
-	}
-	return nil
 }
 
 // nearest is, for one address wanted, the best symbol found so far: the
@@ -102,19 +83,16 @@ type nearest struct {
 // lower neighbour's: a symbol at or below the neighbour is at or below it
 // too, and any symbol offered to it alone is above the neighbour.
 func nameAddrs(r io.Reader, want []uint64) ([]string, error) {
-	// sort.Slice and sort.Search rather than the generic slices functions:
-	// their code is linked already, and tools are measured by their size
+	// sort.Slice rather than the generic slices.Sort: its code is linked
+	// already, and tools are measured by their size
 	sorted := append([]uint64(nil), want...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
 	sorted = compact(sorted)
-	first := func(addr uint64) int { // the first wanted address >= addr
-		return sort.Search(len(sorted), func(i int) bool { return sorted[i] >= addr })
-	}
 	best := make([]nearest, len(sorted))
 	hidden := true
 	err := eachKallsymsLine(r, func(addr uint64, name []byte) {
 		hidden = hidden && addr == 0
-		i := first(addr)
+		i := atOrAbove(sorted, addr)
 		if i == len(sorted) {
 			return
 		}
@@ -135,13 +113,28 @@ func nameAddrs(r io.Reader, want []uint64) ([]string, error) {
 	}
 	names := make([]string, len(want))
 	for i, a := range want {
-		if b := best[first(a)]; b.found {
+		if b := best[atOrAbove(sorted, a)]; b.found {
 			names[i] = symbolName(string(b.name), a-b.addr)
 		} else {
 			names[i] = unnamed(a)
 		}
 	}
 	return names, nil
+}
+
+// atOrAbove is the index of the first of sorted at or above addr, by
+// binary search; len(sorted) if there is none.
+func atOrAbove(sorted []uint64, addr uint64) int {
+	lo, hi := 0, len(sorted)
+	for lo < hi {
+		mid := int(uint(lo+hi) / 2)
+		if sorted[mid] < addr {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // compact drops the repeats of a sorted slice, in place.

@@ -3,10 +3,10 @@ package prog
 import (
 	"bytes"
 	"errors"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,24 +56,24 @@ func TestSymbolizerMatchesTable(t *testing.T) {
 			addrs = append(addrs, addr, addr+1)
 		}
 	}
-	opens := 0
-	s := &Symbolizer{open: func() (io.ReadCloser, error) {
-		opens++
-		return io.NopCloser(bytes.NewReader(text)), nil
-	}}
+	path := filepath.Join(t.TempDir(), "kallsyms")
+	if err := os.WriteFile(path, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &Symbolizer{path: path}
 	for round, batch := range [][]uint64{addrs[:len(addrs)/2], addrs, addrs} {
+		if round == 2 { // named already: the file is not read again
+			os.Remove(path)
+		}
 		names, err := s.Names(batch)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("round %d: %v", round, err)
 		}
 		for i, a := range batch {
 			if want := table.Name(a); names[i] != want {
 				t.Fatalf("round %d: Names(%#x) = %q, the table says %q", round, a, names[i], want)
 			}
 		}
-	}
-	if opens != 2 {
-		t.Errorf("three calls, the last naming nothing new, read the file %d times, want 2", opens)
 	}
 }
 
@@ -134,23 +134,25 @@ func TestSymbolizerText(t *testing.T) {
 
 // TestSymbolizerHidden: a table whose addresses all read zero (a process
 // without CAP_SYSLOG) names nothing and says why; nothing is kept, so a
-// later call reads again.
+// later call reads again. A file that cannot be read says why.
 func TestSymbolizerHidden(t *testing.T) {
-	opens := 0
-	s := &Symbolizer{open: func() (io.ReadCloser, error) {
-		opens++
-		return io.NopCloser(strings.NewReader("0000000000000000 T _stext\n0000000000000000 t f\n")), nil
-	}}
-	for range 2 {
-		if names, err := s.Names([]uint64{0xffffffff81000000}); !errors.Is(err, ErrKallsymsHidden) {
-			t.Fatalf("Names with hidden addresses = %q, %v; want ErrKallsymsHidden", names, err)
-		}
+	path := filepath.Join(t.TempDir(), "kallsyms")
+	if err := os.WriteFile(path, []byte("0000000000000000 T _stext\n0000000000000000 t f\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if opens != 2 {
-		t.Errorf("read %d times, want 2", opens)
+	s := &Symbolizer{path: path}
+	if names, err := s.Names([]uint64{0xffffffff81000010}); !errors.Is(err, ErrKallsymsHidden) {
+		t.Fatalf("Names with hidden addresses = %q, %v; want ErrKallsymsHidden", names, err)
 	}
-	if _, err := (&Symbolizer{open: func() (io.ReadCloser, error) { return nil, os.ErrPermission }}).Name(1); !errors.Is(err, os.ErrPermission) {
-		t.Errorf("an unreadable file: %v, want ErrPermission", err)
+	if err := os.WriteFile(path, []byte("ffffffff81000000 T _stext\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := s.Names([]uint64{0xffffffff81000010}); err != nil || names[0] != "_stext+0x10" {
+		t.Fatalf("Names once the addresses show = %q, %v; want _stext+0x10", names, err)
+	}
+	os.Remove(path)
+	if _, err := s.Names([]uint64{1}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a file gone: %v, want ErrNotExist", err)
 	}
 }
 
