@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"unsafe"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
@@ -13,13 +12,9 @@ import (
 // dropped, and with -stacks the kernel stack it was dropped on.
 type dropKey struct {
 	Location uint64 // kfree_skb's caller: the tracepoint's location argument
-	StackID  uint32 // -stacks: the stack's id in the stack map (noStack if none); else 0
+	StackID  uint32 // -stacks: the stack's id in the stack map, or an errno (negative); else 0
 	Reason   uint32 // enum skb_drop_reason (5.17+); 0 before
 }
-
-// noStack is the StackID of drops whose stack the stack map could not
-// take (full, or another stack in its bucket): counted all the same.
-const noStack = math.MaxUint32
 
 // dropCount is the value of the drops map.
 type dropCount struct {
@@ -38,16 +33,25 @@ type dropEvent struct {
 	Comm     [16]byte // the process's name, NUL-padded
 }
 
-// The stack frame of the programs: the key or record, and below the key
-// MapIncrement's scratch slot.
-var (
+// The stack frame of the programs: the key and below it MapIncrement's
+// scratch slot, or the record; and the fields' places in them.
+const (
 	keyAt   = -int16(unsafe.Sizeof(dropKey{}))
 	countAt = keyAt - int16(unsafe.Sizeof(dropCount{}))
 	eventAt = -int16(unsafe.Sizeof(dropEvent{}))
-)
 
-// at is the stack offset of a field off bytes into the struct at base.
-func at(base int16, off uintptr) int16 { return base + int16(off) }
+	keyLocation   = keyAt + int16(unsafe.Offsetof(dropKey{}.Location))
+	keyStackID    = keyAt + int16(unsafe.Offsetof(dropKey{}.StackID))
+	keyReason     = keyAt + int16(unsafe.Offsetof(dropKey{}.Reason))
+	eventTime     = eventAt + int16(unsafe.Offsetof(dropEvent{}.Time))
+	eventLocation = eventAt + int16(unsafe.Offsetof(dropEvent{}.Location))
+	eventPID      = eventAt + int16(unsafe.Offsetof(dropEvent{}.PID))
+	eventCPU      = eventAt + int16(unsafe.Offsetof(dropEvent{}.CPU))
+	eventReason   = eventAt + int16(unsafe.Offsetof(dropEvent{}.Reason))
+	eventProtocol = eventAt + int16(unsafe.Offsetof(dropEvent{}.Protocol))
+	eventPad      = eventAt + int16(unsafe.Offsetof(dropEvent{}.Pad))
+	eventComm     = eventAt + int16(unsafe.Offsetof(dropEvent{}.Comm))
+)
 
 // kfree_skb's arguments as a raw tracepoint program sees them: u64
 // args[], in the order of the tracepoint's TP_PROTO. Up to 5.16 that is
@@ -75,17 +79,19 @@ func readKfreeSkb() (kfreeSkb, error) {
 		return kfreeSkb{}, err
 	}
 	k := kfreeSkb{reasons: format.Symbols["reason"]}
-	if k.location, err = format.Field("location"); err != nil {
-		return kfreeSkb{}, err
-	}
-	if k.protocol, err = format.Field("protocol"); err != nil {
-		return kfreeSkb{}, err
-	}
 	if f, err := format.Field("reason"); err == nil {
 		k.reason = &f
 	}
-	return k, nil
+	if k.location, err = format.Field("location"); err == nil {
+		k.protocol, err = format.Field("protocol")
+	}
+	return k, err
 }
+
+// The parts of the programs that are the same on every kernel and with
+// every flag are package variables, which the compiler lays out as data:
+// an instruction built where the program is put together costs some 100
+// bytes of code, and dropmon's size is kept small (tests/size_test.go).
 
 // filter is what a drop must match to be counted or sent.
 type filter struct {
@@ -93,16 +99,20 @@ type filter struct {
 	reasons []uint32 // -reason: one of these; none for any
 }
 
-// add adds to p the jump to out of drops the filter leaves out,
+// currentProcess is r0 = the process running, the upper half of
+// bpf_get_current_pid_tgid: in softirq whichever process the interrupt
+// came in, often the sender on loopback, else ksoftirqd.
+var currentProcess = [...]insn.Item{
+	insn.Call(insn.BPF_FUNC_get_current_pid_tgid),
+	insn.ALU64Imm(insn.BPF_RSH, insn.R0, 32),
+}
+
+// add adds to p the jump to "out" of the drops the filter leaves out,
 // loadReason loading the drop's reason into r2. The context is in r6.
-func (f filter) add(p *tool.Program, loadReason insn.Item, out string) {
+func (f filter) add(p *tool.Program, loadReason insn.Item) {
 	if f.pid != 0 {
-		// the process is the upper half of bpf_get_current_pid_tgid: in
-		// softirq it is whichever process the interrupt came in, often
-		// the sender on loopback, else ksoftirqd
-		p.Add(insn.Call(insn.BPF_FUNC_get_current_pid_tgid),
-			insn.ALU64Imm(insn.BPF_RSH, insn.R0, 32),
-			insn.JumpImm(insn.BPF_JNE, insn.R0, int32(f.pid), out))
+		p.Add(currentProcess[:]...)
+		p.Add(insn.JumpImm(insn.BPF_JNE, insn.R0, int32(f.pid), "out"))
 	}
 	if len(f.reasons) > 0 {
 		// one of the reasons, else out
@@ -110,9 +120,36 @@ func (f filter) add(p *tool.Program, loadReason insn.Item, out string) {
 		for _, r := range f.reasons {
 			p.Add(insn.JumpImm(insn.BPF_JEQ, insn.R2, int32(r), "reason_ok"))
 		}
-		p.Add(insn.Ja(out), insn.Label("reason_ok"))
+		p.Add(insn.Ja("out"), insn.Label("reason_ok"))
 	}
 }
+
+// keepContext is r6 = ctx, the context kept across helper calls.
+var keepContext = [...]insn.Item{insn.Mov64Reg(insn.R6, insn.R1)}
+
+// countKey stores a drop's key: the location (args[1]), no stack, no
+// reason yet.
+var countKey = [...]insn.Item{
+	insn.LoadMem(insn.BPF_DW, insn.R2, insn.R6, argLocation),
+	insn.StoreMem(insn.BPF_DW, insn.R10, keyLocation, insn.R2),
+	insn.StoreImm(insn.BPF_W, insn.R10, keyStackID, 0),
+	insn.StoreImm(insn.BPF_W, insn.R10, keyReason, 0),
+}
+
+// countReason stores the reason (args[2], 5.17+) in the key.
+var countReason = [...]insn.Item{
+	insn.LoadMem(insn.BPF_DW, insn.R2, insn.R6, argReason),
+	insn.StoreMem(insn.BPF_W, insn.R10, keyReason, insn.R2),
+}
+
+// stackID stores in the key what bpf_get_stackid returned: the stack's
+// id, or a negative errno when the stack map could not take the stack
+// (full, or another stack in its bucket), the drop counted all the same.
+var stackID = [...]insn.Item{insn.StoreMem(insn.BPF_W, insn.R10, keyStackID, insn.R0)}
+
+// returnZero ends the counting program; a raw tracepoint program's value
+// is not looked at.
+var returnZero = [...]insn.Item{insn.Label("out"), insn.Mov64Imm(insn.R0, 0), insn.Exit()}
 
 // countProgram is the raw tracepoint program that counts each drop in
 // drops under its dropKey, with stacks (nil without -stacks) holding the
@@ -121,111 +158,94 @@ func (f filter) add(p *tool.Program, loadReason insn.Item, out string) {
 // drop.
 func countProgram(drops, stacks insn.MapFD, hasReason bool, f filter) tool.Program {
 	var p tool.Program
-	// r6 = ctx, the arguments, kept across calls
-	p.Add(insn.Mov64Reg(insn.R6, insn.R1))
-	f.add(&p, insn.LoadMem(insn.BPF_DW, insn.R2, insn.R6, argReason), "out")
-
-	// the key: the location, no stack yet, and the reason where there is one
-	var k dropKey
-	p.Add(insn.LoadMem(insn.BPF_DW, insn.R2, insn.R6, argLocation),
-		insn.StoreMem(insn.BPF_DW, insn.R10, at(keyAt, unsafe.Offsetof(k.Location)), insn.R2),
-		insn.StoreImm(insn.BPF_W, insn.R10, at(keyAt, unsafe.Offsetof(k.StackID)), 0),
-		insn.StoreImm(insn.BPF_W, insn.R10, at(keyAt, unsafe.Offsetof(k.Reason)), 0))
+	p.Add(keepContext[:]...)
+	f.add(&p, countReason[0])
+	p.Add(countKey[:]...)
 	if hasReason {
-		p.Add(insn.LoadMem(insn.BPF_DW, insn.R2, insn.R6, argReason),
-			insn.StoreMem(insn.BPF_W, insn.R10, at(keyAt, unsafe.Offsetof(k.Reason)), insn.R2))
+		p.Add(countReason[:]...)
 	}
-
 	if stacks != nil {
-		// the stack's id, bpf_get_stackid(ctx, stacks, 0), or noStack
-		// when the map cannot take it (the drop still counts)
-		p.Add(insn.Mov64Reg(insn.R1, insn.R6),
-			insn.LoadMapFD(insn.R2, stacks),
-			insn.Mov64Imm(insn.R3, 0),
-			insn.Call(insn.BPF_FUNC_get_stackid),
-			insn.JumpImm(insn.BPF_JSGE, insn.R0, 0, "have_stack"),
-			insn.Mov64Imm(insn.R0, -1), // noStack, in the 32 bits stored
-			insn.Label("have_stack"),
-			insn.StoreMem(insn.BPF_W, insn.R10, at(keyAt, unsafe.Offsetof(k.StackID)), insn.R0))
+		// bpf_get_stackid(ctx, stacks, 0): the kernel stack
+		p.Add(insn.Mov64Reg(insn.R1, insn.R6), insn.LoadMapFD(insn.R2, stacks), insn.Mov64Imm(insn.R3, 0),
+			insn.Call(insn.BPF_FUNC_get_stackid))
+		p.Add(stackID[:]...)
 	}
-
 	// drops[key]++, atomically: drops on other CPUs count at once
 	p.Add(insn.MapIncrement(drops, keyAt, countAt)...)
-	p.Add(insn.Label("out"), insn.Mov64Imm(insn.R0, 0), insn.Exit())
+	p.Add(returnZero[:]...)
 	return p
 }
+
+// eventFromHelpers stores the fields of the record helpers give: the
+// time, the process, the CPU, and the process's name.
+var eventFromHelpers = [...]insn.Item{
+	insn.Call(insn.BPF_FUNC_ktime_get_ns),
+	insn.StoreMem(insn.BPF_DW, insn.R10, eventTime, insn.R0),
+	insn.Call(insn.BPF_FUNC_get_current_pid_tgid), // the process, as currentProcess
+	insn.ALU64Imm(insn.BPF_RSH, insn.R0, 32),
+	insn.StoreMem(insn.BPF_W, insn.R10, eventPID, insn.R0),
+	insn.Call(insn.BPF_FUNC_get_smp_processor_id),
+	insn.StoreMem(insn.BPF_W, insn.R10, eventCPU, insn.R0),
+	insn.Mov64Reg(insn.R1, insn.R10),
+	insn.ALU64Imm(insn.BPF_ADD, insn.R1, int32(eventComm)),
+	insn.Mov64Imm(insn.R2, int32(len(dropEvent{}.Comm))),
+	insn.Call(insn.BPF_FUNC_get_current_comm),
+	insn.StoreImm(insn.BPF_H, insn.R10, eventPad, 0),
+}
+
+// returnOne ends -events's program, on every path: 0 would drop the
+// record for every perf user of kfree_skb, not only for this one.
+var returnOne = [...]insn.Item{insn.Label("out"), insn.Mov64Imm(insn.R0, 1), insn.Exit()}
 
 // eventProgram is -events's program: on the perf tracepoint, since
 // skb->protocol is in the record the kernel builds for perf and nowhere a
 // raw tracepoint program could read it without BTF. It sends a dropEvent
-// through events and returns 1 on every path: 0 would drop the record
-// for every perf user of kfree_skb, not only for this one.
-func eventProgram(events insn.MapFD, k kfreeSkb, f filter) (tool.Program, error) {
-	loads, err := k.loads()
+// through events and returns 1.
+func eventProgram(events insn.MapFD, k *kfreeSkb, f filter) (tool.Program, error) {
+	var p tool.Program
+	p.Add(keepContext[:]...)
+	loadReason, err := loadField(k.reason)
 	if err != nil {
 		return nil, err
 	}
-	var p tool.Program
-	// r6 = ctx, the tracepoint's record, kept across calls
-	p.Add(insn.Mov64Reg(insn.R6, insn.R1))
-	f.add(&p, loads.reason, "out")
-
-	// the record's fields, from the helpers and the tracepoint's record
-	var e dropEvent
-	field := func(off uintptr) int16 { return at(eventAt, off) }
-	p.Add(insn.Call(insn.BPF_FUNC_ktime_get_ns),
-		insn.StoreMem(insn.BPF_DW, insn.R10, field(unsafe.Offsetof(e.Time)), insn.R0),
-		insn.Call(insn.BPF_FUNC_get_current_pid_tgid),
-		insn.ALU64Imm(insn.BPF_RSH, insn.R0, 32),
-		insn.StoreMem(insn.BPF_W, insn.R10, field(unsafe.Offsetof(e.PID)), insn.R0),
-		insn.Call(insn.BPF_FUNC_get_smp_processor_id),
-		insn.StoreMem(insn.BPF_W, insn.R10, field(unsafe.Offsetof(e.CPU)), insn.R0))
-	p.Add(loads.location,
-		insn.StoreMem(insn.BPF_DW, insn.R10, field(unsafe.Offsetof(e.Location)), insn.R2),
-		loads.reason,
-		insn.StoreMem(insn.BPF_W, insn.R10, field(unsafe.Offsetof(e.Reason)), insn.R2),
-		loads.protocol,
-		insn.StoreMem(insn.BPF_H, insn.R10, field(unsafe.Offsetof(e.Protocol)), insn.R2),
-		insn.StoreImm(insn.BPF_H, insn.R10, field(unsafe.Offsetof(e.Pad)), 0))
-	p.Add(insn.Mov64Reg(insn.R1, insn.R10),
-		insn.ALU64Imm(insn.BPF_ADD, insn.R1, int32(field(unsafe.Offsetof(e.Comm)))),
-		insn.Mov64Imm(insn.R2, int32(len(e.Comm))),
-		insn.Call(insn.BPF_FUNC_get_current_comm))
-
+	f.add(&p, loadReason)
+	p.Add(eventFromHelpers[:]...)
+	// the fields of the tracepoint's record, where the format puts them,
+	// through r2 (no reason before 5.17: 0)
+	for _, r := range []struct {
+		field *tracefs.Field
+		size  insn.Size
+		at    int16
+	}{{&k.location, insn.BPF_DW, eventLocation}, {k.reason, insn.BPF_W, eventReason},
+		{&k.protocol, insn.BPF_H, eventProtocol}} {
+		load, err := loadField(r.field)
+		if err != nil {
+			return nil, err
+		}
+		p.Add(load, insn.StoreMem(r.size, insn.R10, r.at, insn.R2))
+	}
 	// bpf_perf_event_output(ctx, events, BPF_F_CURRENT_CPU, &e, sizeof(e))
-	p.Add(insn.Mov64Reg(insn.R1, insn.R6),
-		insn.LoadMapFD(insn.R2, events),
-		insn.LoadImm64(insn.R3, insn.BPF_F_CURRENT_CPU),
-		insn.Mov64Reg(insn.R4, insn.R10),
-		insn.ALU64Imm(insn.BPF_ADD, insn.R4, int32(eventAt)),
-		insn.Mov64Imm(insn.R5, int32(unsafe.Sizeof(e))),
-		insn.Call(insn.BPF_FUNC_perf_event_output))
-
-	// return 1: the record goes on to perf's other users
-	p.Add(insn.Label("out"), insn.Mov64Imm(insn.R0, 1), insn.Exit())
+	p.Add(insn.Mov64Reg(insn.R1, insn.R6), insn.LoadMapFD(insn.R2, events),
+		insn.LoadImm64(insn.R3, insn.BPF_F_CURRENT_CPU))
+	p.Add(eventOutput[:]...)
+	p.Add(returnOne[:]...)
 	return p, nil
 }
 
-// recordLoads are the loads into r2 of the perf record's fields, from
-// the record at r6.
-type recordLoads struct {
-	location, reason, protocol insn.Item
+// eventOutput is bpf_perf_event_output's call once r1 to r3 are set (a
+// 64-bit load is built at run time: it is no package variable's).
+var eventOutput = [...]insn.Item{
+	insn.Mov64Reg(insn.R4, insn.R10),
+	insn.ALU64Imm(insn.BPF_ADD, insn.R4, int32(eventAt)),
+	insn.Mov64Imm(insn.R5, int32(unsafe.Sizeof(dropEvent{}))),
+	insn.Call(insn.BPF_FUNC_perf_event_output),
 }
 
-// loads reads the fields' places in the record from the format; a kernel
-// without reasons gives reason 0.
-func (k kfreeSkb) loads() (recordLoads, error) {
-	var l recordLoads
-	var err error
-	if l.location, err = tool.LoadField(insn.R2, insn.R6, k.location); err != nil {
-		return l, err
+// loadField is r2 = the field of the perf record at r6, where the format
+// puts it; 0 for a nil field.
+func loadField(field *tracefs.Field) (insn.Item, error) {
+	if field == nil {
+		return insn.Mov64Imm(insn.R2, 0), nil
 	}
-	if l.protocol, err = tool.LoadField(insn.R2, insn.R6, k.protocol); err != nil {
-		return l, err
-	}
-	l.reason = insn.Mov64Imm(insn.R2, 0)
-	if k.reason != nil {
-		l.reason, err = tool.LoadField(insn.R2, insn.R6, *k.reason)
-	}
-	return l, err
+	return tool.LoadField(insn.R2, insn.R6, *field)
 }

@@ -55,7 +55,7 @@ func TestRecordLayouts(t *testing.T) {
 	}
 	for _, reason := range []*tracefs.Field{nil, {Name: "reason", Offset: 36, Size: 4}} {
 		k.reason = reason
-		items, err := eventProgram(fakeMap(1), k, filter{pid: 7})
+		items, err := eventProgram(fakeMap(1), &k, filter{pid: 7})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,10 +124,10 @@ func TestCountProgram(t *testing.T) {
 func TestStackNames(t *testing.T) {
 	frames := []string{"bpf_prog_a8cd9068c28e7c3b_dropmon+0x48", "bpf_trace_run2+0x6c", "__bpf_trace_kfree_skb+0x9",
 		"kfree_skb_reason+0x90", "__udp4_lib_rcv+0x4bc"}
-	if got := stackNames(1, frames); len(got) != 2 || got[0] != "kfree_skb_reason+0x90" {
+	if got := stackNames(frames); len(got) != 2 || got[0] != "kfree_skb_reason+0x90" {
 		t.Errorf("stackNames = %q", got)
 	}
-	if got := stackNames(noStack, nil); len(got) != 1 || got[0] != "(stack not recorded: the stack map was full)" {
-		t.Errorf("stackNames(noStack) = %q", got)
+	if got := stackNames(nil); len(got) != 1 || got[0] != "(no stack: the stack map was full)" {
+		t.Errorf("stackNames(nil) = %q", got)
 	}
 }

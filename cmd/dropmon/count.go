@@ -32,15 +32,6 @@ type counter struct {
 	stacks *mapfd.Map // -stacks: the kernel stacks by id; else nil
 }
 
-// Close releases the maps.
-func (c *counter) Close() error {
-	err := c.drops.Close()
-	if c.stacks != nil {
-		err = errors.Join(err, c.stacks.Close())
-	}
-	return err
-}
-
 // count counts drops by location and reason, or by stack, and prints
 // what each interval added.
 func (d *dropmon) count(ctx context.Context) error {
@@ -50,13 +41,14 @@ func (d *dropmon) count(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer c.drops.Close()
 	if d.o.stacks {
 		c.stacks, err = mapfd.Create(mapfd.Spec{Type: mapfd.StackTrace, KeySize: 4, ValueSize: 8 * maxDepth,
 			MaxEntries: 4096, Name: "drop_stacks"})
 		if err != nil {
 			return err
 		}
+		defer c.stacks.Close()
 	}
 	insns := countProgram(c.drops, mapOrNil(c.stacks), d.k.reason != nil, d.filter)
 	p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, Name: "dropmon", License: "GPL", Insns: insns})
@@ -77,11 +69,11 @@ func (d *dropmon) count(ctx context.Context) error {
 		}
 		d.metrics.Serve(m)
 	}
-	what := "drops at skb:kfree_skb"
+	by := ""
 	if d.o.stacks {
-		what += " by kernel stack"
+		by = " by kernel stack"
 	}
-	d.t.Started("counting %s", what)
+	d.t.Started("counting drops at skb:kfree_skb%s", by)
 	seen := map[dropKey]uint64{}
 	header := false
 	return d.t.Every(ctx, func(bool) error {
@@ -107,8 +99,11 @@ func mapOrNil(m *mapfd.Map) insn.MapFD {
 // every time.
 func sortRows(rows []drop) {
 	sort.Slice(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
-		return a.Drops > b.Drops || a.Drops == b.Drops && a.Location+a.Reason < b.Location+b.Reason
+		a, b := &rows[i], &rows[j]
+		if a.Drops != b.Drops {
+			return a.Drops > b.Drops
+		}
+		return a.Location < b.Location || a.Location == b.Location && a.Reason < b.Reason
 	})
 }
 
@@ -118,17 +113,20 @@ func sortRows(rows []drop) {
 func (d *dropmon) print(rows []drop, header *bool) error {
 	now := time.Now()
 	if d.t.JSON {
+		if rows == nil {
+			rows = []drop{} // [], not null
+		}
 		return d.t.Emit(struct {
 			Time  string `json:"time"`
 			Drops []drop `json:"drops"`
-		}{now.Format(time.RFC3339Nano), append([]drop{}, rows...)})
+		}{now.Format(time.RFC3339Nano), rows})
 	}
 	if len(rows) == 0 {
 		return nil
 	}
-	w := d.t.Stdout
+	w, hms := d.t.Stdout, now.Format("15:04:05")
 	if d.o.stacks {
-		fmt.Fprintf(w, "%s\n", now.Format("15:04:05"))
+		fmt.Fprintf(w, "%s\n", hms)
 		for _, r := range rows {
 			fmt.Fprintf(w, "%8d  %s\n", r.Drops, orDash(r.Reason))
 			for _, f := range r.Stack {
@@ -142,7 +140,7 @@ func (d *dropmon) print(rows []drop, header *bool) error {
 		*header = true
 	}
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-8s  %5d  %-18s  %s\n", now.Format("15:04:05"), r.Drops, orDash(r.Reason), r.Location)
+		fmt.Fprintf(w, "%-8s  %5d  %-18s  %s\n", hms, r.Drops, orDash(r.Reason), r.Location)
 	}
 	return nil
 }
@@ -152,8 +150,9 @@ func (d *dropmon) print(rows []drop, header *bool) error {
 // are named together: one pass over /proc/kallsyms for those not named
 // before.
 func (d *dropmon) rows(c *counter, seen map[dropKey]uint64) ([]drop, error) {
-	var keys []dropKey
-	var counts []uint64
+	var rows []drop
+	var addrs []uint64 // every row's: its location, or its stack's frames
+	var ends []int     // where each row's addresses end
 	var err error
 	for k, total := range c.drops.All(&err) {
 		n := total.Drops
@@ -161,90 +160,71 @@ func (d *dropmon) rows(c *counter, seen map[dropKey]uint64) ([]drop, error) {
 			n -= seen[k]
 			seen[k] = total.Drops
 		}
-		if n > 0 {
-			keys, counts = append(keys, k), append(counts, n)
+		if n == 0 {
+			continue
 		}
+		if c.stacks == nil {
+			addrs = append(addrs, k.Location)
+		} else if addrs, err = appendStack(addrs, c.stacks, k.StackID); err != nil {
+			return nil, err
+		}
+		rows = append(rows, drop{Reason: d.reasonName(k.Reason), Drops: n})
+		ends = append(ends, len(addrs))
 	}
 	if err != nil {
 		return nil, err
-	}
-	stacks := make([][]uint64, len(keys))
-	var addrs []uint64
-	for i, k := range keys {
-		if c.stacks == nil {
-			addrs = append(addrs, k.Location)
-			continue
-		}
-		if stacks[i], err = readStack(c.stacks, k.StackID); err != nil {
-			return nil, err
-		}
-		addrs = append(addrs, stacks[i]...)
 	}
 	names, err := d.syms.Names(addrs)
 	if err != nil {
 		return nil, err
 	}
-	rows := make([]drop, len(keys))
-	for i, k := range keys {
-		rows[i] = drop{Reason: d.reasonName(k.Reason), Drops: counts[i]}
+	start := 0
+	for i, end := range ends {
 		if c.stacks == nil {
-			rows[i].Location, names = names[0], names[1:]
+			rows[i].Location = names[start]
 		} else {
-			rows[i].Stack, names = stackNames(k.StackID, names[:len(stacks[i])]), names[len(stacks[i]):]
+			rows[i].Stack = stackNames(names[start:end])
 		}
+		start = end
 	}
 	return rows, nil
 }
 
-// readStack reads the frames of stack id; none when the stack is gone or
-// was never recorded (noStack).
-func readStack(stacks *mapfd.Map, id uint32) ([]uint64, error) {
-	if id == noStack {
-		return nil, nil
+// appendStack appends the frames of stack id to addrs: none when the
+// stack was never recorded (an errno, negative) or is gone from the map.
+func appendStack(addrs []uint64, stacks *mapfd.Map, id uint32) ([]uint64, error) {
+	if int32(id) < 0 {
+		return addrs, nil
 	}
+	var key [4]byte
+	binary.NativeEndian.PutUint32(key[:], id)
 	buf := make([]byte, 8*maxDepth)
-	err := stacks.Lookup(binary.NativeEndian.AppendUint32(nil, id), buf)
+	err := stacks.Lookup(key[:], buf)
 	if errors.Is(err, mapfd.ErrKeyNotExist) {
-		return nil, nil
+		return addrs, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	var frames []uint64
-	for i := 0; i < len(buf); i += 8 {
+	for i := 0; err == nil && i < len(buf); i += 8 {
 		addr := binary.NativeEndian.Uint64(buf[i:])
 		if addr == 0 {
 			break
 		}
-		frames = append(frames, addr)
+		addrs = append(addrs, addr)
 	}
-	return frames, nil
+	return addrs, err
 }
 
 // stackNames is how a stack prints: its frames' names from the dropping
 // function on, or why it has none. The frames the kernel records first
-// are the tracing machinery's, the program itself and the function that
-// runs it (bpf_trace_run2 and __bpf_trace_kfree_skb, or on 6.x
-// bpf_trace_run4 alone): they say nothing of the drop.
-func stackNames(id uint32, frames []string) []string {
-	for len(frames) > 1 && isTracing(frames[0]) {
+// are the tracing machinery's, the program itself and what runs it
+// (bpf_trace_run2 and __bpf_trace_kfree_skb, or on 6.x bpf_trace_run4
+// alone): they say nothing of the drop.
+func stackNames(frames []string) []string {
+	for len(frames) > 1 && (strings.HasPrefix(frames[0], "bpf_prog_") ||
+		strings.HasPrefix(frames[0], "bpf_trace_run") || strings.HasPrefix(frames[0], "__bpf_trace_")) {
 		frames = frames[1:]
 	}
-	if len(frames) > 0 {
-		return frames
+	if len(frames) == 0 {
+		return []string{"(no stack: the stack map was full)"}
 	}
-	if id == noStack {
-		return []string{"(stack not recorded: the stack map was full)"}
-	}
-	return []string{"(stack gone from the stack map)"}
-}
-
-// isTracing says whether a frame is the BPF program or what runs it.
-func isTracing(frame string) bool {
-	for _, p := range []string{"bpf_prog_", "bpf_trace_run", "__bpf_trace_"} {
-		if strings.HasPrefix(frame, p) {
-			return true
-		}
-	}
-	return false
+	return frames
 }

@@ -31,7 +31,7 @@ func (d *dropmon) stream(ctx context.Context) error {
 		return err
 	}
 	defer events.Close()
-	insns, err := eventProgram(events, d.k, d.filter)
+	insns, err := eventProgram(events, &d.k, d.filter)
 	if err != nil {
 		return err
 	}
@@ -67,25 +67,25 @@ func (d *dropmon) stream(ctx context.Context) error {
 	if err != nil || d.t.JSON {
 		return err
 	}
-	fmt.Fprintf(d.t.Stdout, "%d drops", drops)
-	if lost := tool.Sum(r.Lost()); lost > 0 {
-		fmt.Fprintf(d.t.Stdout, ", %d lost", lost)
+	lost := ""
+	if n := tool.Sum(r.Lost()); n > 0 {
+		lost = fmt.Sprintf(", %d lost", n)
 	}
-	fmt.Fprintln(d.t.Stdout)
-	return nil
+	_, err = fmt.Fprintf(d.t.Stdout, "%d drops%s\n", drops, lost)
+	return err
 }
 
 // printEvent prints one drop: a line, or with -json an object. Its time
 // is the drop's, from the program's bpf_ktime_get_ns.
 func (d *dropmon) printEvent(ev dropEvent) error {
-	where, err := d.syms.Name(ev.Location)
+	where, err := d.syms.Names([]uint64{ev.Location})
 	if err != nil {
 		return err
 	}
 	e := dropLine{
 		Time: tool.EventTime(ev.Time), PID: ev.PID, CPU: ev.CPU,
 		Reason: d.reasonName(ev.Reason), Protocol: protocolName(ev.Protocol),
-		Comm: unix.ByteSliceToString(ev.Comm[:]), Location: where,
+		Comm: unix.ByteSliceToString(ev.Comm[:]), Location: where[0],
 	}
 	if d.t.JSON {
 		return d.t.Emit(e)
@@ -95,12 +95,20 @@ func (d *dropmon) printEvent(ev dropEvent) error {
 	return err
 }
 
-// protocols names the ETH_P_* values kfree_skb records (in host order).
-var protocols = map[uint16]string{0x0800: "IP", 0x86dd: "IPv6", 0x0806: "ARP", 0x8100: "802.1Q", 0x88cc: "LLDP"}
-
+// protocolName names the ETH_P_* values kfree_skb records (in host
+// order), else writes the number.
 func protocolName(p uint16) string {
-	if name, ok := protocols[p]; ok {
-		return name
+	switch p {
+	case 0x0800:
+		return "IP"
+	case 0x86dd:
+		return "IPv6"
+	case 0x0806:
+		return "ARP"
+	case 0x8100:
+		return "802.1Q"
+	case 0x88cc:
+		return "LLDP"
 	}
 	return fmt.Sprintf("0x%04x", p)
 }

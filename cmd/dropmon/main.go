@@ -22,7 +22,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -112,8 +111,8 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 	return d.count(ctx)
 }
 
-// reasonNumbers reads -reason's list: names as the tracepoint's format
-// has them, in any case, with or without SKB_DROP_REASON_, or numbers.
+// reasonNumbers reads -reason's list of names, as the tracepoint's format
+// has them (NO_SOCKET), in any case.
 func (k kfreeSkb) reasonNumbers(list string) ([]uint32, error) {
 	if list == "" {
 		return nil, nil
@@ -121,22 +120,16 @@ func (k kfreeSkb) reasonNumbers(list string) ([]uint32, error) {
 	if k.reason == nil {
 		return nil, fmt.Errorf("-reason %s: this kernel's skb:kfree_skb records no drop reason (Linux 5.17 and later do)", list)
 	}
-	byName := map[string]uint32{}
-	for n, name := range k.reasons {
-		byName[name] = uint32(n)
-	}
 	var numbers []uint32
-	for _, r := range strings.Split(list, ",") {
-		name := strings.TrimPrefix(upper(strings.TrimSpace(r)), "SKB_DROP_REASON_")
-		n, ok := byName[name]
-		if !ok {
-			v, err := strconv.ParseUint(name, 10, 32)
-			if err != nil {
-				return nil, tool.Usagef("-reason %q: no such drop reason in skb:kfree_skb's format (NO_SOCKET, TCP_CSUM, ...)", r)
+next:
+	for _, want := range strings.Split(upper(list), ",") {
+		for n, name := range k.reasons {
+			if name == want {
+				numbers = append(numbers, uint32(n))
+				continue next
 			}
-			n = uint32(v)
 		}
-		numbers = append(numbers, n)
+		return nil, tool.Usagef("-reason %q: no such drop reason in skb:kfree_skb's format (NO_SOCKET, TCP_CSUM, ...)", want)
 	}
 	return numbers, nil
 }

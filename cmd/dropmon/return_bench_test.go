@@ -35,7 +35,7 @@ func BenchmarkEventsReturn(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer events.Close()
-	one, err := eventProgram(events, k, filter{})
+	one, err := eventProgram(events, &k, filter{})
 	if err != nil {
 		b.Fatal(err)
 	}
