@@ -24,9 +24,12 @@ type sizeSlot struct {
 	Slot uint32
 }
 
-// sizeCount is the value of the write_sizes array, on one CPU.
+// sizeCount is the value of the write_sizes array, on one CPU: the writes
+// of the slot and the bytes they asked for, the sum Prometheus's
+// histograms carry.
 type sizeCount struct {
 	Writes uint64
+	Bytes  uint64
 }
 
 // slots is the number of log2 slots of a 64-bit size, with slot 0 unused.
@@ -72,8 +75,8 @@ func writeProgram(sizes insn.MapFD, count tracefs.Field, pid uint32) (tool.Progr
 		return nil, err
 	}
 	var p tool.Program
-	// r6 = the size asked for, from the record
-	p.Add(loadCount)
+	// r6 = the size asked for, from the record; r9 keeps it (Log2 eats r6)
+	p.Add(loadCount, insn.Mov64Reg(insn.R9, insn.R6))
 	if pid != 0 {
 		// only the writes of process pid, the upper half of pid_tgid
 		p.Add(insn.Call(insn.BPF_FUNC_get_current_pid_tgid),
@@ -86,15 +89,21 @@ func writeProgram(sizes insn.MapFD, count tracefs.Field, pid uint32) (tool.Progr
 	p.Add(insn.ALU64Imm(insn.BPF_ADD, insn.R7, 1),
 		insn.StoreMem(insn.BPF_W, insn.R10, sizeSlotAt+int16(unsafe.Offsetof(sizeSlot{}.Slot)), insn.R7))
 
-	// sizes[slot]++ on this CPU: no other CPU writes it, no atomic needed
+	// sizes[slot] on this CPU: no other CPU writes it, no atomic needed
+	var c sizeCount
 	p.Add(insn.LoadMapFD(insn.R1, sizes),
 		insn.Mov64Reg(insn.R2, insn.R10),
 		insn.ALU64Imm(insn.BPF_ADD, insn.R2, int32(sizeSlotAt)),
 		insn.Call(insn.BPF_FUNC_map_lookup_elem),
-		insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, "out"),
-		insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, int16(unsafe.Offsetof(sizeCount{}.Writes))),
+		insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, "out"))
+	// .Writes++
+	p.Add(insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, int16(unsafe.Offsetof(c.Writes))),
 		insn.ALU64Imm(insn.BPF_ADD, insn.R1, 1),
-		insn.StoreMem(insn.BPF_DW, insn.R0, int16(unsafe.Offsetof(sizeCount{}.Writes)), insn.R1))
+		insn.StoreMem(insn.BPF_DW, insn.R0, int16(unsafe.Offsetof(c.Writes)), insn.R1))
+	// .Bytes += size
+	p.Add(insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, int16(unsafe.Offsetof(c.Bytes))),
+		insn.ALU64Reg(insn.BPF_ADD, insn.R1, insn.R9),
+		insn.StoreMem(insn.BPF_DW, insn.R0, int16(unsafe.Offsetof(c.Bytes)), insn.R1))
 
 	// return 1: the record goes on to perf's other users
 	p.Add(insn.Label("out"), insn.Mov64Imm(insn.R0, 1), insn.Exit())

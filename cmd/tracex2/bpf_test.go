@@ -33,7 +33,7 @@ var countField = tracefs.Field{Name: "count", Offset: 32, Size: 8}
 // and hands the map helpers its address.
 func TestRecordLayouts(t *testing.T) {
 	if unsafe.Sizeof(freedKey{}) != 8 || unsafe.Sizeof(sizeSlot{}) != 4 ||
-		unsafe.Sizeof(freedCount{}) != 8 || unsafe.Sizeof(sizeCount{}) != 8 {
+		unsafe.Sizeof(freedCount{}) != 8 || unsafe.Sizeof(sizeCount{}) != 16 {
 		t.Errorf("freedKey %d, sizeSlot %d, freedCount %d, sizeCount %d bytes", unsafe.Sizeof(freedKey{}),
 			unsafe.Sizeof(sizeSlot{}), unsafe.Sizeof(freedCount{}), unsafe.Sizeof(sizeCount{}))
 	}

@@ -2,7 +2,9 @@
 // program on the kfree_skb raw tracepoint counts the packets freed at each
 // kernel location, and one on syscalls:sys_enter_write counts write()
 // sizes in log2 slots. Every interval it prints the busiest locations,
-// symbolized, and the size histogram in bcc's layout.
+// symbolized, and the size histogram in bcc's layout; -listen serves both
+// to Prometheus, the freed packets as a counter by location, the sizes as
+// a histogram in bytes.
 //
 // Neither program hides anything from other tracers: the raw tracepoint
 // builds no perf record, and the perf tracepoint's program returns 1,
@@ -22,21 +24,24 @@ import (
 
 // options are tracex2's flags.
 type options struct {
-	pid *uint32
-	top int
+	pid    *uint32
+	top    int
+	listen *string
 }
 
 func main() {
 	t := tool.New("tracex2", "packets freed per kernel location (skb:kfree_skb) and a log2 histogram of write() sizes",
-		"[-p PID] [-top N] [-json] [interval [count]]",
+		"[-p PID] [-top N] [-listen ADDR] [-json] [interval [count]]",
 		"tracex2                 # every second until Ctrl-C",
 		"tracex2 -p 1234 5 3     # write sizes of process 1234 only, every 5 s, three times",
 		"tracex2 -json 10        # one JSON object every 10 s",
+		"tracex2 -listen :9102 60  # serve /metrics to Prometheus, print every minute",
 	).Periodic(time.Second)
 	var o options
 	o.pid = t.PIDFlag("p", "count the writes of process `PID` only "+
 		"(packets are freed in any context: all are counted)")
 	t.Flags.IntVar(&o.top, "top", 10, "show the `N` busiest locations")
+	o.listen = t.ListenFlag()
 	t.ParseOrExit()
 	if o.top < 1 {
 		t.Exit(tool.Usagef("-top %d: want 1 or more", o.top))
@@ -59,6 +64,11 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 	if err := t.NeedRoot(); err != nil {
 		return err
 	}
+	metrics, err := t.ListenMetrics(*o.listen)
+	if err != nil {
+		return err
+	}
+	defer metrics.Close()
 	count, err := tool.Field("syscalls", "sys_enter_write", "count")
 	if err != nil {
 		return err
@@ -84,6 +94,13 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 	}
 	defer tool.Detach(links)
 
+	if metrics != nil {
+		m, err := x.metrics()
+		if err != nil {
+			return err
+		}
+		metrics.Serve(m)
+	}
 	t.Started("counting freed packets (skb:kfree_skb) and write() sizes")
 	r, err := x.newReport()
 	if err != nil {

@@ -20,7 +20,7 @@ type report struct {
 	*tracex2
 	seenFreed map[freedKey]uint64
 	seenSizes [slots]uint64
-	perCPU    []sizeCount // one slot's counts, by CPU
+	perCPU    []sizeCount // one slot's values, by CPU
 }
 
 func (x *tracex2) newReport() (*report, error) {
@@ -33,13 +33,18 @@ func (x *tracex2) newReport() (*report, error) {
 
 // print writes the interval's busiest locations and its histogram.
 func (r *report) print() error {
-	rows, err := r.freedRows()
+	rows, err := r.freedSince(r.seenFreed)
 	if err != nil {
 		return err
 	}
-	hist, err := r.sizeSlots()
+	rows = rows[:min(len(rows), r.o.top)]
+	totals, err := r.sizeTotals(r.perCPU)
 	if err != nil {
 		return err
+	}
+	var hist [slots]uint64
+	for i, n := range totals.Slots {
+		hist[i], r.seenSizes[i] = n-r.seenSizes[i], n
 	}
 	if r.t.JSON {
 		return r.t.Emit(struct {
@@ -58,23 +63,28 @@ func (r *report) print() error {
 	return nil
 }
 
-// freedRows reads the packets freed since the last report, the busiest
-// top locations first, named: all in one pass over /proc/kallsyms for
-// those not named before.
-func (r *report) freedRows() ([]location, error) {
+// freedSince reads the packets freed at each location, named, the busiest
+// first: the totals with seen nil, else what came since seen, which it
+// updates. The locations are named together, one pass over /proc/kallsyms
+// for those not named before.
+func (x *tracex2) freedSince(seen map[freedKey]uint64) ([]location, error) {
 	var addrs []uint64
 	var counts []uint64
 	var err error
-	for k, total := range r.freed.All(&err) {
-		if n := total.Packets - r.seenFreed[k]; n > 0 {
+	for k, total := range x.freed.All(&err) {
+		n := total.Packets
+		if seen != nil {
+			n -= seen[k]
+			seen[k] = total.Packets
+		}
+		if n > 0 {
 			addrs, counts = append(addrs, k.Location), append(counts, n)
 		}
-		r.seenFreed[k] = total.Packets
 	}
 	if err != nil {
 		return nil, err
 	}
-	names, err := r.syms.Names(addrs)
+	names, err := x.syms.Names(addrs)
 	if err != nil {
 		return nil, err
 	}
@@ -85,23 +95,5 @@ func (r *report) freedRows() ([]location, error) {
 	sort.Slice(rows, func(i, j int) bool {
 		return rows[i].Freed > rows[j].Freed || rows[i].Freed == rows[j].Freed && rows[i].Location < rows[j].Location
 	})
-	return rows[:min(len(rows), r.o.top)], nil
-}
-
-// sizeSlots reads the writes counted since the last report in each log2
-// slot, summed over the CPUs: a lookup per slot (GET_NEXT_KEY would add
-// one per slot).
-func (r *report) sizeSlots() ([slots]uint64, error) {
-	var hist [slots]uint64
-	for i := range uint32(slots) {
-		if err := r.sizes.LookupPerCPU(sizeSlot{i}, r.perCPU); err != nil {
-			return hist, err
-		}
-		sum := uint64(0)
-		for _, c := range r.perCPU {
-			sum += c.Writes
-		}
-		hist[i], r.seenSizes[i] = sum-r.seenSizes[i], sum
-	}
-	return hist, nil
+	return rows, nil
 }

@@ -41,7 +41,8 @@ func rawWriteProgram(sizes insn.MapFD, pid uint32, nr int32, countAt int16) tool
 		insn.LoadMem(insn.BPF_DW, insn.R3, insn.R6, 0),
 		insn.ALU64Imm(insn.BPF_ADD, insn.R3, int32(countAt)),
 		insn.Call(insn.BPF_FUNC_probe_read_kernel),
-		insn.LoadMem(insn.BPF_DW, insn.R6, insn.R10, -8))
+		insn.LoadMem(insn.BPF_DW, insn.R6, insn.R10, -8),
+		insn.Mov64Reg(insn.R9, insn.R6))
 	// the slot and the increment, as writeProgram's
 	p.Add(insn.Log2(insn.R7, insn.R6, insn.R8)...)
 	p.Add(insn.ALU64Imm(insn.BPF_ADD, insn.R7, 1),
@@ -53,7 +54,10 @@ func rawWriteProgram(sizes insn.MapFD, pid uint32, nr int32, countAt int16) tool
 		insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, "out"),
 		insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, 0),
 		insn.ALU64Imm(insn.BPF_ADD, insn.R1, 1),
-		insn.StoreMem(insn.BPF_DW, insn.R0, 0, insn.R1))
+		insn.StoreMem(insn.BPF_DW, insn.R0, 0, insn.R1),
+		insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, 8),
+		insn.ALU64Reg(insn.BPF_ADD, insn.R1, insn.R9),
+		insn.StoreMem(insn.BPF_DW, insn.R0, 8, insn.R1))
 	p.Add(insn.Label("out"), insn.Mov64Imm(insn.R0, 0), insn.Exit())
 	return p
 }
