@@ -34,41 +34,20 @@ func BenchmarkToolCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer stats.Close()
-	loop, minor := loopDevice(b)
-	sdt := sdtBinary(b)
-	sdtRunning := startSDTBinary(b, sdt)
-	firings := sdtFirings(sdtRunning, events)
-	blockIO := func(tb testing.TB) { directReads(tb, loop, 4096) }
-	for _, c := range []struct {
-		name     string
-		tool     []string // the tool and its arguments
-		bpftrace string   // the equivalent one-liner
-		workload func(tb testing.TB)
-	}{
-		{"dropmon", []string{"dropmon", "60"}, `tracepoint:skb:kfree_skb { @[args->location, args->reason] = count(); }`, udpDrops(events)},
-		{"tracex1", []string{"tracex1", "-json", "60"}, `tracepoint:net:netif_receive_skb /str(args->name) == "lo"/ { printf("%s %d\n", str(args->name), args->len); }`, loPackets(events / 4)},
-		{"tracex3", []string{"tracex3", "-dev", "7:" + strconv.Itoa(minor), "60"},
-			`tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsecs; }
-			tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ {
-				@us = hist((nsecs - @start[args->dev, args->sector]) / 1000); delete(@start[args->dev, args->sector]); }`, blockIO},
-		{"tracex2", []string{"tracex2", "60"}, `tracepoint:syscalls:sys_enter_write { @ = hist(args->count); }`, writes(events)},
-		{"funccount", []string{"funccount", "syscalls:sys_enter_getppid", "60"}, `tracepoint:syscalls:sys_enter_getppid { @[probe] = count(); }`, getppids(events)},
-		// arguments 1 and 5: a register, and memory at a register plus an
-		// offset (2 and 3 are constants, which cost nothing to read;
-		// bpftrace takes no argument past 5 on x86_64)
-		{"usdt", []string{"usdt", sdt, "bpfkit:args", "-a", "1,5", "-count", "60"},
-			fmt.Sprintf(`usdt:%s:bpfkit:args { @[arg1, arg5] = count(); }`, sdt), firings},
-		// bpfkit:str's two sites pass argument 1 in a register and as a
-		// constant: it is read through the cookie's description
-		{"usdt-sites", []string{"usdt", sdt, "bpfkit:str", "-a", "0,1", "-count", "60"},
-			fmt.Sprintf(`usdt:%s:bpfkit:str { @[arg0, arg1] = count(); }`, sdt), firings},
-		{"tracex5", []string{"tracex5", "-json", "60"}, fmt.Sprintf(`tracepoint:raw_syscalls:sys_enter /args->id == %d/ { @[args->id] = count(); }`, syscall.SYS_GETPPID), getppids(events)},
-	} {
+	for _, c := range toolCases(b, "60") {
+		if !c.cost {
+			continue
+		}
 		b.Run(c.name, func(b *testing.B) {
+			workload := c.workload(events)
+			if c.name == "tracex1" { // a packet is two events: lo sends it, lo receives it
+				workload = c.workload(events / 4)
+			}
 			var ours, theirs []float64
 			for range 5 {
-				ours = append(ours, perEvent(b, exec.Command(toolPath(b, c.tool[0]), c.tool[1:]...), c.workload))
-				theirs = append(theirs, perEvent(b, exec.Command("bpftrace", "-e", c.bpftrace), c.workload))
+				tool := exec.Command(toolPath(b, c.tool[0]), c.tool[1:]...)
+				ours = append(ours, perEvent(b, tool, workload))
+				theirs = append(theirs, perEvent(b, exec.Command(c.ref[0], c.ref[1:]...), workload))
 			}
 			slices.Sort(ours)
 			slices.Sort(theirs)

@@ -14,15 +14,6 @@ import (
 	"time"
 )
 
-// startCase is one command BenchmarkToolStart runs: a tool of cmd/ with
-// its arguments, or the reference beside it, and what it watches.
-type startCase struct {
-	name     string
-	tool     []string // cmd/'s tool and its arguments
-	ref      []string // the same work by bpftrace (or bpftool), if any
-	workload func(testing.TB)
-}
-
 // BenchmarkToolStart runs every tool of cmd/ as an operator would, beside
 // bpftrace doing the same (bpftool for the inspector), alternating, three
 // rounds each: the time from exec to its first line of output (stdout or
@@ -33,49 +24,17 @@ func BenchmarkToolStart(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root")
 	}
-	loop, minor := loopDevice(b)
-	sdt := sdtBinary(b)
-	sdtRunning := startSDTBinary(b, sdt)
-	dev := "7:" + strconv.Itoa(minor)
-	bt := func(prog string) []string { return []string{"bpftrace", "-e", prog} }
-	cases := []startCase{
-		{"dropmon", []string{"dropmon", "1"},
-			bt(`tracepoint:skb:kfree_skb { @[args->location, args->reason] = count(); } interval:s:1 { print(@); }`), udpDrops(1000)},
-		{"dropmon-stacks", []string{"dropmon", "-stacks", "1"},
-			bt(`tracepoint:skb:kfree_skb { @[kstack, args->reason] = count(); } interval:s:1 { print(@); }`), udpDrops(1000)},
-		{"dropmon-events", []string{"dropmon", "-events"},
-			bt(`tracepoint:skb:kfree_skb { printf("%d %s %d %s\n", pid, comm, args->protocol, ksym(args->location)); }`), udpDrops(1000)},
-		{"tracex1", []string{"tracex1", "1"},
-			bt(`tracepoint:net:netif_receive_skb /str(args->name) == "lo"/ { printf("%s %d\n", str(args->name), args->len); }`), loPackets(1000)},
-		{"tracex2", []string{"tracex2", "1"},
-			bt(`tracepoint:skb:kfree_skb { @freed[ksym(args->location)] = count(); }
-			tracepoint:syscalls:sys_enter_write { @bytes = hist(args->count); } interval:s:1 { print(@freed); print(@bytes); }`),
-			func(tb testing.TB) { writes(1000)(tb); udpDrops(1000)(tb) }},
-		{"tracex3", []string{"tracex3", "-dev", dev, "1"},
-			bt(`tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsecs; }
-			tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ {
-				@us = hist((nsecs - @start[args->dev, args->sector]) / 1000); delete(@start[args->dev, args->sector]); }
-			interval:s:1 { print(@us); }`),
-			func(tb testing.TB) { directReads(tb, loop, 100) }},
-		{"tracex4", []string{"tracex4", "1"},
-			bt(`kprobe:vfs_write { @asked = hist(arg2); } kretprobe:vfs_write { @written = hist(retval); } interval:s:1 { print(@asked); }`),
-			writes(1000)},
-		{"tracex5", []string{"tracex5", "1"},
-			bt(`tracepoint:syscalls:sys_enter_write { printf("write %d\n", args->count); }`), writes(100)},
-		{"funccount", []string{"funccount", "syscalls:sys_enter_getppid", "1"},
-			bt(`tracepoint:syscalls:sys_enter_getppid { @[probe] = count(); } interval:s:1 { print(@); }`), getppids(1000)},
-		{"usdt", []string{"usdt", sdt, "bpfkit:args", "-a", "1,5", "-count", "1"},
-			bt(fmt.Sprintf(`usdt:%s:bpfkit:args { @[arg1, arg5] = count(); } interval:s:1 { print(@); }`, sdt)),
-			sdtFirings(sdtRunning, 1000)},
-		{"bpfkit", []string{"bpfkit", "features"}, []string{"bpftool", "feature", "probe", "kernel"}, nil},
-		{"example", []string{"example"}, nil, nil},
-	}
+	cases := toolCases(b, "1")
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			var first, rss, refFirst, refRSS []float64
 			for range 3 {
 				tool := append([]string{toolPath(b, c.tool[0])}, c.tool[1:]...)
-				ms, mb, err := startRun(b, tool, c.workload)
+				var workload func(testing.TB)
+				if c.workload != nil {
+					workload = c.workload(1000)
+				}
+				ms, mb, err := startRun(b, tool, workload)
 				if err != nil {
 					b.Skipf("%s: %v", c.tool[0], err)
 				}
@@ -86,7 +45,7 @@ func BenchmarkToolStart(b *testing.B) {
 				if _, err := exec.LookPath(c.ref[0]); err != nil {
 					continue
 				}
-				if ms, mb, err := startRun(b, c.ref, c.workload); err == nil {
+				if ms, mb, err := startRun(b, c.ref, workload); err == nil {
 					refFirst, refRSS = append(refFirst, ms), append(refRSS, mb)
 				}
 			}
