@@ -6,12 +6,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bpfkit/bpfkit/cmd/internal/perftest"
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
-	"github.com/bpfkit/bpfkit/sys"
-	"github.com/bpfkit/bpfkit/tracefs"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,25 +50,11 @@ func BenchmarkEventsReturn(b *testing.B) {
 	}
 	p0, p1 := load(zero), load(one)
 	attach := func(p *prog.Program, sampling bool) func() (*prog.Link, error) {
-		if !sampling {
-			return func() (*prog.Link, error) { return prog.AttachTracepoint(p, "skb", "kfree_skb", prog.AttachOptions{}) }
-		}
 		return func() (*prog.Link, error) {
-			id, err := tracefs.TracepointID("skb", "kfree_skb")
-			if err != nil {
-				return nil, err
+			if sampling {
+				return perftest.AttachSampling(p, "skb", "kfree_skb")
 			}
-			attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Sample: 1, Wakeup: 1, Bits: unix.PerfBitDisabled}
-			fd, err := sys.PerfEventOpen(&attr, -1, 0, -1, 0)
-			if err != nil {
-				return nil, err
-			}
-			defer unix.Close(fd)
-			l, err := prog.AttachPerfEvent(p, fd, prog.AttachOptions{})
-			if err == nil {
-				err = sys.PerfEventEnable(fd)
-			}
-			return l, err
+			return prog.AttachTracepoint(p, "skb", "kfree_skb", prog.AttachOptions{})
 		}
 	}
 	cases := []struct {

@@ -7,13 +7,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/bpfkit/bpfkit/cmd/internal/perftest"
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
-	"github.com/bpfkit/bpfkit/sys"
-	"github.com/bpfkit/bpfkit/tracefs"
 	"golang.org/x/sys/unix"
 )
 
@@ -66,7 +65,7 @@ func rawWriteProgram(sizes insn.MapFD, pid uint32, nr int32, countAt int16) tool
 type writeCounter struct {
 	name   string
 	p      *prog.Program
-	attach func() (*prog.Link, error)
+	attach func(*prog.Program) (*prog.Link, error)
 }
 
 // BenchmarkWriteSizes compares the two ways of counting write(2) sizes
@@ -81,66 +80,19 @@ type writeCounter struct {
 // leave out: the perf record the kernel builds for the tracepoint, what
 // returning 1 passes it on to, the raw tracepoint's dispatch. The
 // perf-tracepoint-sampling case attaches writeProgram to a sampling perf
-// event, where prog.AttachTracepoint's counts: a record the program
-// passes on is then prepared as a sample for a ring the event lacks.
+// event, where prog.AttachTracepoint's counts (perftest.AttachSampling).
 func BenchmarkWriteSizes(b *testing.B) {
 	testutil.RequireRoot(b)
 	regs, err := prog.KernelPtRegs()
 	if err != nil || regs.Arch != "x86_64" || runtime.GOARCH != "amd64" {
 		b.Skip("the raw tracepoint's program reads x86-64's registers")
 	}
-	count, err := tool.Field("syscalls", "sys_enter_write", "count")
-	if err != nil {
-		b.Fatal(err)
-	}
 	stats, err := prog.EnableStats()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer stats.Close()
-	sizes, err := mapfd.CreateTyped[sizeSlot, sizeCount](mapfd.Spec{Type: mapfd.PerCPUArray, MaxEntries: slots})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sizes.Close()
-	pid := uint32(os.Getpid())
-	perfInsns, err := writeProgram(sizes, count, pid)
-	if err != nil {
-		b.Fatal(err)
-	}
-	counters := []writeCounter{{name: "none"}, {name: "perf-tracepoint"}, {name: "raw-syscalls"}, {name: "perf-tracepoint-sampling"}}
-	for i, c := range []struct {
-		typ   prog.Type
-		insns tool.Program
-	}{{prog.Tracepoint, perfInsns}, {prog.RawTracepoint, rawWriteProgram(sizes, pid, syscall.SYS_WRITE, regs.Args[2])}} {
-		p, err := prog.Load(prog.Spec{Type: c.typ, Name: "tracex2_bench", License: "GPL", Insns: c.insns})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer p.Close()
-		counters[i+1].p = p
-	}
-	counters[1].attach = func() (*prog.Link, error) {
-		return prog.AttachTracepoint(counters[1].p, "syscalls", "sys_enter_write", prog.AttachOptions{})
-	}
-	counters[2].attach = func() (*prog.Link, error) {
-		return prog.AttachRawTracepoint(counters[2].p, "sys_enter", prog.AttachOptions{})
-	}
-	counters[3].p = counters[1].p
-	counters[3].attach = func() (*prog.Link, error) {
-		id, _ := tracefs.TracepointID("syscalls", "sys_enter_write")
-		attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Sample: 1, Wakeup: 1, Bits: unix.PerfBitDisabled}
-		fd, err := sys.PerfEventOpen(&attr, -1, 0, -1, 0)
-		if err != nil {
-			return nil, err
-		}
-		defer unix.Close(fd)
-		l, err := prog.AttachPerfEvent(counters[1].p, fd, prog.AttachOptions{})
-		if err == nil {
-			err = sys.PerfEventEnable(fd)
-		}
-		return l, err
-	}
+	counters := writeCounters(b, regs)
 	results := map[string]*[6][]float64{}
 	for range 11 {
 		for _, c := range counters {
@@ -168,6 +120,50 @@ func BenchmarkWriteSizes(b *testing.B) {
 	}
 }
 
+// writeCounters loads the programs BenchmarkWriteSizes compares, counting
+// the writes of this process, and says how each attaches; the first
+// attaches nothing. The programs go when the benchmark ends.
+func writeCounters(b *testing.B, regs prog.PtRegs) []writeCounter {
+	count, err := tool.Field("syscalls", "sys_enter_write", "count")
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec := mapfd.Spec{Type: mapfd.PerCPUArray, MaxEntries: slots}
+	sizes, err := mapfd.CreateTyped[sizeSlot, sizeCount](spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sizes.Close() })
+	pid := uint32(os.Getpid())
+	perf, err := writeProgram(sizes, count, pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := rawWriteProgram(sizes, pid, syscall.SYS_WRITE, regs.Args[2])
+	load := func(typ prog.Type, insns tool.Program) *prog.Program {
+		spec := prog.Spec{Type: typ, Name: "tracex2_bench", License: "GPL", Insns: insns}
+		p, err := prog.Load(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { p.Close() })
+		return p
+	}
+	perfProg, rawProg := load(prog.Tracepoint, perf), load(prog.RawTracepoint, raw)
+	return []writeCounter{
+		{name: "none"},
+		{"perf-tracepoint", perfProg, func(p *prog.Program) (*prog.Link, error) {
+			return prog.AttachTracepoint(p, "syscalls", "sys_enter_write", prog.AttachOptions{})
+		}},
+		{"raw-syscalls", rawProg, func(p *prog.Program) (*prog.Link, error) {
+			return prog.AttachRawTracepoint(p, "sys_enter", prog.AttachOptions{})
+		}},
+		{"perf-tracepoint-sampling", perfProg, func(p *prog.Program) (*prog.Link, error) {
+			return perftest.AttachSampling(p, "syscalls", "sys_enter_write")
+		}},
+	}
+}
+
 // writes is how many writes and getppids measureWrites makes.
 const writes = 200_000
 
@@ -182,7 +178,7 @@ func measureWrites(b *testing.B, c writeCounter) [6]float64 {
 	}
 	defer null.Close()
 	if c.p != nil {
-		l, err := c.attach()
+		l, err := c.attach(c.p)
 		if err != nil {
 			b.Fatal(err)
 		}
