@@ -144,7 +144,11 @@ func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 // have, on each hit on its CPU (cmd/tracex2's BenchmarkWriteSizes
 // measures both).
 func openTracepointEvent(id uint64, pid, cpu int) (int, error) {
-	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Bits: unix.PerfBitDisabled}
+	attr := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_TRACEPOINT,
+		Config: id,
+		Bits:   unix.PerfBitDisabled,
+	}
 	return sys.PerfEventOpen(&attr, pid, cpu, -1, 0)
 }
 
@@ -174,10 +178,12 @@ func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error
 	tp, err := sys.StringPointer(name)
 	fd := -1
 	if err == nil {
-		fd, err = sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie})
+		attr := sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie}
+		fd, err = sys.RawTracepointOpen(&attr)
 	}
 	if o.Cookie != 0 && errors.Is(err, unix.EINVAL) {
-		err = fmt.Errorf("%w (a raw tracepoint cookie needs Linux 6.10: %w)", err, sys.ErrNotSupported)
+		err = fmt.Errorf("%w (a raw tracepoint cookie needs Linux 6.10: %w)",
+			err, sys.ErrNotSupported)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)

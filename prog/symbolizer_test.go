@@ -137,7 +137,8 @@ func TestSymbolizerText(t *testing.T) {
 // later call reads again. A file that cannot be read says why.
 func TestSymbolizerHidden(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kallsyms")
-	if err := os.WriteFile(path, []byte("0000000000000000 T _stext\n0000000000000000 t f\n"), 0o644); err != nil {
+	hidden := []byte("0000000000000000 T _stext\n0000000000000000 t f\n")
+	if err := os.WriteFile(path, hidden, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s := &Symbolizer{path: path}
@@ -147,7 +148,8 @@ func TestSymbolizerHidden(t *testing.T) {
 	if err := os.WriteFile(path, []byte("ffffffff81000000 T _stext\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if names, err := s.Names([]uint64{0xffffffff81000010}); err != nil || names[0] != "_stext+0x10" {
+	names, err := s.Names([]uint64{0xffffffff81000010})
+	if err != nil || names[0] != "_stext+0x10" {
 		t.Fatalf("Names once the addresses show = %q, %v; want _stext+0x10", names, err)
 	}
 	os.Remove(path)
@@ -170,7 +172,8 @@ func TestSymbolizerAllocs(t *testing.T) {
 	})
 	lines := bytes.Count(text, []byte("\n"))
 	if limit := 8*len(addrs) + 16; allocs > float64(limit) {
-		t.Errorf("%v allocations to name %d addresses from %d lines, want at most %d", allocs, len(addrs), lines, limit)
+		t.Errorf("%v allocations to name %d addresses from %d lines, want at most %d",
+			allocs, len(addrs), lines, limit)
 	}
 }
 
@@ -189,9 +192,17 @@ func fieldsLine(line string) (uint64, string, bool) {
 // strconv.ParseUint would (on text without non-ASCII white space, which
 // Fields also splits on and the kernel never writes).
 func FuzzKallsymsLine(f *testing.F) {
-	for _, l := range []string{"ffffffff81234560 T do_sys_openat2", "ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]",
-		"0000000000000000 D jiffies", "zz T x", "1 T", "10000000000000000 T overflow", "00000000000000000001 t zeros",
-		"0x10 T prefixed", " \tffff  w\vspaced\r\n"} {
+	for _, l := range []string{
+		"ffffffff81234560 T do_sys_openat2",
+		"ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]",
+		"0000000000000000 D jiffies",
+		"zz T x",
+		"1 T",
+		"10000000000000000 T overflow",
+		"00000000000000000001 t zeros",
+		"0x10 T prefixed",
+		" \tffff  w\vspaced\r\n",
+	} {
 		f.Add(l)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
@@ -203,7 +214,8 @@ func FuzzKallsymsLine(f *testing.F) {
 		addr, name, ok := parseKallsymsLine([]byte(line))
 		wantAddr, wantName, wantOK := fieldsLine(line)
 		if ok != wantOK || ok && (addr != wantAddr || string(name) != wantName) {
-			t.Fatalf("parseKallsymsLine(%q) = %#x, %q, %v; want %#x, %q, %v", line, addr, name, ok, wantAddr, wantName, wantOK)
+			t.Fatalf("parseKallsymsLine(%q) = %#x, %q, %v; want %#x, %q, %v",
+				line, addr, name, ok, wantAddr, wantName, wantOK)
 		}
 	})
 }
@@ -211,7 +223,8 @@ func FuzzKallsymsLine(f *testing.F) {
 // FuzzSymbolizer: for any table and addresses, the Symbolizer's names are
 // the full table's.
 func FuzzSymbolizer(f *testing.F) {
-	f.Add("ffffffff81000100 t a\nffffffff81000100 T b\nffffffff81000000 T c\nffffffffc0000000 t m\t[mod]\n",
+	f.Add("ffffffff81000100 t a\nffffffff81000100 T b\n"+
+		"ffffffff81000000 T c\nffffffffc0000000 t m\t[mod]\n",
 		uint64(0xffffffff81000180), uint64(0xffffffff81000000), uint64(0xffffffffc0000001))
 	f.Add("0 T zero\n10 t ten\n", uint64(0), uint64(5), uint64(16))
 	f.Fuzz(func(t *testing.T, text string, a, b, c uint64) {

@@ -89,12 +89,15 @@ func otherPerfPrograms(name string, pid int) []string {
 		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", other))
 		for _, f := range fds {
 			fd, _ := strconv.Atoi(f.Name())
-			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", other, fd)); l != "anon_inode:[perf_event]" {
+			link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", other, fd))
+			if link != "anon_inode:[perf_event]" {
 				continue
 			}
-			if a, err := prog.QueryFD(other, fd); err == nil && a.Kind == "tracepoint" && a.Name == name {
+			a, err := prog.QueryFD(other, fd)
+			if err == nil && a.Kind == "tracepoint" && a.Name == name {
 				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", other))
-				others = append(others, fmt.Sprintf("%d (%s)", other, strings.TrimSpace(string(comm))))
+				name := strings.TrimSpace(string(comm))
+				others = append(others, fmt.Sprintf("%d (%s)", other, name))
 			}
 		}
 	}
@@ -112,7 +115,8 @@ func (c *perfCount) check(name string, pid int, want uint64, exact bool) {
 		return
 	}
 	if others := otherPerfPrograms(name, pid); len(others) > 0 {
-		c.t.Skipf("perf counted %d %s hits of %d, but processes %s (not the tool's, %d) hold programs on the perf tracepoint, which may hide hits from perf",
+		c.t.Skipf("perf counted %d %s hits of %d, but processes %s (not the tool's, %d) "+
+			"hold programs on the perf tracepoint, which may hide hits from perf",
 			n, name, want, strings.Join(others, ", "), pid)
 	}
 	c.t.Errorf("perf counted %d %s hits while the tool ran, want %d", n, name, want)

@@ -69,9 +69,11 @@ func TestDropmonQuiet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
-	out, errOut, status := runTool(t, "dropmon", "-p", strconv.Itoa(sleeper.Process.Pid), "0.2", "4")
+	sleeping := strconv.Itoa(sleeper.Process.Pid)
+	out, errOut, status := runTool(t, "dropmon", "-p", sleeping, "0.2", "4")
 	if status != 0 || out != "counting drops at skb:kfree_skb; Ctrl-C to stop\n" {
-		t.Fatalf("four empty intervals: status %d, stdout %q, stderr %q; want only the line saying it counts", status, out, errOut)
+		t.Fatalf("four empty intervals: status %d, stdout %q, stderr %q; "+
+			"want only the line saying it counts", status, out, errOut)
 	}
 }
 
@@ -86,7 +88,8 @@ func TestDropmonPerfSees(t *testing.T) {
 			r.waitFor("Ctrl-C to stop")
 			perf := countTracepoint(t, "skb", "kfree_skb", -1)
 			dropUDP(t, 100)
-			perf.check("kfree_skb", r.cmd.Process.Pid, 100, false) // with other drops of the machine's
+			// at least 100: the machine's other drops count too
+			perf.check("kfree_skb", r.cmd.Process.Pid, 100, false)
 			r.stop()
 		})
 	}
@@ -188,7 +191,8 @@ func TestDropmonEventsFilter(t *testing.T) {
 		Reason, Location string
 	}](t, out) {
 		if strconv.Itoa(e.PID) != me || e.Reason != "NO_SOCKET" {
-			t.Errorf("an event the filters should have left out: pid %d (want %s), reason %s", e.PID, me, e.Reason)
+			t.Errorf("an event the filters should have left out: pid %d (want %s), reason %s",
+				e.PID, me, e.Reason)
 		}
 		n++
 	}

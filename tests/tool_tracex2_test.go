@@ -74,7 +74,10 @@ func TestTracex2PerfSees(t *testing.T) {
 	// (this binary) once the counter is set: the count is the writer's
 	// own writes, inherited by its threads.
 	sh := exec.Command("sh", "-c", `read line; exec "$0"`, os.Args[0])
-	sh.Env = append(os.Environ(), "BPFKIT_TEST_WRITER=1,100,100,100,5000,5000,70000", "BPFKIT_TEST_GETPPID=0", "BPFKIT_TEST_GAP=0s")
+	sh.Env = append(os.Environ(),
+		"BPFKIT_TEST_WRITER=1,100,100,100,5000,5000,70000",
+		"BPFKIT_TEST_GETPPID=0",
+		"BPFKIT_TEST_GAP=0s")
 	stdin, err := sh.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -106,14 +109,19 @@ func TestPrometheusTracex2(t *testing.T) {
 	p := scrapedByPrometheus(t, addr)
 	// Cumulative counts at the log2 bounds: 1 in 0-1, 3 in 64-127, 2 in
 	// 4096-8191, 1 in 65536-131071.
-	want := map[string]float64{"1": 1, "63": 1, "127": 4, "4095": 4, "8191": 6, "65535": 6, "131071": 7, "+Inf": 7}
+	want := map[string]float64{
+		"1": 1, "63": 1, "127": 4, "4095": 4, "8191": 6, "65535": 6, "131071": 7, "+Inf": 7,
+	}
+	bucket := func(le string) float64 {
+		return p.sum(fmt.Sprintf(`tracex2_write_size_bytes_bucket{le=%q}`, le))
+	}
 	before := map[string]float64{}
 	for le := range want {
-		before[le] = p.sum(fmt.Sprintf(`tracex2_write_size_bytes_bucket{le=%q}`, le))
+		before[le] = bucket(le)
 	}
 	sum := p.increase("tracex2_write_size_bytes_sum", write)
 	for le, n := range want {
-		if got := p.sum(fmt.Sprintf(`tracex2_write_size_bytes_bucket{le=%q}`, le)) - before[le]; got != n {
+		if got := bucket(le) - before[le]; got != n {
 			t.Errorf("bucket le=%s grew by %v, want %v", le, got, n)
 		}
 	}

@@ -166,7 +166,9 @@ func countProgram(drops, stacks insn.MapFD, hasReason bool, f filter) tool.Progr
 	}
 	if stacks != nil {
 		// bpf_get_stackid(ctx, stacks, 0): the kernel stack
-		p.Add(insn.Mov64Reg(insn.R1, insn.R6), insn.LoadMapFD(insn.R2, stacks), insn.Mov64Imm(insn.R3, 0),
+		p.Add(insn.Mov64Reg(insn.R1, insn.R6),
+			insn.LoadMapFD(insn.R2, stacks),
+			insn.Mov64Imm(insn.R3, 0),
 			insn.Call(insn.BPF_FUNC_get_stackid))
 		p.Add(stackID[:]...)
 	}

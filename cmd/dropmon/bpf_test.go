@@ -31,9 +31,11 @@ func assemble(t *testing.T, items []insn.Item) []insn.Instruction {
 // TestRecordLayouts: each program writes every byte of the struct the
 // tool reads back, and hands the helpers the struct's address and size.
 func TestRecordLayouts(t *testing.T) {
-	if unsafe.Sizeof(dropKey{}) != 16 || unsafe.Sizeof(dropCount{}) != 8 || unsafe.Sizeof(dropEvent{}) != 48 {
-		t.Errorf("dropKey %d, dropCount %d, dropEvent %d bytes: padding crept in", unsafe.Sizeof(dropKey{}),
-			unsafe.Sizeof(dropCount{}), unsafe.Sizeof(dropEvent{}))
+	key, count := unsafe.Sizeof(dropKey{}), unsafe.Sizeof(dropCount{})
+	event := unsafe.Sizeof(dropEvent{})
+	if key != 16 || count != 8 || event != 48 {
+		t.Errorf("dropKey %d, dropCount %d, dropEvent %d bytes: padding crept in",
+			key, count, event)
 	}
 	for _, c := range []struct {
 		name      string
@@ -62,7 +64,7 @@ func TestRecordLayouts(t *testing.T) {
 		insns := assemble(t, items)
 		records.CheckWritten(t, insns, "dropEvent", eventAt, unsafe.Sizeof(dropEvent{}))
 		records.CheckArg(t, insns, insn.BPF_FUNC_perf_event_output, 4, true, int64(eventAt))
-		records.CheckArg(t, insns, insn.BPF_FUNC_perf_event_output, 5, false, int64(unsafe.Sizeof(dropEvent{})))
+		records.CheckArg(t, insns, insn.BPF_FUNC_perf_event_output, 5, false, int64(event))
 	}
 }
 
@@ -73,29 +75,38 @@ func TestRecordLayouts(t *testing.T) {
 func TestCountProgram(t *testing.T) {
 	testutil.RequireRoot(t)
 	me := uint32(os.Getpid())
+	first := dropKey{Location: 0xffff1000, Reason: 3}
+	second := dropKey{Location: 0xffff2000, Reason: 5}
 	for _, c := range []struct {
 		name string
 		f    filter
 		want map[dropKey]uint64
 	}{
-		{"all", filter{}, map[dropKey]uint64{{Location: 0xffff1000, Reason: 3}: 2, {Location: 0xffff2000, Reason: 5}: 1}},
-		{"this process", filter{pid: me}, map[dropKey]uint64{{Location: 0xffff1000, Reason: 3}: 2, {Location: 0xffff2000, Reason: 5}: 1}},
+		{"all", filter{}, map[dropKey]uint64{first: 2, second: 1}},
+		{"this process", filter{pid: me}, map[dropKey]uint64{first: 2, second: 1}},
 		{"another process", filter{pid: me + 1}, map[dropKey]uint64{}},
-		{"reason 5", filter{reasons: []uint32{5}}, map[dropKey]uint64{{Location: 0xffff2000, Reason: 5}: 1}},
-		{"reasons 3 and 9", filter{reasons: []uint32{9, 3}}, map[dropKey]uint64{{Location: 0xffff1000, Reason: 3}: 2}},
+		{"reason 5", filter{reasons: []uint32{5}}, map[dropKey]uint64{second: 1}},
+		{"reasons 3 and 9", filter{reasons: []uint32{9, 3}}, map[dropKey]uint64{first: 2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			drops, err := mapfd.CreateTyped[dropKey, dropCount](mapfd.Spec{Type: mapfd.Hash, MaxEntries: 16})
+			spec := mapfd.Spec{Type: mapfd.Hash, MaxEntries: 16}
+			drops, err := mapfd.CreateTyped[dropKey, dropCount](spec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer drops.Close()
-			p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, License: "GPL", Insns: countProgram(drops, nil, true, c.f)})
+			insns := countProgram(drops, nil, true, c.f)
+			p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, License: "GPL", Insns: insns})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			for _, args := range [][3]uint64{{0, 0xffff1000, 3}, {0, 0xffff1000, 3}, {0, 0xffff2000, 5}} {
+			// (skb, location, reason): first twice, second once
+			for _, args := range [][3]uint64{
+				{0, first.Location, uint64(first.Reason)},
+				{0, first.Location, uint64(first.Reason)},
+				{0, second.Location, uint64(second.Reason)},
+			} {
 				ctx := binary.NativeEndian.AppendUint64(nil, args[0])
 				ctx = binary.NativeEndian.AppendUint64(ctx, args[1])
 				ctx = binary.NativeEndian.AppendUint64(ctx, args[2])
@@ -122,8 +133,13 @@ func TestCountProgram(t *testing.T) {
 // TestStackNames: the tracing machinery's frames are left out, the rest
 // kept; a stack without frames says why.
 func TestStackNames(t *testing.T) {
-	frames := []string{"bpf_prog_a8cd9068c28e7c3b_dropmon+0x48", "bpf_trace_run2+0x6c", "__bpf_trace_kfree_skb+0x9",
-		"kfree_skb_reason+0x90", "__udp4_lib_rcv+0x4bc"}
+	frames := []string{
+		"bpf_prog_a8cd9068c28e7c3b_dropmon+0x48",
+		"bpf_trace_run2+0x6c",
+		"__bpf_trace_kfree_skb+0x9",
+		"kfree_skb_reason+0x90",
+		"__udp4_lib_rcv+0x4bc",
+	}
 	if got := stackNames(frames); len(got) != 2 || got[0] != "kfree_skb_reason+0x90" {
 		t.Errorf("stackNames = %q", got)
 	}

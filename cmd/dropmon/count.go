@@ -37,21 +37,35 @@ type counter struct {
 func (d *dropmon) count(ctx context.Context) error {
 	var c counter
 	var err error
-	c.drops, err = mapfd.CreateTyped[dropKey, dropCount](mapfd.Spec{Type: mapfd.Hash, MaxEntries: 10240, Name: "drops"})
+	c.drops, err = mapfd.CreateTyped[dropKey, dropCount](mapfd.Spec{
+		Type:       mapfd.Hash,
+		MaxEntries: 10240,
+		Name:       "drops",
+	})
 	if err != nil {
 		return err
 	}
 	defer c.drops.Close()
 	if d.o.stacks {
-		c.stacks, err = mapfd.Create(mapfd.Spec{Type: mapfd.StackTrace, KeySize: 4, ValueSize: 8 * maxDepth,
-			MaxEntries: 4096, Name: "drop_stacks"})
+		c.stacks, err = mapfd.Create(mapfd.Spec{
+			Type:       mapfd.StackTrace,
+			KeySize:    4,
+			ValueSize:  8 * maxDepth,
+			MaxEntries: 4096,
+			Name:       "drop_stacks",
+		})
 		if err != nil {
 			return err
 		}
 		defer c.stacks.Close()
 	}
 	insns := countProgram(c.drops, mapOrNil(c.stacks), d.k.reason != nil, d.filter)
-	p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, Name: "dropmon", License: "GPL", Insns: insns})
+	p, err := prog.Load(prog.Spec{
+		Type:    prog.RawTracepoint,
+		Name:    "dropmon",
+		License: "GPL",
+		Insns:   insns,
+	})
 	if err != nil {
 		return err
 	}
@@ -220,7 +234,8 @@ func appendStack(addrs []uint64, stacks *mapfd.Map, id uint32) ([]uint64, error)
 // alone): they say nothing of the drop.
 func stackNames(frames []string) []string {
 	for len(frames) > 1 && (strings.HasPrefix(frames[0], "bpf_prog_") ||
-		strings.HasPrefix(frames[0], "bpf_trace_run") || strings.HasPrefix(frames[0], "__bpf_trace_")) {
+		strings.HasPrefix(frames[0], "bpf_trace_run") ||
+		strings.HasPrefix(frames[0], "__bpf_trace_")) {
 		frames = frames[1:]
 	}
 	if len(frames) == 0 {

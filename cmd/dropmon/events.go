@@ -35,7 +35,12 @@ func (d *dropmon) stream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "dropmon_events", License: "GPL", Insns: insns})
+	p, err := prog.Load(prog.Spec{
+		Type:    prog.Tracepoint,
+		Name:    "dropmon_events",
+		License: "GPL",
+		Insns:   insns,
+	})
 	if err != nil {
 		return err
 	}
@@ -90,8 +95,9 @@ func (d *dropmon) printEvent(ev dropEvent) error {
 	if d.t.JSON {
 		return d.t.Emit(e)
 	}
-	_, err = fmt.Fprintf(d.t.Stdout, "%-12s %3d %7d %-16s %-6s %-18s %s\n", e.Time.Format("15:04:05.000"),
-		e.CPU, e.PID, e.Comm, e.Protocol, orDash(e.Reason), e.Location)
+	_, err = fmt.Fprintf(d.t.Stdout, "%-12s %3d %7d %-16s %-6s %-18s %s\n",
+		e.Time.Format("15:04:05.000"), e.CPU, e.PID, e.Comm, e.Protocol, orDash(e.Reason),
+		e.Location)
 	return err
 }
 

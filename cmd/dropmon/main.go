@@ -41,8 +41,9 @@ type options struct {
 
 func main() {
 	t := tool.New("dropmon", "the packets the kernel drops (skb:kfree_skb), by location and reason, by kernel stack, or one by one",
-		"[-top N] [-stacks | -events] [-p PID] [-reason NAME,...] [-listen ADDR] [-json] [interval [count]]",
-		"dropmon                      # the busiest drop sites every second that has drops, until Ctrl-C",
+		"[-top N] [-stacks | -events] [-p PID] [-reason NAME,...] [-listen ADDR] [-json] "+
+			"[interval [count]]",
+		"dropmon                      # the busiest drop sites, every second with drops",
 		"dropmon -stacks 5 1          # the kernel stacks that dropped most in 5 s",
 		"dropmon -events              # every drop as it happens: time, CPU, pid, comm, protocol, where, why",
 		"dropmon -events -reason NO_SOCKET,TCP_CSUM -p 1234  # only these reasons, in process 1234",
@@ -55,7 +56,8 @@ func main() {
 	o.listen = t.ListenFlag()
 	o.pid = t.PIDFlag("p", "only drops while process `PID` runs (the sender's, on loopback)")
 	t.Flags.StringVar(&o.reasons, "reason", "",
-		"only drops for one of these reasons, as the tracepoint's format names them: `NO_SOCKET,TCP_CSUM`")
+		"only drops for one of these reasons, as the tracepoint's format names them: "+
+			"`NO_SOCKET,TCP_CSUM`")
 	t.ParseOrExit()
 	if err := o.check(); err != nil {
 		t.Exit(err)
@@ -73,7 +75,8 @@ func (o options) check() error {
 	case o.stacks && o.events:
 		return tool.Usagef("-stacks and -events: choose one")
 	case *o.listen != "" && (o.stacks || o.events):
-		return tool.Usagef("-listen serves the counts by location and reason: not with -stacks or -events")
+		return tool.Usagef("-listen serves the counts by location and reason: " +
+			"not with -stacks or -events")
 	}
 	return nil
 }
@@ -101,7 +104,14 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 	if err != nil {
 		return err
 	}
-	d := &dropmon{t: t, o: o, k: k, filter: filter{pid: *o.pid}, syms: prog.NewSymbolizer(), metrics: metrics}
+	d := &dropmon{
+		t:       t,
+		o:       o,
+		k:       k,
+		filter:  filter{pid: *o.pid},
+		syms:    prog.NewSymbolizer(),
+		metrics: metrics,
+	}
 	if d.filter.reasons, err = k.reasonNumbers(o.reasons); err != nil {
 		return err
 	}
@@ -118,7 +128,8 @@ func (k kfreeSkb) reasonNumbers(list string) ([]uint32, error) {
 		return nil, nil
 	}
 	if k.reason == nil {
-		return nil, fmt.Errorf("-reason %s: this kernel's skb:kfree_skb records no drop reason (Linux 5.17 and later do)", list)
+		return nil, fmt.Errorf("-reason %s: this kernel's skb:kfree_skb records no drop reason "+
+			"(Linux 5.17 and later do)", list)
 	}
 	var numbers []uint32
 next:
@@ -129,7 +140,8 @@ next:
 				continue next
 			}
 		}
-		return nil, tool.Usagef("-reason %q: no such drop reason in skb:kfree_skb's format (NO_SOCKET, TCP_CSUM, ...)", want)
+		return nil, tool.Usagef("-reason %q: no such drop reason in skb:kfree_skb's format "+
+			"(NO_SOCKET, TCP_CSUM, ...)", want)
 	}
 	return numbers, nil
 }

@@ -35,11 +35,15 @@ type sizeCount struct {
 // slots is the number of log2 slots of a 64-bit size, with slot 0 unused.
 const slots = 65
 
-// The programs' stack frames.
-var (
+// The programs' stack frames: the keys, MapIncrement's scratch slot, and
+// the keys' fields.
+const (
 	freedKeyAt   = -int16(unsafe.Sizeof(freedKey{}))
 	freedCountAt = freedKeyAt - int16(unsafe.Sizeof(freedCount{}))
 	sizeSlotAt   = -int16(unsafe.Sizeof(sizeSlot{}))
+
+	freedLocation = freedKeyAt + int16(unsafe.Offsetof(freedKey{}.Location))
+	sizeSlotSlot  = sizeSlotAt + int16(unsafe.Offsetof(sizeSlot{}.Slot))
 )
 
 // argLocation is where kfree_skb's location is in a raw tracepoint
@@ -55,7 +59,7 @@ func freedProgram(freed insn.MapFD) tool.Program {
 	var p tool.Program
 	// the key: the location, args[1]
 	p.Add(insn.LoadMem(insn.BPF_DW, insn.R2, insn.R1, argLocation),
-		insn.StoreMem(insn.BPF_DW, insn.R10, freedKeyAt+int16(unsafe.Offsetof(freedKey{}.Location)), insn.R2))
+		insn.StoreMem(insn.BPF_DW, insn.R10, freedLocation, insn.R2))
 	// freed[key]++, atomically: packets are freed on every CPU at once
 	p.Add(insn.MapIncrement(freed, freedKeyAt, freedCountAt)...)
 	p.Add(insn.Mov64Imm(insn.R0, 0), insn.Exit())
@@ -87,7 +91,7 @@ func writeProgram(sizes insn.MapFD, count tracefs.Field, pid uint32) (tool.Progr
 	// the slot: log2(size) + 1, as bcc's bpf_log2l
 	p.Add(insn.Log2(insn.R7, insn.R6, insn.R8)...)
 	p.Add(insn.ALU64Imm(insn.BPF_ADD, insn.R7, 1),
-		insn.StoreMem(insn.BPF_W, insn.R10, sizeSlotAt+int16(unsafe.Offsetof(sizeSlot{}.Slot)), insn.R7))
+		insn.StoreMem(insn.BPF_W, insn.R10, sizeSlotSlot, insn.R7))
 
 	// sizes[slot] on this CPU: no other CPU writes it, no atomic needed
 	var c sizeCount

@@ -32,10 +32,11 @@ var countField = tracefs.Field{Name: "count", Offset: 32, Size: 8}
 // TestRecordLayouts: each program writes every byte of the key it builds
 // and hands the map helpers its address.
 func TestRecordLayouts(t *testing.T) {
-	if unsafe.Sizeof(freedKey{}) != 8 || unsafe.Sizeof(sizeSlot{}) != 4 ||
-		unsafe.Sizeof(freedCount{}) != 8 || unsafe.Sizeof(sizeCount{}) != 16 {
-		t.Errorf("freedKey %d, sizeSlot %d, freedCount %d, sizeCount %d bytes", unsafe.Sizeof(freedKey{}),
-			unsafe.Sizeof(sizeSlot{}), unsafe.Sizeof(freedCount{}), unsafe.Sizeof(sizeCount{}))
+	key, slot := unsafe.Sizeof(freedKey{}), unsafe.Sizeof(sizeSlot{})
+	freedValue, sizeValue := unsafe.Sizeof(freedCount{}), unsafe.Sizeof(sizeCount{})
+	if key != 8 || slot != 4 || freedValue != 8 || sizeValue != 16 {
+		t.Errorf("freedKey %d, sizeSlot %d, freedCount %d, sizeCount %d bytes",
+			key, slot, freedValue, sizeValue)
 	}
 	freed := assemble(t, freedProgram(fakeMap(1)))
 	records.CheckWritten(t, freed, "freedKey", freedKeyAt, unsafe.Sizeof(freedKey{}))
@@ -56,12 +57,14 @@ func TestRecordLayouts(t *testing.T) {
 // location) and reads what it counted, the key as freedKey decodes it.
 func TestFreedProgram(t *testing.T) {
 	testutil.RequireRoot(t)
-	freed, err := mapfd.CreateTyped[freedKey, freedCount](mapfd.Spec{Type: mapfd.Hash, MaxEntries: 16})
+	spec := mapfd.Spec{Type: mapfd.Hash, MaxEntries: 16}
+	freed, err := mapfd.CreateTyped[freedKey, freedCount](spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer freed.Close()
-	p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, License: "GPL", Insns: freedProgram(freed)})
+	insns := freedProgram(freed)
+	p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, License: "GPL", Insns: insns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +80,8 @@ func TestFreedProgram(t *testing.T) {
 	for k, v := range freed.All(&err) {
 		got[k] = v.Packets
 	}
-	if err != nil || len(got) != 2 || got[freedKey{0xffff1000}] != 2 || got[freedKey{0xffff2000}] != 1 {
+	first, second := got[freedKey{0xffff1000}], got[freedKey{0xffff2000}]
+	if err != nil || len(got) != 2 || first != 2 || second != 1 {
 		t.Fatalf("counted %v (%v), want 2 at 0xffff1000 and 1 at 0xffff2000", got, err)
 	}
 }

@@ -74,12 +74,20 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 		return err
 	}
 	x := &tracex2{t: t, o: o, syms: prog.NewSymbolizer()}
-	x.freed, err = mapfd.CreateTyped[freedKey, freedCount](mapfd.Spec{Type: mapfd.Hash, MaxEntries: 10240, Name: "freed"})
+	x.freed, err = mapfd.CreateTyped[freedKey, freedCount](mapfd.Spec{
+		Type:       mapfd.Hash,
+		MaxEntries: 10240,
+		Name:       "freed",
+	})
 	if err != nil {
 		return err
 	}
 	defer x.freed.Close()
-	x.sizes, err = mapfd.CreateTyped[sizeSlot, sizeCount](mapfd.Spec{Type: mapfd.PerCPUArray, MaxEntries: slots, Name: "write_sizes"})
+	x.sizes, err = mapfd.CreateTyped[sizeSlot, sizeCount](mapfd.Spec{
+		Type:       mapfd.PerCPUArray,
+		MaxEntries: slots,
+		Name:       "write_sizes",
+	})
 	if err != nil {
 		return err
 	}
@@ -118,7 +126,12 @@ func attach(freed, write tool.Program) ([]*prog.Link, error) {
 		tool.Detach(links)
 		return nil, err
 	}
-	p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, Name: "tracex2_freed", License: "GPL", Insns: freed})
+	p, err := prog.Load(prog.Spec{
+		Type:    prog.RawTracepoint,
+		Name:    "tracex2_freed",
+		License: "GPL",
+		Insns:   freed,
+	})
 	if err != nil {
 		return fail(err)
 	}
@@ -128,12 +141,18 @@ func attach(freed, write tool.Program) ([]*prog.Link, error) {
 		return fail(err)
 	}
 	links = append(links, l)
-	p, err = prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "tracex2_write", License: "GPL", Insns: write})
+	p, err = prog.Load(prog.Spec{
+		Type:    prog.Tracepoint,
+		Name:    "tracex2_write",
+		License: "GPL",
+		Insns:   write,
+	})
 	if err != nil {
 		return fail(err)
 	}
 	defer p.Close()
-	if l, err = prog.AttachTracepoint(p, "syscalls", "sys_enter_write", prog.AttachOptions{}); err != nil {
+	l, err = prog.AttachTracepoint(p, "syscalls", "sys_enter_write", prog.AttachOptions{})
+	if err != nil {
 		return fail(err)
 	}
 	return append(links, l), nil

@@ -28,7 +28,8 @@ func (x *tracex2) newReport() (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &report{tracex2: x, seenFreed: map[freedKey]uint64{}, perCPU: make([]sizeCount, ncpu)}, nil
+	r := &report{tracex2: x, seenFreed: map[freedKey]uint64{}, perCPU: make([]sizeCount, ncpu)}
+	return r, nil
 }
 
 // print writes the interval's busiest locations and its histogram.
@@ -93,7 +94,8 @@ func (x *tracex2) freedSince(seen map[freedKey]uint64) ([]location, error) {
 		rows[i] = location{names[i], counts[i]}
 	}
 	sort.Slice(rows, func(i, j int) bool {
-		return rows[i].Freed > rows[j].Freed || rows[i].Freed == rows[j].Freed && rows[i].Location < rows[j].Location
+		a, b := &rows[i], &rows[j]
+		return a.Freed > b.Freed || a.Freed == b.Freed && a.Location < b.Location
 	})
 	return rows, nil
 }

@@ -33,20 +33,28 @@ wanted maps && section "Maps: bpfkit beside a bare bpf(2) (x-bare = bpfkit / bar
 	$GO test -run '^$' -bench . -benchtime 1000000x ./mapfd
 wanted load && section "Program load beside a bare BPF_PROG_LOAD" -- \
 	$GO test -run '^$' -bench Load -benchtime 3000x ./prog
-wanted kallsyms && section "Naming 100 kernel addresses: Kallsyms's whole table beside a Symbolizer" -- \
+wanted kallsyms && section "Naming 100 kernel addresses: "\
+"Kallsyms's whole table beside a Symbolizer" -- \
 	$GO test -run '^$' -bench Kallsyms -benchtime 20x ./prog
 wanted drain && section "Perf ring: the sample loop on records in cache" -- \
 	$GO test -run '^$' -bench Drain ./perfring
 wanted read && section "Perf ring and BPF ring buffer readers beside libbpf's (x-libbpf = bpfkit / libbpf, medians of 7 rounds)" -- \
 	$GO test -run '^$' -bench Read -benchtime 1x ./perfring -rounds 7
 
-wanted start && section "Tools: time from exec to the first line, and peak RSS (/usr/bin/time's %M) over a run with one report, beside bpftrace (bpftool for the inspector); medians of 3 alternating rounds; targets: 20 ms and 6 MB" -- \
+wanted start && section "Tools: time from exec to the first line, and peak RSS "\
+"(/usr/bin/time's %M) over a run with one report, beside bpftrace (bpftool for the inspector); "\
+"medians of 3 alternating rounds; targets: 20 ms and 6 MB" -- \
 	$GO test -run '^$' -bench ToolStart -benchtime 1x ./tests
 wanted tools && section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 5 alternating rounds; BPF_ENABLE_STATS run time over run count)" -- \
 	$GO test -run '^$' -bench ToolCost -benchtime 1x ./tests
-wanted writes && section "tracex2's write sizes: the sys_enter_write perf tracepoint (returning 1) beside a raw_syscalls:sys_enter raw tracepoint, and a sampling perf event (CPU time per call of this thread, added to nothing attached; BPF runs per call and run time per run; medians of 11 alternating rounds)" -- \
+wanted writes && section "tracex2's write sizes: the sys_enter_write perf tracepoint "\
+"(returning 1) beside a raw_syscalls:sys_enter raw tracepoint, and a sampling perf event "\
+"(CPU time per call of this thread, added to nothing attached; BPF runs per call and run time "\
+"per run; medians of 11 alternating rounds)" -- \
 	$GO test -run '^$' -bench WriteSizes -benchtime 1x ./cmd/tracex2
-wanted events && section "dropmon -events: what returning 1 costs a drop, beside 0, on the counting perf event and on a sampling one (CPU time per datagram dropped on loopback; medians of 11 alternating rounds)" -- \
+wanted events && section "dropmon -events: what returning 1 costs a drop, beside 0, "\
+"on the counting perf event and on a sampling one (CPU time per datagram dropped on loopback; "\
+"medians of 11 alternating rounds)" -- \
 	$GO test -run '^$' -bench EventsReturn -benchtime 1x ./cmd/dropmon
 
 # dropmon's size beside tests/bench/sizebase, a program that uses the

@@ -51,27 +51,30 @@ func Read(insns []insn.Instruction) (calls []Call, written map[int16]bool) {
 	}
 	for i := 0; i < len(insns); i++ {
 		in := insns[i]
+		class, op, reg := in.Class(), in.ALUOp(), in.Source() == insn.BPF_X
+		alu64, dst := class == insn.BPF_ALU64, &regs[in.Dst]
+		store := (class == insn.BPF_ST || class == insn.BPF_STX) && in.Mode() == insn.BPF_MEM
 		switch {
-		case in.Class() == insn.BPF_ALU64 && in.ALUOp() == insn.BPF_MOV && in.Source() == insn.BPF_X:
-			regs[in.Dst] = regs[in.Src]
-		case in.Class() == insn.BPF_ALU64 && in.ALUOp() == insn.BPF_MOV:
-			regs[in.Dst] = Value{Known: true, N: int64(in.Imm)}
-		case in.Class() == insn.BPF_ALU64 && in.ALUOp() == insn.BPF_ADD && in.Source() == insn.BPF_K:
-			regs[in.Dst].N += int64(in.Imm)
-		case in.Class() == insn.BPF_ALU || in.Class() == insn.BPF_ALU64 || in.Class() == insn.BPF_LDX:
-			regs[in.Dst] = Value{}
-		case in.Class() == insn.BPF_LD: // a 64-bit immediate: two slots
-			regs[in.Dst] = Value{}
+		case alu64 && op == insn.BPF_MOV && reg:
+			*dst = regs[in.Src]
+		case alu64 && op == insn.BPF_MOV:
+			*dst = Value{Known: true, N: int64(in.Imm)}
+		case alu64 && op == insn.BPF_ADD && !reg:
+			dst.N += int64(in.Imm)
+		case class == insn.BPF_ALU || alu64 || class == insn.BPF_LDX:
+			*dst = Value{}
+		case class == insn.BPF_LD: // a 64-bit immediate: two slots
+			*dst = Value{}
 			i++
-		case (in.Class() == insn.BPF_ST || in.Class() == insn.BPF_STX) && in.Mode() == insn.BPF_MEM &&
-			regs[in.Dst].Known && regs[in.Dst].Stack:
-			mark(regs[in.Dst].N+int64(in.Off), sizeBytes[in.Size()])
-		case in.Class() == insn.BPF_JMP && in.JumpOp() == insn.BPF_CALL && in.Src == 0:
+		case store && dst.Known && dst.Stack:
+			mark(dst.N+int64(in.Off), sizeBytes[in.Size()])
+		case class == insn.BPF_JMP && in.JumpOp() == insn.BPF_CALL && in.Src == 0:
 			c := Call{Helper: insn.Helper(in.Imm)}
 			copy(c.Args[:], regs[insn.R1:insn.R6])
 			calls = append(calls, c)
-			if dst, n := c.Args[0], c.Args[1]; fills[c.Helper] && dst.Known && dst.Stack && n.Known && !n.Stack {
-				mark(dst.N, n.N)
+			buf, n := c.Args[0], c.Args[1]
+			if fills[c.Helper] && buf.Known && buf.Stack && n.Known && !n.Stack {
+				mark(buf.N, n.N)
 			}
 			for r := insn.R0; r <= insn.R5; r++ {
 				regs[r] = Value{}
@@ -90,7 +93,8 @@ func CheckWritten(t testing.TB, insns []insn.Instruction, what string, off int16
 	_, written := Read(insns)
 	for b := off; b < off+int16(size); b++ {
 		if !written[b] {
-			t.Errorf("%s: %d bytes at fp%d: byte %d (fp%d) is never written", what, size, off, b-off, b)
+			t.Errorf("%s: %d bytes at fp%d: byte %d (fp%d) is never written",
+				what, size, off, b-off, b)
 		}
 	}
 }
@@ -98,7 +102,8 @@ func CheckWritten(t testing.TB, insns []insn.Instruction, what string, off int16
 // CheckArg fails t unless every call of helper is given, as its argument
 // arg (1 to 5), the address r10+off, or with stack false the constant off;
 // and there is one such call at least.
-func CheckArg(t testing.TB, insns []insn.Instruction, helper insn.Helper, arg int, stack bool, off int64) {
+func CheckArg(t testing.TB, insns []insn.Instruction, helper insn.Helper, arg int, stack bool,
+	off int64) {
 	t.Helper()
 	calls, _ := Read(insns)
 	n := 0
