@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -37,11 +38,8 @@ type counter struct {
 func (d *dropmon) count(ctx context.Context) error {
 	var c counter
 	var err error
-	c.drops, err = mapfd.CreateTyped[dropKey, dropCount](mapfd.Spec{
-		Type:       mapfd.Hash,
-		MaxEntries: 10240,
-		Name:       "drops",
-	})
+	drops := mapfd.Spec{Type: mapfd.Hash, MaxEntries: 10240, Name: "drops"}
+	c.drops, err = mapfd.CreateTyped[dropKey, dropCount](drops)
 	if err != nil {
 		return err
 	}
@@ -60,12 +58,8 @@ func (d *dropmon) count(ctx context.Context) error {
 		defer c.stacks.Close()
 	}
 	insns := countProgram(c.drops, mapOrNil(c.stacks), d.k.reason != nil, d.filter)
-	p, err := prog.Load(prog.Spec{
-		Type:    prog.RawTracepoint,
-		Name:    "dropmon",
-		License: "GPL",
-		Insns:   insns,
-	})
+	spec := prog.Spec{Type: prog.RawTracepoint, Name: "dropmon", License: "GPL", Insns: insns}
+	p, err := prog.Load(spec)
 	if err != nil {
 		return err
 	}
@@ -150,7 +144,7 @@ func (d *dropmon) print(rows []drop, header *bool) error {
 		return nil
 	}
 	if !*header {
-		fmt.Fprintf(w, "%-8s  %5s  %-18s  %s\n", "TIME", "DROPS", "REASON", "LOCATION")
+		io.WriteString(w, "TIME      DROPS  REASON              LOCATION\n") // as the rows below
 		*header = true
 	}
 	for _, r := range rows {

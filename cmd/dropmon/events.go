@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
@@ -35,12 +36,8 @@ func (d *dropmon) stream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := prog.Load(prog.Spec{
-		Type:    prog.Tracepoint,
-		Name:    "dropmon_events",
-		License: "GPL",
-		Insns:   insns,
-	})
+	spec := prog.Spec{Type: prog.Tracepoint, Name: "dropmon_events", License: "GPL", Insns: insns}
+	p, err := prog.Load(spec)
 	if err != nil {
 		return err
 	}
@@ -58,7 +55,9 @@ func (d *dropmon) stream(ctx context.Context) error {
 
 	d.t.Started("streaming drops at skb:kfree_skb")
 	if !d.t.JSON {
-		fmt.Fprintf(d.t.Stdout, "%-12s %3s %7s %-16s %-6s %-18s %s\n", "TIME", "CPU", "PID", "COMM", "PROTO", "REASON", "LOCATION")
+		// the columns of printEvent's "%-12s %3d %7d %-16s %-6s %-18s %s"
+		io.WriteString(d.t.Stdout, "TIME         CPU     PID COMM             PROTO  "+
+			"REASON             LOCATION\n")
 	}
 	var drops uint64
 	err = d.t.Read(ctx, r, "drops", func(rec perfring.Record) error {
