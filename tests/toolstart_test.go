@@ -45,9 +45,12 @@ func BenchmarkToolStart(b *testing.B) {
 				if _, err := exec.LookPath(c.ref[0]); err != nil {
 					continue
 				}
-				if ms, mb, err := startRun(b, c.ref, workload); err == nil {
-					refFirst, refRSS = append(refFirst, ms), append(refRSS, mb)
+				ms, mb, err = startRun(b, c.ref, workload)
+				if err != nil {
+					b.Logf("%s: %v", c.ref[0], err)
+					continue
 				}
+				refFirst, refRSS = append(refFirst, ms), append(refRSS, mb)
 			}
 			b.ReportMetric(median(first), "first-line-ms")
 			b.ReportMetric(median(rss), "peak-RSS-MB")
@@ -76,21 +79,7 @@ func startRun(b *testing.B, args []string, workload func(testing.TB)) (ms, mb fl
 	rss := b.TempDir() + "/rss"
 	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", rss}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	lines := make(chan struct{}, 2)
-	tails := make(chan string, 2)
-	read := func(r io.Reader) {
-		s := bufio.NewScanner(r)
-		last := ""
-		for n := 0; s.Scan(); n++ {
-			if n == 0 {
-				lines <- struct{}{}
-			}
-			last = s.Text()
-		}
-		tails <- last
-	}
+	out := watchOutput(cmd)
 	// The run before may have detached the last program of a tracepoint
 	// this one attaches to: the kernel's attach then waits for an RCU
 	// grace period (tracepoint_add_func's 1->0->1 transition), some 10 ms
@@ -100,30 +89,19 @@ func startRun(b *testing.B, args []string, workload func(testing.TB)) (ms, mb fl
 	if err := cmd.Start(); err != nil {
 		return 0, 0, err
 	}
-	go read(stdout)
-	go read(stderr)
-	var tail []string
-	select {
-	case <-lines:
+	out.start()
+	if out.firstLine() {
 		ms = float64(time.Since(start).Microseconds()) / 1000
-	case t := <-tails: // one stream ended without a line: the other holds it, or none does
-		tail = append(tail, t)
-		select {
-		case <-lines:
-			ms = float64(time.Since(start).Microseconds()) / 1000
-		case t := <-tails:
-			tail = append(tail, t)
-		}
 	}
 	if workload != nil {
 		workload(b)
 		time.Sleep(time.Until(start.Add(1500 * time.Millisecond)))
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 	}
-	for len(tail) < 2 {
-		tail = append(tail, <-tails)
-	}
-	if err := cmd.Wait(); err != nil {
+	tail := out.lastLines()
+	// 130: killed by the SIGINT before it set its handler (bpftrace says
+	// its first line before it attaches), and measured all the same
+	if err := cmd.Wait(); err != nil && !(workload != nil && cmd.ProcessState.ExitCode() == 130) {
 		return 0, 0, fmt.Errorf("%w: %q", err, tail)
 	}
 	kb, err := os.ReadFile(rss)
@@ -134,4 +112,63 @@ func startRun(b *testing.B, args []string, workload func(testing.TB)) (ms, mb fl
 		err = fmt.Errorf("no line of output")
 	}
 	return ms, mb / 1024, err
+}
+
+// output reads a command's stdout and stderr as it runs: when the first
+// line comes on either, and the last line of each.
+type output struct {
+	streams []io.Reader
+	lines   chan struct{} // one for each stream's first line
+	tails   chan string   // each stream's last line, once it ends
+	tail    []string
+}
+
+// watchOutput takes cmd's stdout and stderr, before it starts.
+func watchOutput(cmd *exec.Cmd) *output {
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	return &output{
+		streams: []io.Reader{stdout, stderr},
+		lines:   make(chan struct{}, 2),
+		tails:   make(chan string, 2),
+	}
+}
+
+// start reads the streams, once the command has started.
+func (o *output) start() {
+	for _, r := range o.streams {
+		go func() {
+			s := bufio.NewScanner(r)
+			last := ""
+			for n := 0; s.Scan(); n++ {
+				if n == 0 {
+					o.lines <- struct{}{}
+				}
+				last = s.Text()
+			}
+			o.tails <- last
+		}()
+	}
+}
+
+// firstLine waits for the first line on either stream; false if both
+// ended without one.
+func (o *output) firstLine() bool {
+	for len(o.tail) < 2 {
+		select {
+		case <-o.lines:
+			return true
+		case t := <-o.tails: // this one ended without a line: the other may have one
+			o.tail = append(o.tail, t)
+		}
+	}
+	return false
+}
+
+// lastLines waits for both streams to end and returns their last lines.
+func (o *output) lastLines() []string {
+	for len(o.tail) < 2 {
+		o.tail = append(o.tail, <-o.tails)
+	}
+	return o.tail
 }
