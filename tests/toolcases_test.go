@@ -57,11 +57,12 @@ func toolCases(b *testing.B, interval string) []toolCase {
 				delete(@start[args->dev, args->sector]); }`),
 			blockIO, true},
 		{"tracex4", []string{"tracex4", interval},
-			bt(`kprobe:vfs_write { @asked = hist(arg2); } kretprobe:vfs_write { @written = hist(retval); }`),
+			bt(`kprobe:vfs_write { @asked = hist(arg2); }
+			kretprobe:vfs_write { @written = hist(retval); }`),
 			writes, false},
 		{"tracex5", []string{"tracex5", interval},
-			bt(fmt.Sprintf(`tracepoint:raw_syscalls:sys_enter /args->id == %d/ { @[args->id] = count(); }`,
-				syscall.SYS_GETPPID)),
+			bt(fmt.Sprintf(`tracepoint:raw_syscalls:sys_enter /args->id == %d/ {
+				@[args->id] = count(); }`, syscall.SYS_GETPPID)),
 			getppids, true},
 		{"funccount", []string{"funccount", "syscalls:sys_enter_getppid", interval},
 			bt(`tracepoint:syscalls:sys_enter_getppid { @[probe] = count(); }`),
@@ -77,7 +78,8 @@ func toolCases(b *testing.B, interval string) []toolCase {
 		{"usdt-sites", []string{"usdt", sdt, "bpfkit:str", "-a", "0,1", "-count", interval},
 			bt(fmt.Sprintf(`usdt:%s:bpfkit:str { @[arg0, arg1] = count(); }`, sdt)),
 			firings, true},
-		{"bpfkit", []string{"bpfkit", "features"}, []string{"bpftool", "feature", "probe", "kernel"}, nil, false},
+		{"bpfkit", []string{"bpfkit", "features"},
+			[]string{"bpftool", "feature", "probe", "kernel"}, nil, false},
 		{"example", []string{"example"}, nil, nil, false},
 	}
 }
