@@ -14,20 +14,6 @@ import (
 	"github.com/bpfkit/bpfkit/tracefs"
 )
 
-// fakeMap stands for a map in a program that is assembled, not loaded.
-type fakeMap int
-
-func (m fakeMap) FD() int { return int(m) }
-
-func assemble(t *testing.T, items []insn.Item) []insn.Instruction {
-	t.Helper()
-	insns, err := insn.Assemble(items)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return insns
-}
-
 // TestRecordLayouts: each program writes every byte of the struct the
 // tool reads back, and hands the helpers the struct's address and size.
 func TestRecordLayouts(t *testing.T) {
@@ -45,9 +31,9 @@ func TestRecordLayouts(t *testing.T) {
 	}{
 		{"plain", false, nil, filter{}},
 		{"reasons", true, nil, filter{pid: 7, reasons: []uint32{2, 3}}},
-		{"stacks", true, fakeMap(2), filter{}},
+		{"stacks", true, records.FakeMap(2), filter{}},
 	} {
-		insns := assemble(t, countProgram(fakeMap(1), c.stacks, c.hasReason, c.f))
+		insns := records.Assemble(t, countProgram(records.FakeMap(1), c.stacks, c.hasReason, c.f))
 		records.CheckWritten(t, insns, c.name+": dropKey", keyAt, unsafe.Sizeof(dropKey{}))
 		records.CheckArg(t, insns, insn.BPF_FUNC_map_lookup_elem, 2, true, int64(keyAt))
 	}
@@ -57,11 +43,11 @@ func TestRecordLayouts(t *testing.T) {
 	}
 	for _, reason := range []*tracefs.Field{nil, {Name: "reason", Offset: 36, Size: 4}} {
 		k.reason = reason
-		items, err := eventProgram(fakeMap(1), &k, filter{pid: 7})
+		items, err := eventProgram(records.FakeMap(1), &k, filter{pid: 7})
 		if err != nil {
 			t.Fatal(err)
 		}
-		insns := assemble(t, items)
+		insns := records.Assemble(t, items)
 		records.CheckWritten(t, insns, "dropEvent", eventAt, unsafe.Sizeof(dropEvent{}))
 		records.CheckArg(t, insns, insn.BPF_FUNC_perf_event_output, 4, true, int64(eventAt))
 		records.CheckArg(t, insns, insn.BPF_FUNC_perf_event_output, 5, false, int64(event))

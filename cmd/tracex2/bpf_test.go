@@ -12,20 +12,6 @@ import (
 	"github.com/bpfkit/bpfkit/tracefs"
 )
 
-// fakeMap stands for a map in a program that is assembled, not loaded.
-type fakeMap int
-
-func (m fakeMap) FD() int { return int(m) }
-
-func assemble(tb testing.TB, items []insn.Item) []insn.Instruction {
-	tb.Helper()
-	insns, err := insn.Assemble(items)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return insns
-}
-
 // countField is sys_enter_write's count as the format of 6.x has it.
 var countField = tracefs.Field{Name: "count", Offset: 32, Size: 8}
 
@@ -38,15 +24,15 @@ func TestRecordLayouts(t *testing.T) {
 		t.Errorf("freedKey %d, sizeSlot %d, freedCount %d, sizeCount %d bytes",
 			key, slot, freedValue, sizeValue)
 	}
-	freed := assemble(t, freedProgram(fakeMap(1)))
+	freed := records.Assemble(t, freedProgram(records.FakeMap(1)))
 	records.CheckWritten(t, freed, "freedKey", freedKeyAt, unsafe.Sizeof(freedKey{}))
 	records.CheckArg(t, freed, insn.BPF_FUNC_map_lookup_elem, 2, true, int64(freedKeyAt))
 	for _, pid := range []uint32{0, 7} {
-		items, err := writeProgram(fakeMap(1), countField, pid)
+		items, err := writeProgram(records.FakeMap(1), countField, pid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		write := assemble(t, items)
+		write := records.Assemble(t, items)
 		records.CheckWritten(t, write, "sizeSlot", sizeSlotAt, unsafe.Sizeof(sizeSlot{}))
 		records.CheckArg(t, write, insn.BPF_FUNC_map_lookup_elem, 2, true, int64(sizeSlotAt))
 	}

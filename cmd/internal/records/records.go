@@ -120,3 +120,20 @@ func CheckArg(t testing.TB, insns []insn.Instruction, helper insn.Helper, arg in
 		t.Errorf("the program never calls %v", helper)
 	}
 }
+
+// FakeMap stands for a map, its fd, in a program that is assembled for
+// Read and not loaded.
+type FakeMap int
+
+// FD is the map's fd.
+func (m FakeMap) FD() int { return int(m) }
+
+// Assemble assembles items, failing tb if they do not assemble.
+func Assemble(tb testing.TB, items []insn.Item) []insn.Instruction {
+	tb.Helper()
+	insns, err := insn.Assemble(items)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return insns
+}
