@@ -122,38 +122,30 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 // hold the programs.
 func attach(freed, write tool.Program) ([]*prog.Link, error) {
 	var links []*prog.Link
-	fail := func(err error) ([]*prog.Link, error) {
-		tool.Detach(links)
-		return nil, err
+	for _, a := range []struct {
+		typ    prog.Type
+		name   string
+		insns  tool.Program
+		attach func(*prog.Program) (*prog.Link, error)
+	}{
+		{prog.RawTracepoint, "tracex2_freed", freed, func(p *prog.Program) (*prog.Link, error) {
+			return prog.AttachRawTracepoint(p, "kfree_skb", prog.AttachOptions{})
+		}},
+		{prog.Tracepoint, "tracex2_write", write, func(p *prog.Program) (*prog.Link, error) {
+			return prog.AttachTracepoint(p, "syscalls", "sys_enter_write", prog.AttachOptions{})
+		}},
+	} {
+		p, err := prog.Load(prog.Spec{Type: a.typ, Name: a.name, License: "GPL", Insns: a.insns})
+		var l *prog.Link
+		if err == nil {
+			l, err = a.attach(p)
+			p.Close() // the link holds the program
+		}
+		if err != nil {
+			tool.Detach(links)
+			return nil, err
+		}
+		links = append(links, l)
 	}
-	p, err := prog.Load(prog.Spec{
-		Type:    prog.RawTracepoint,
-		Name:    "tracex2_freed",
-		License: "GPL",
-		Insns:   freed,
-	})
-	if err != nil {
-		return fail(err)
-	}
-	defer p.Close()
-	l, err := prog.AttachRawTracepoint(p, "kfree_skb", prog.AttachOptions{})
-	if err != nil {
-		return fail(err)
-	}
-	links = append(links, l)
-	p, err = prog.Load(prog.Spec{
-		Type:    prog.Tracepoint,
-		Name:    "tracex2_write",
-		License: "GPL",
-		Insns:   write,
-	})
-	if err != nil {
-		return fail(err)
-	}
-	defer p.Close()
-	l, err = prog.AttachTracepoint(p, "syscalls", "sys_enter_write", prog.AttachOptions{})
-	if err != nil {
-		return fail(err)
-	}
-	return append(links, l), nil
+	return links, nil
 }
