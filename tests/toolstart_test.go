@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bpfkit/bpfkit/internal/testutil"
 )
 
 // BenchmarkToolStart runs every tool of cmd/ as an operator would, beside
@@ -21,9 +23,7 @@ import (
 // workload, prints one interval's report and ends on SIGINT (ru_maxrss,
 // what /usr/bin/time -f %M prints). The figures are the medians.
 func BenchmarkToolStart(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
+	testutil.RequireRoot(b)
 	cases := toolCases(b, "1")
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
