@@ -185,6 +185,10 @@ func TestDropmonEventsFilter(t *testing.T) {
 		}
 		t.Skip("this kernel's kfree_skb records no reason (5.17+): -reason says so")
 	}
+	_, errOut, status := runTool(t, "dropmon", "-events", "-reason", "NO_SOCKET,NO_SUCH_REASON")
+	if status != 2 || !strings.Contains(errOut, `-reason "NO_SUCH_REASON": no such drop reason`) {
+		t.Errorf("an unknown reason: status %d, %q; want 2 and the name", status, errOut)
+	}
 	r := startTool(t, "dropmon", "-events", "-json", "-p", me, "-reason", "no_socket")
 	r.waitFor("Ctrl-C to stop")
 	other := exec.Command(os.Args[0])
