@@ -29,7 +29,9 @@ func toolCases(b *testing.B, interval string) []toolCase {
 		return func(tb testing.TB) { directReads(tb, loop, n) }
 	}
 	firings := func(n int) func(testing.TB) { return sdtFirings(sdtRunning, n) }
-	bt := func(prog string) []string { return []string{"bpftrace", "-e", prog} }
+	// unbuffered: to a pipe bpftrace writes its lines only when its buffer
+	// fills, and its first line would come at its exit
+	bt := func(prog string) []string { return []string{"bpftrace", "-B", "none", "-e", prog} }
 	dev := "7:" + strconv.Itoa(minor)
 	return []toolCase{
 		{"dropmon", []string{"dropmon", interval},

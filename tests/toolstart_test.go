@@ -152,14 +152,17 @@ func (o *output) start() {
 }
 
 // firstLine waits for the first line on either stream; false if both
-// ended without one.
+// ended without one, or none came in 30 s.
 func (o *output) firstLine() bool {
+	timeout := time.After(30 * time.Second)
 	for len(o.tail) < 2 {
 		select {
 		case <-o.lines:
 			return true
 		case t := <-o.tails: // this one ended without a line: the other may have one
 			o.tail = append(o.tail, t)
+		case <-timeout:
+			return false
 		}
 	}
 	return false
