@@ -96,7 +96,7 @@ func startRun(b *testing.B, args []string, workload func(testing.TB)) (ms, mb fl
 	if workload != nil {
 		workload(b)
 		time.Sleep(time.Until(start.Add(1500 * time.Millisecond)))
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		stop(cmd.Process.Pid, out)
 	}
 	tail := out.lastLines()
 	// 130: killed by the SIGINT before it set its handler (bpftrace says
@@ -112,6 +112,21 @@ func startRun(b *testing.B, args []string, workload func(testing.TB)) (ms, mb fl
 		err = fmt.Errorf("no line of output")
 	}
 	return ms, mb / 1024, err
+}
+
+// stop sends SIGINT to the process group of pid until its output ends:
+// bpftrace loses a SIGINT that comes while it starts (under load it takes
+// more than the 1.5 s), and waits for ever.
+func stop(pid int, out *output) {
+	for {
+		syscall.Kill(-pid, syscall.SIGINT)
+		select {
+		case t := <-out.tails:
+			out.tail = append(out.tail, t)
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
 
 // output reads a command's stdout and stderr as it runs: when the first
