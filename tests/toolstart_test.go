@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,11 +59,6 @@ func BenchmarkToolStart(b *testing.B) {
 			}
 		})
 	}
-}
-
-func median(v []float64) float64 {
-	slices.Sort(v)
-	return v[len(v)/2]
 }
 
 // startRun runs cmd under /usr/bin/time and returns the milliseconds to
