@@ -23,6 +23,14 @@
 // before (HaveTracingLink). A *Link's Close undoes all the attachment
 // created.
 //
+// EnableStats keeps the kernel's run statistics on (BPF_ENABLE_STATS, or
+// the sysctl kernel.bpf_stats_enabled before 5.8, set back at Close), and
+// StatsByID reads a program's runs, run time and recursion misses in one
+// call. The statistics cost every run: MeasureStatsCost measures how much
+// (the time they count for a program that does nothing, and how much
+// longer a run takes with them on), so that a program's own time can be
+// told from the measuring.
+//
 // Feature probes (HaveProgType, HaveMapType, HaveHelper, HaveTracing, ...,
 // Features for all) try once and cache the answer with the errno it rests
 // on, and a note where the errno does not say enough (Probed). NextID,

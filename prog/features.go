@@ -25,7 +25,11 @@ type Feature struct {
 	Errno unix.Errno // the kernel's answer to the probe: 0 when it simply accepted it
 	Value int        // a measurement: the tail-call limit
 	Err   error      // the probe could not tell (no privilege, an answer it did not expect)
-	Note  string     // why not, where the kernel's answer says more than its errno
+	// Note says what the answer means where its errno alone does not: why
+	// a no is a no (EPERM to root from a kernel that refuses trampolines),
+	// or why a yes rests on an error the probe provoked (perf_link's
+	// EBADF).
+	Note string
 }
 
 var features struct {
@@ -52,16 +56,28 @@ func probe(name string, try func(f *Feature)) Feature {
 	return f
 }
 
-// answer sets f from the kernel's answer err: yes on success or errno yes,
-// no on an errno of no, else f.Err.
+// answer sets f from the kernel's answer err: yes on success or errno yes
+// (with a Note that says why an error is a yes), no on an errno of no,
+// else f.Err.
 func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
 	f.Errno, _ = errors.AsType[unix.Errno](err)
 	switch {
-	case err == nil || yes != 0 && f.Errno == yes:
+	case err == nil:
 		f.OK = true
+	case yes != 0 && f.Errno == yes:
+		f.OK, f.Note = true, yesBecause[yes]
 	case f.Errno == 0 || !slices.Contains(no, f.Errno):
 		f.Err = wrap(err, "probe for %s", f.Name)
 	}
+}
+
+// yesBecause says, for each errno a probe provokes on purpose, why that
+// error is a yes: the kernel got past the feature to the probe's fault.
+var yesBecause = map[unix.Errno]string{
+	unix.EBADF:   "an answer to the probe's bad fd: the kernel got past the feature",
+	unix.ESRCH:   "an answer to the probe's function: the kernel got past the link type",
+	unix.EINVAL:  "the verifier refused the probe's target, BTF id 1: it knows the type",
+	sys.ENOTSUPP: "an answer to the target or BTF type the probe left out: it knows the type",
 }
 
 func (f Feature) result() (bool, error) { return f.OK, f.Err }

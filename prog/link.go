@@ -69,7 +69,7 @@ func attachPerf(p *Program, perfFD int, err error, event remover, desc string, o
 	l := &Link{desc: desc, event: event}
 	fail := func(err error) (*Link, error) {
 		l.Close()
-		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %s to %s: %w", sys.QuoteName(p.name), desc, err)
 	}
 	if err != nil {
 		return fail(err)
@@ -109,9 +109,10 @@ func usable(p *Program, what string, types ...Type) error {
 	case p == nil:
 		return fmt.Errorf("prog: attach a nil program to %s", what)
 	case p.fd.Int() < 0:
-		return wrap(ErrClosed, "attach %q to %s", p.name, what)
+		return wrap(ErrClosed, "attach %s to %s", sys.QuoteName(p.name), what)
 	case !slices.Contains(types, p.typ):
-		return fmt.Errorf("%w: program %q is a %s; %s needs type %s", ErrWrongType, p.name,
+		return fmt.Errorf("%w: program %s is a %s; %s needs type %s",
+			ErrWrongType, sys.QuoteName(p.name),
 			strings.ReplaceAll(p.typ.String(), "_", " "), what, goName(types[0]))
 	}
 	return nil
@@ -203,7 +204,7 @@ func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error
 			err, sys.ErrNotSupported)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %s to %s: %w", sys.QuoteName(p.name), desc, err)
 	}
 	l := &Link{desc: desc}
 	l.linkFD.Set(fd)

@@ -5,8 +5,8 @@
 # Measured figures live there, never in code comments.
 #
 # run.sh SECTION... runs only those sections (maps, load, kallsyms, drain,
-# read, start, btf, tracing, tools, writes, events, funccount, kprobe_multi,
-# size) and puts them in place of the same sections of BENCHMARKS.md (a
+# read, start, btf, tracing, tools, top, writes, events, funccount,
+# kprobe_multi, size) and puts them in place of the same sections of BENCHMARKS.md (a
 # section it does not have yet goes at its end), the others kept as they
 # were, with a line saying what was measured again and when: the whole run
 # takes an hour on a loaded machine.
@@ -57,6 +57,8 @@ wanted tracing && section "Tracing on the same call in a 6.12 VM: fentry, kprobe
 
 wanted tools && section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 5 alternating rounds; BPF_ENABLE_STATS run time over run count)" -- \
 	$GO test -run '^$' -bench ToolCost -benchtime 1x ./tests
+wanted top && section "bpfkit top: what BPF statistics cost each run (the floor they count for a program that does nothing, and what they add to every run; medians of 5), and top's own CPU and peak RSS over 20 one-second intervals with 200 programs loaded" -- \
+	$GO test -run '^$' -bench TopCost -benchtime 1x ./tests
 wanted writes && section "tracex2's write sizes: the sys_enter_write perf tracepoint "\
 "(returning 1) beside a raw_syscalls:sys_enter raw tracepoint, and a sampling perf event "\
 "(CPU time per call of this thread, added to nothing attached; BPF runs per call and run time "\
