@@ -35,10 +35,12 @@
 // Features for all) try once and cache the answer with the errno it rests
 // on, and a note where the errno does not say enough (Probed). NextID,
 // NextLinkID, LinkByID and QueryFD walk what is loaded and attached.
-// Kallsyms names kernel addresses ("__udp4_lib_rcv+0x8f4"); SyscallSymbol
-// names the kernel function of a system call of this process;
-// KernelSyscalls numbers the system calls as raw_syscalls passes them,
-// named as the syscalls:* tracepoints name them; KernelPtRegs says where a
-// program finds arguments, a system call's number and whether it came
-// from a compat task.
+// A Symbolizer names kernel addresses ("__udp4_lib_rcv+0x8f4") on demand,
+// reading /proc/kallsyms once per batch of new addresses and keeping only
+// their names; Kallsyms reads the whole table once and keeps it, for
+// lookups by name too. SyscallSymbol names the kernel function of a system
+// call of this process; KernelSyscalls numbers the system calls as
+// raw_syscalls passes them, named as the syscalls:* tracepoints name them;
+// KernelPtRegs says where a program finds arguments, a system call's
+// number and whether it came from a compat task.
 package prog

@@ -154,8 +154,19 @@ func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 // openTracepointEvent opens a disabled perf event on the tracepoint (or
 // tracefs probe event) id: for all processes (pid -1) on cpu 0, since the
 // program runs on every CPU anyway; for one process on cpu -1.
+//
+// The event counts and does not sample (sample_period 0), as the kprobe
+// and uprobe PMUs' events here do: a program that returns non-zero hands
+// the record on to the tracepoint's perf events, this one among them,
+// and a sampling event would then prepare a sample for a ring it does not
+// have, on each hit on its CPU (cmd/tracex2's BenchmarkWriteSizes
+// measures both).
 func openTracepointEvent(id uint64, pid, cpu int) (int, error) {
-	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Sample: 1, Wakeup: 1, Bits: unix.PerfBitDisabled}
+	attr := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_TRACEPOINT,
+		Config: id,
+		Bits:   unix.PerfBitDisabled,
+	}
 	return sys.PerfEventOpen(&attr, pid, cpu, -1, 0)
 }
 
@@ -183,14 +194,14 @@ func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error
 		return nil, err
 	}
 	tp, err := sys.StringPointer(name)
-	if err != nil {
-		return nil, fmt.Errorf("prog: attach %s to %s: %w", sys.QuoteName(p.name), desc, err)
+	fd := -1
+	if err == nil {
+		attr := sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie}
+		fd, err = sys.RawTracepointOpen(&attr)
 	}
-	fd, err := sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie})
 	if o.Cookie != 0 && errors.Is(err, unix.EINVAL) {
-		return nil, fmt.Errorf("prog: attach %s to %s: %w "+
-			"(a raw tracepoint cookie needs Linux 6.10: %w)",
-			sys.QuoteName(p.name), desc, err, sys.ErrNotSupported)
+		err = fmt.Errorf("%w (a raw tracepoint cookie needs Linux 6.10: %w)",
+			err, sys.ErrNotSupported)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("prog: attach %s to %s: %w", sys.QuoteName(p.name), desc, err)
