@@ -3,9 +3,10 @@
 // libstdcxx:throw, ...) and attaches BPF programs to them.
 //
 // Open reads an ELF file's .note.stapsdt notes: each probe's call sites,
-// file offsets, semaphores and argument strings, which ParseArgs reads (x86
-// or arm64 syntax) into a register, memory at a register plus an offset, or
-// a constant, with size and signedness. Probe.ParseArgs also reads x86-64's
+// file offsets, semaphores and argument strings. ParseArgs reads an
+// argument string (x86 or arm64 syntax) into a register, memory at a
+// register plus an offset, or a constant, with size and signedness.
+// Probe.ParseArgs also reads x86-64's
 // global variables ("-4@counter+8(%rip)") through the file's symbols, and
 // gives an argument it cannot read an Err rather than failing the probe.
 //
