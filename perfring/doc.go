@@ -14,8 +14,9 @@
 // # Cost
 //
 // ReadFunc hands records to its callback in place, and the space back once
-// per batch; a perf record that wraps around its ring is copied once into a
-// reused buffer (the ring buffer maps its data twice in a row: none wraps).
+// per batch. A perf record that wraps around its ring is copied once into a
+// reused buffer; the ring buffer maps its data twice in a row, and none of
+// its records wraps.
 // Read copies each record into a reused buffer, since Close may unmap the
 // ring under the caller. No read path allocates per record. As in libbpf, a
 // perf ring is read only when the kernel has woken the reader for it: a

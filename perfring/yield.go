@@ -14,7 +14,7 @@ import (
 //
 // What it relies on: sysmon, the runtime's monitor thread, takes the P of
 // a goroutine in a system call once that goroutine has run 10 ms without
-// passing through the scheduler, even when other Ps are idle
+// passing through the scheduler. It does so even when other Ps are idle
 // (forcePreemptNS; retake in runtime/proc.go). A reader that only drains
 // rings and waits on epoll never passes through the scheduler. So after
 // its first 10 ms it would lose its P at nearly every wait, and get one

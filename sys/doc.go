@@ -9,15 +9,15 @@
 // of its union, which matters because it writes some answers past a short
 // one (see AttrSize), and checks no tail for zeroes.
 //
-// A command is one block of its group's file, read or added in one place:
-// its attr struct, its function, the attr's describe method, which says
-// what the journal prints of it, and the hint that says what an errno most
-// likely means. The groups are map.go (maps and their elements), prog.go (load,
-// test run, query, statistics), link.go (attaching and asking about
-// attachments), id.go (walking and opening objects by id), info.go
-// (BPF_OBJ_GET_INFO_BY_FD and its structs) and pin.go (pins). bpf.go is the
-// door every command goes through; perf.go, poll.go, kernfs.go and fd.go
-// hold the other system calls.
+// A command is one block of its group's file, read or added in one place.
+// The block holds the command's attr struct and function, the attr's
+// describe method, which says what the journal prints of it, and the hint
+// that says what an errno most likely means. The groups are map.go (maps
+// and their elements), prog.go (load, test run, query, statistics),
+// link.go (attaching and asking about attachments), id.go (walking and
+// opening objects by id), info.go (BPF_OBJ_GET_INFO_BY_FD and its structs)
+// and pin.go (pins). bpf.go is the door every command goes through;
+// perf.go, poll.go, kernfs.go and fd.go hold the other system calls.
 //
 // The package owns hygiene and nothing else. File descriptors are
 // close-on-exec and never 0, 1 or 2. Errors are *Error values that name

@@ -38,10 +38,11 @@ func (e *Error) Error() string {
 const ENOTSUPP = unix.Errno(524)
 
 // kernelErrnos are the errnos of the kernel's own (include/linux/errno.h),
-// from 512, meant never to reach user space and so named by no libc, with
-// the header's words: ENOTSUPP does reach it from bpf(2), and a kernel bug
-// may let another through. An array, which costs no code at start-up.
-// Its keys are the errnos less the first, so that each line shows its own.
+// from 512, with the header's words. They are meant never to reach user
+// space, and so no libc names them; but ENOTSUPP does reach it from
+// bpf(2), and a kernel bug may let another through. An array, which costs
+// no code at start-up, keyed by the errno less the first, so that each
+// line shows its own.
 var kernelErrnos = [...]struct{ name, text string }{
 	512 - firstKernelErrno: {"ERESTARTSYS", "restart the system call"},
 	513 - firstKernelErrno: {"ERESTARTNOINTR", "restart the system call, not interrupted"},

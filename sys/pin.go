@@ -24,7 +24,9 @@ type ObjAttr struct {
 }
 
 // ObjPin is BPF_OBJ_PIN: it pins BPFFD at Pathname in a BPF file system.
-func ObjPin(a *ObjAttr) error { return do(unix.BPF_OBJ_PIN, unsafe.Pointer(a), a.describe, pinHint) }
+func ObjPin(a *ObjAttr) error {
+	return do(unix.BPF_OBJ_PIN, unsafe.Pointer(a), a.describe, pinHint)
+}
 
 // ObjGet is BPF_OBJ_GET: it opens the object pinned at Pathname.
 func ObjGet(a *ObjAttr) (int, error) {
