@@ -26,8 +26,13 @@ func (a *InfoAttr) describe() string {
 	return fmt.Sprintf("bpf_fd=%d info_len=%d", a.BPFFD, a.InfoLen)
 }
 
+// infoStruct is the set of bpf_*_info structs BPF_OBJ_GET_INFO_BY_FD fills.
+type infoStruct interface {
+	ProgInfo | MapInfo | LinkInfo | LinkInfoUprobeMulti | BTFInfo
+}
+
 // InfoByFD fills info for the program, map, link or BTF object fd.
-func InfoByFD[T ProgInfo | MapInfo | LinkInfo | BTFInfo](fd int, info *T) error {
+func InfoByFD[T infoStruct](fd int, info *T) error {
 	attr := InfoAttr{
 		BPFFD:   uint32(arg32(fd)),
 		InfoLen: uint32(unsafe.Sizeof(*info)),
@@ -113,6 +118,26 @@ type LinkInfo struct {
 	ProgID uint32
 	_      uint32
 	Union  [6]uint64
+}
+
+// LinkInfoUprobeMulti is struct bpf_link_info with its uprobe_multi member
+// (6.8; 6.6 and 6.7 fill only the head): point Path at a buffer of PathSize
+// bytes and Offsets, RefCtrOffsets and Cookies at Count u64s each, or leave
+// them nil. The kernel sets PathSize, Count, Flags and PID, and answers
+// ENOSPC, filling nothing, when Count is below the link's count.
+type LinkInfoUprobeMulti struct {
+	Type          uint32
+	ID            uint32
+	ProgID        uint32
+	_             uint32
+	Path          Pointer
+	Offsets       Pointer
+	RefCtrOffsets Pointer
+	Cookies       Pointer
+	PathSize      uint32
+	Count         uint32
+	Flags         uint32
+	PID           uint32
 }
 
 // BTFInfo is struct bpf_btf_info (5.0; Name, NameLen and KernelBTF 5.11),
