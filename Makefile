@@ -122,11 +122,13 @@ fuzz:
 	done
 
 # gofmt, and vet on this machine's port and four others: 32-bit words, and
-# arm64, which has no epoll_wait.
+# arm64, which has no epoll_wait. arm is vetted as armhf builds it (GOARM=7,
+# Go's default for a cross build, written out so that no GOARM in the
+# environment changes what is checked); GOARM means nothing to the others.
 lint:
 	@out=$$(gofmt -l .); \
 	  [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
 	@for arch in arm64 arm 386 riscv64; do \
-	  echo "GOARCH=$$arch go vet ./..."; GOARCH=$$arch $(GO) vet ./... || exit 1; \
+	  echo "GOARCH=$$arch go vet ./..."; GOARCH=$$arch GOARM=7 $(GO) vet ./... || exit 1; \
 	done
