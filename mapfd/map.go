@@ -131,9 +131,9 @@ type Map struct {
 }
 
 // Create makes a new map. A map whose sizes break its type's rule is
-// refused before the kernel is asked: a ring buffer's size must be a power
-// of two and a multiple of the page size, an array's key 4 bytes, and so
-// on. The error says the rule and wraps EINVAL, as the kernel's would.
+// refused before the kernel is asked. A ring buffer's size, say, must be a
+// power of two and a multiple of the page size, and an array's key is 4
+// bytes. The error says the rule and wraps EINVAL, as the kernel's would.
 func Create(spec Spec) (*Map, error) {
 	name, err := sys.NewObjName(spec.Name)
 	if err != nil {

@@ -11,9 +11,10 @@ import (
 )
 
 // sizeRule is what the kernel requires of a map type's key size, value
-// size and max_entries when it creates one (its map_alloc_check), the
-// same from 5.10 to 7.2: BPF_MAP_CREATE answers EINVAL, and no more, to
-// a map that breaks it. Each rule says in words what it requires.
+// size and max_entries when it creates one (its map_alloc_check). The
+// rules are the same from 5.10 to 7.2. BPF_MAP_CREATE answers EINVAL, and
+// no more, to a map that breaks one, so each rule says in words what it
+// requires.
 type sizeRule struct {
 	ok   func(s Spec) bool
 	says string

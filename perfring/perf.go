@@ -73,8 +73,9 @@ const (
 // entries still the reader's own, so that the newer reader keeps receiving
 // when the older one closes. The kernel lets no one read a perf event
 // array's entries (a lookup answers ENOTSUPP), so this process keeps the
-// record of whose each is: a reader in another process that takes entries
-// over is beyond it, and loses them when this process's reader closes.
+// record of whose each is. A reader in another process that takes entries
+// over is beyond that record, and loses them when this process's reader
+// closes.
 func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
 	err := checkMap(array, mapfd.PerfEventArray)
 	var r *PerfReader
@@ -276,11 +277,11 @@ func (r *PerfReader) stop() {
 	}
 }
 
-// Close stops the reader: blocked and later reads return ErrClosed, and
-// the rings are freed and the map's entries still the reader's cleared (a
-// newer reader's stay; the map stays open) once no read uses them; during
-// a ReadFunc callback, by that ReadFunc after the callback. Closing twice
-// is harmless.
+// Close stops the reader: blocked and later reads return ErrClosed. Once
+// no read uses them, the rings are freed and the map's entries still the
+// reader's are cleared; a newer reader's stay, and the map stays open.
+// Called during a ReadFunc callback, it leaves that to the ReadFunc, after
+// the callback. Closing twice is harmless.
 func (r *PerfReader) Close() error {
 	r.poll.shutdown()
 	return nil

@@ -18,9 +18,9 @@ type PtRegs struct {
 	Ret  int16     // offset of the register holding the return value
 	Size insn.Size // register width: BPF_DW, or BPF_W on 32-bit kernels
 	// SyscallNr is the offset of what holds the number of the system call
-	// in progress, syscall_get_nr's source, until it returns (where
-	// raw_syscalls:sys_exit, unlike sys_enter, does not pass it); -1 where
-	// it is not in pt_regs (32-bit arm keeps it in thread_info).
+	// in progress until it returns, syscall_get_nr's source. It is read
+	// where raw_syscalls:sys_exit, unlike sys_enter, does not pass it. -1
+	// where it is not in pt_regs (32-bit arm keeps it in thread_info).
 	SyscallNr int16
 	// Compat tells a compat (32-bit) task's system calls apart.
 	Compat CompatTest
@@ -47,10 +47,10 @@ var ptRegs = []PtRegs{
 	// struct pt_regs: r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di
 	// orig_ax ip cs flags sp ss. A system call entered from 32-bit code
 	// (int $0x80, sysenter, or syscall in compat mode) has cs ==
-	// __USER32_CS, 0x23: the kernel's in_ia32_syscall() for all but
-	// int $0x80 made by 64-bit code, which the tracepoints skip and the
-	// test does not see (its cs is __USER_CS). cs is read as its 16 bits:
-	// FRED (6.9) keeps more in the u64 around it.
+	// __USER32_CS, 0x23. That is the kernel's in_ia32_syscall() for all
+	// but int $0x80 made by 64-bit code: the tracepoints skip those, and
+	// the test does not see them (their cs is __USER_CS). cs is read as its
+	// 16 bits: FRED (6.9) keeps more in the u64 around it.
 	{
 		Arch:      "x86_64",
 		Args:      []int16{112, 104, 96, 88, 72, 64},

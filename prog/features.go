@@ -25,10 +25,10 @@ type Feature struct {
 	Errno unix.Errno // the kernel's answer to the probe: 0 when it simply accepted it
 	Value int        // a measurement: the tail-call limit
 	Err   error      // the probe could not tell (no privilege, an answer it did not expect)
-	// Note says what the answer means where its errno alone does not: why
-	// a no is a no (EPERM to root from a kernel that refuses trampolines),
-	// or why a yes rests on an error the probe provoked (perf_link's
-	// EBADF).
+	// Note says what the answer means where its errno alone does not. It
+	// says why a no is a no (EPERM to root from a kernel that refuses
+	// trampolines), or why a yes rests on an error the probe provoked
+	// (perf_link's EBADF).
 	Note string
 }
 

@@ -136,9 +136,9 @@ func openPMUEvent(p pmu, spec tracefs.ProbeSpec, pid, cpu int) (int, error) {
 }
 
 // ProbesSupported says whether this kernel makes probes of kind k, through
-// a perf PMU (4.17) or kprobe_events or uprobe_events: nil if so, else an
-// error wrapping sys.ErrNotSupported that names what is missing (or
-// tracefs.ErrInvalid for a kind that is none).
+// a perf PMU (4.17) or kprobe_events or uprobe_events. It returns nil if
+// so, else an error wrapping sys.ErrNotSupported that names what is
+// missing (or tracefs.ErrInvalid for a kind that is none).
 func ProbesSupported(k tracefs.ProbeKind) error {
 	file := k.EventsFile()
 	if file == "" {

@@ -15,9 +15,9 @@ func Mmap(fd int, offset int64, length int, prot int) ([]byte, error) {
 }
 
 // MmapReadOnly maps length bytes of the file fd from its start, private
-// and read-only, as the kernel lets /sys/kernel/btf/vmlinux be mapped
-// (6.16: it refuses a shared or writable mapping with EACCES, and older
-// kernels refuse any with EINVAL or ENODEV). Munmap unmaps it.
+// and read-only. That is how the kernel lets /sys/kernel/btf/vmlinux be
+// mapped: 6.16 refuses a shared or writable mapping with EACCES, and older
+// kernels refuse any with EINVAL or ENODEV. Munmap unmaps it.
 func MmapReadOnly(fd int, length int) ([]byte, error) {
 	return mmap(fd, 0, length, unix.PROT_READ, unix.MAP_PRIVATE)
 }

@@ -19,8 +19,8 @@ func PerfEventOpen(attr *unix.PerfEventAttr, pid, cpu, groupFD, flags int) (int,
 }
 
 // PerfEventOpenProbe is PerfEventOpen for the kprobe and uprobe PMUs
-// (4.17), pmu naming which ("kprobe", "uprobe") for the journal and the
-// hints: target, the kernel function or binary path, goes in config1 as a
+// (4.17); pmu names which ("kprobe", "uprobe") for the journal and the
+// hints. target, the kernel function or binary path, goes in config1 as a
 // C string (a NUL in it is EINVAL); attr.Ext2 is the offset.
 func PerfEventOpenProbe(attr *unix.PerfEventAttr, pmu, target string, pid, cpu, groupFD, flags int) (int, error) {
 	if attr == nil {

@@ -278,9 +278,9 @@ func (p *Probe) ParseArgs() ([][]Arg, error) {
 
 // Attach runs build's program at every call site of the probe, with the
 // semaphore as each site's ref_ctr_offset (4.20). Where the kernel has
-// bpf_cookie (5.15) one program serves every site, attached through one
-// uprobe_multi link where the kernel has them (6.6), else a uprobe per
-// site; without bpf_cookie each site has a program and a uprobe of its
+// bpf_cookie (5.15), one program serves every site. It is attached through
+// one uprobe_multi link where the kernel has them (6.6), else by a uprobe
+// per site. Without bpf_cookie each site has a program and a uprobe of its
 // own. Attachment.Cookies and Attachment.Multi say which.
 func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 	if p == nil || build == nil {
