@@ -130,7 +130,8 @@ func newPerfReader(array *mapfd.Map, ev Event, o Options) (*PerfReader, error) {
 		return nil, err
 	}
 	if n := cpus[len(cpus)-1]; array != nil && uint32(n) >= array.MaxEntries() {
-		return nil, fmt.Errorf("map %q has %d entries, CPU %d is online", array.Name(), array.MaxEntries(), n)
+		return nil, fmt.Errorf("map %q has %d entries, CPU %d is online",
+			array.Name(), array.MaxEntries(), n)
 	}
 	poll, err := newPoller(len(cpus))
 	if err != nil {
@@ -185,14 +186,16 @@ func ringSize(o Options, page int) (int, error) {
 	case o.RingBytes < 0 || o.RingBytes > maxRingBytes:
 		return 0, fmt.Errorf("Options.RingBytes %d out of range [0, %d]", o.RingBytes, maxRingBytes)
 	case o.WakeupEvents < 0 || uint64(o.WakeupEvents) > math.MaxUint32:
-		return 0, fmt.Errorf("Options.WakeupEvents %d out of range [0, %d]", o.WakeupEvents, uint64(math.MaxUint32))
+		return 0, fmt.Errorf("Options.WakeupEvents %d out of range [0, %d]",
+			o.WakeupEvents, uint64(math.MaxUint32))
 	}
 	want, size := int64(cmp.Or(o.RingBytes, 256<<10)), int64(page)
 	for size < want { // page and maxRingBytes are powers of two: size <= max(page, maxRingBytes)
 		size *= 2
 	}
 	if o.Watermark < 0 || int64(o.Watermark) >= size {
-		return 0, fmt.Errorf("Options.Watermark %d out of range [0, %d): it must be below the ring's size", o.Watermark, size)
+		return 0, fmt.Errorf("Options.Watermark %d out of range [0, %d): "+
+			"it must be below the ring's size", o.Watermark, size)
 	}
 	return int(size), nil
 }
@@ -216,8 +219,14 @@ func openRing(cpu, size, page int, ev Event, disabled bool, o Options) (*perfRin
 		unix.Close(fd)
 		return nil, fmt.Errorf("%d-byte ring: %w", size, err)
 	}
-	ring := &perfRing{cpu: cpu, fd: fd, mem: mem, data: mem[page:],
-		head: (*uint64)(unsafe.Pointer(&mem[offDataHead])), tail: (*uint64)(unsafe.Pointer(&mem[offDataTail]))}
+	ring := &perfRing{
+		cpu:  cpu,
+		fd:   fd,
+		mem:  mem,
+		data: mem[page:],
+		head: (*uint64)(unsafe.Pointer(&mem[offDataHead])),
+		tail: (*uint64)(unsafe.Pointer(&mem[offDataTail])),
+	}
 	ring.pos = atomic.LoadUint64(ring.tail)
 	ring.end, ring.released = ring.pos, ring.pos
 	ring.woken = true // the first read looks
@@ -309,7 +318,9 @@ func (r *PerfReader) Pause() error { return r.pause(true) }
 func (r *PerfReader) Resume() error { return r.pause(false) }
 
 func (r *PerfReader) pause(on bool) error {
-	return r.eachRing("pause", func(ring *perfRing) error { return sys.PerfEventPauseOutput(ring.fd, on) })
+	return r.eachRing("pause", func(ring *perfRing) error {
+		return sys.PerfEventPauseOutput(ring.fd, on)
+	})
 }
 
 // eachRing calls f for every ring, its fd held open, or returns ErrClosed.
@@ -485,7 +496,8 @@ func (r *PerfReader) drain(f func(Record) error) (int, error) {
 			continue
 		}
 		if n := uint64(len(ring.data)); ring.end-ring.pos > n { // never from a sane kernel
-			err = wrap(fmt.Errorf("%w: %d bytes published in a ring of %d", ErrCorrupt, ring.end-ring.pos, n), "CPU %d", ring.cpu)
+			err = wrap(fmt.Errorf("%w: %d bytes published in a ring of %d",
+				ErrCorrupt, ring.end-ring.pos, n), "CPU %d", ring.cpu)
 			ring.pos = ring.end
 		} else {
 			if !delivering {

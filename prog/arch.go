@@ -122,7 +122,8 @@ func PtRegsOf(machine string) (PtRegs, error) {
 			return r, nil
 		}
 	}
-	return PtRegs{}, fmt.Errorf("prog: kprobe arguments: no pt_regs layout for %q: %w", machine, sys.ErrNotSupported)
+	return PtRegs{}, fmt.Errorf("prog: kprobe arguments: no pt_regs layout for %q: %w",
+		machine, sys.ErrNotSupported)
 }
 
 // canonicalMachine names uname machines alike that bpfkit treats alike:
@@ -142,7 +143,8 @@ func canonicalMachine(machine string) string {
 // register.
 func (r PtRegs) Arg(dst, ctx insn.Register, n int) (insn.Item, error) {
 	if n < 0 || n >= len(r.Args) {
-		return insn.Item{}, fmt.Errorf("prog: kprobe argument %d: %s passes %d in registers", n, r.Arch, len(r.Args))
+		return insn.Item{}, fmt.Errorf("prog: kprobe argument %d: %s passes %d in registers",
+			n, r.Arch, len(r.Args))
 	}
 	return insn.LoadMem(r.Size, dst, ctx, r.Args[n]), nil
 }
@@ -155,5 +157,10 @@ func (r PtRegs) Return(dst, ctx insn.Register) insn.Item {
 // syscallPrefixes is, by GOARCH, the prefix of the system call handlers
 // since the syscall wrappers (x86-64 4.17, arm64 4.19, s390 and riscv
 // later); a 386 process on an x86-64 kernel enters through __ia32_sys_*.
-var syscallPrefixes = map[string]string{"amd64": "__x64_sys_", "386": "__ia32_sys_", "arm64": "__arm64_sys_",
-	"riscv64": "__riscv_sys_", "s390x": "__s390x_sys_"}
+var syscallPrefixes = map[string]string{
+	"amd64":   "__x64_sys_",
+	"386":     "__ia32_sys_",
+	"arm64":   "__arm64_sys_",
+	"riscv64": "__riscv_sys_",
+	"s390x":   "__s390x_sys_",
+}
