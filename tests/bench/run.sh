@@ -120,23 +120,28 @@ if [ "$only" != "  " ]; then
 			}
 			for (title in body) sub(/\n+$/, "", body[title])
 		}
-		/^Written by `make bench`/ {
-			print; print ""
-			print "Measured again by `tests/bench/run.sh " which "` on " when "."
+		# The line after the blank under "Written by" keeps the history of
+		# what was measured again: this run is added to it, or starts it.
+		/^Written by `make bench`/ { print; print ""; getline; pending = 1; next }
+		pending && /^Measured again by / {
+			sub(/\.$/, "")
+			print $0 ", `tests/bench/run.sh " which "` on " when "."
+			pending = 0
 			next
 		}
-		/^Measured again by / { getline; next }
+		pending {
+			print "Measured again by `tests/bench/run.sh " which "` on " when "."
+			print ""
+			pending = 0
+		}
 		/^## / {
 			if (skip) print ""
 			skip = ($0 in body)
-			if (skip) seen[$0] = 1
-			if (skip) print $0 body[$0]; else print
 			if (skip) { print $0 body[$0]; done[$0] = 1 } else print
 			next
 		}
 		!skip { print }
 		END {
-			for (title in body) if (!(title in seen)) print "\n" title body[title]
 			for (title in body) if (!(title in done)) print "\n" title body[title]
 		}
 	' "$out" >"$out.new"
