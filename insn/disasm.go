@@ -21,9 +21,8 @@ var (
 		BPF_AND >> 4: "and",
 		BPF_XOR >> 4: "xor",
 	}
-	ldstStr  = [4]string{"u32", "u16", "u8", "u64"}
-	ldsxStr  = [4]string{"s32", "s16", "s8", ""}
-	movsxStr = map[int16]string{8: "(s8)", 16: "(s16)", 32: "(s32)"}
+	ldstStr = [4]string{"u32", "u16", "u8", "u64"}
+	ldsxStr = [4]string{"s32", "s16", "s8", ""}
 )
 
 // String returns the disassembly of the single slot i; for the first slot
@@ -168,9 +167,24 @@ func formatALU(in Instruction) (string, bool) {
 	}
 	cast := ""
 	if op == BPF_MOV {
-		cast = movsxStr[in.Off]
+		cast = movsxCast(in.Off)
 	}
 	return fmt.Sprintf("%s %s %s%s", d, sym, cast, reg(wide, in.Src)), true
+}
+
+// movsxCast is the cast of a sign-extending move from off bits ("(s8)"),
+// or "" for a plain move. A switch, not a map: a package's map is built
+// at start-up in every program that links the package.
+func movsxCast(off int16) string {
+	switch off {
+	case 8:
+		return "(s8)"
+	case 16:
+		return "(s16)"
+	case 32:
+		return "(s32)"
+	}
+	return ""
 }
 
 func formatSTX(in Instruction, size string) (string, bool) {

@@ -20,21 +20,25 @@ type sizeRule struct {
 	says string
 }
 
-// sizeRules are the rules of the map types bpfkit names. A type not
-// here is left to the kernel.
-var sizeRules = map[Type][]sizeRule{
-	Hash:           hashRules,
-	LRUHash:        hashRules,
-	PerCPUHash:     hashRules,
-	LRUPerCPUHash:  hashRules,
-	Array:          arrayRules,
-	PerCPUArray:    arrayRules,
-	ProgArray:      fdArrayRules,
-	PerfEventArray: fdArrayRules,
-	Queue:          queueRules,
-	Stack:          queueRules,
-	StackTrace:     stackTraceRules,
-	RingBuf:        ringBufRules,
+// sizeRules are the rules of a map type bpfkit names; a type not here is
+// left to the kernel. A switch, not a map: a map is built at start-up, in
+// every program that creates a map.
+func sizeRules(t Type) []sizeRule {
+	switch t {
+	case Hash, LRUHash, PerCPUHash, LRUPerCPUHash:
+		return hashRules
+	case Array, PerCPUArray:
+		return arrayRules
+	case ProgArray, PerfEventArray:
+		return fdArrayRules
+	case Queue, Stack:
+		return queueRules
+	case StackTrace:
+		return stackTraceRules
+	case RingBuf:
+		return ringBufRules
+	}
+	return nil
 }
 
 var (
@@ -94,7 +98,7 @@ var (
 // asked: an error that says which rule the map breaks and wraps EINVAL,
 // as the kernel's refusal would.
 func checkSizes(spec Spec) error {
-	for _, r := range sizeRules[spec.Type] {
+	for _, r := range sizeRules(spec.Type) {
 		if !r.ok(spec) {
 			return fmt.Errorf("%s: %s %s map: %s: %w",
 				describe(spec), article(spec.Type.String()), spec.Type, r.says, unix.EINVAL)

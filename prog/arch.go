@@ -154,13 +154,23 @@ func (r PtRegs) Return(dst, ctx insn.Register) insn.Item {
 	return insn.LoadMem(r.Size, dst, ctx, r.Ret)
 }
 
-// syscallPrefixes is, by GOARCH, the prefix of the system call handlers
+// archSyscallPrefix is, for a GOARCH, the prefix of the system call handlers
 // since the syscall wrappers (x86-64 4.17, arm64 4.19, s390 and riscv
-// later); a 386 process on an x86-64 kernel enters through __ia32_sys_*.
-var syscallPrefixes = map[string]string{
-	"amd64":   "__x64_sys_",
-	"386":     "__ia32_sys_",
-	"arm64":   "__arm64_sys_",
-	"riscv64": "__riscv_sys_",
-	"s390x":   "__s390x_sys_",
+// later), or "" for another; a 386 process on an x86-64 kernel enters
+// through __ia32_sys_*. A switch, not a map: a package's map is built at
+// start-up in every program that links the package.
+func archSyscallPrefix(goarch string) string {
+	switch goarch {
+	case "amd64":
+		return "__x64_sys_"
+	case "386":
+		return "__ia32_sys_"
+	case "arm64":
+		return "__arm64_sys_"
+	case "riscv64":
+		return "__riscv_sys_"
+	case "s390x":
+		return "__s390x_sys_"
+	}
+	return ""
 }

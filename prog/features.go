@@ -65,7 +65,7 @@ func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
 	case err == nil:
 		f.OK = true
 	case yes != 0 && f.Errno == yes:
-		f.OK, f.Note = true, yesBecause[yes]
+		f.OK, f.Note = true, yesBecause(yes)
 	case f.Errno == 0 || !slices.Contains(no, f.Errno):
 		f.Err = wrap(err, "probe for %s", f.Name)
 	}
@@ -73,11 +73,20 @@ func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
 
 // yesBecause says, for each errno a probe provokes on purpose, why that
 // error is a yes: the kernel got past the feature to the probe's fault.
-var yesBecause = map[unix.Errno]string{
-	unix.EBADF:   "an answer to the probe's bad fd: the kernel got past the feature",
-	unix.ESRCH:   "an answer to the probe's function: the kernel got past the link type",
-	unix.EINVAL:  "the verifier refused the probe's target, BTF id 1: it knows the type",
-	sys.ENOTSUPP: "an answer to the target or BTF type the probe left out: it knows the type",
+// A switch, not a map: a package's map is built at start-up in every
+// program that links the package.
+func yesBecause(errno unix.Errno) string {
+	switch errno {
+	case unix.EBADF:
+		return "an answer to the probe's bad fd: the kernel got past the feature"
+	case unix.ESRCH:
+		return "an answer to the probe's function: the kernel got past the link type"
+	case unix.EINVAL:
+		return "the verifier refused the probe's target, BTF id 1: it knows the type"
+	case sys.ENOTSUPP:
+		return "an answer to the target or BTF type the probe left out: it knows the type"
+	}
+	return ""
 }
 
 func (f Feature) result() (bool, error) { return f.OK, f.Err }

@@ -49,7 +49,7 @@ func explainProbe(spec tracefs.ProbeSpec, err error) error {
 // SyscallSymbol returns the kernel function that handles the system call
 // name ("getpid") of this process: __x64_sys_getpid on x86-64 since 4.17,
 // sys_getpid without syscall wrappers. The prefix is this architecture's
-// (syscallPrefixes) if /proc/kallsyms has it, else any __<arch>_sys_ that
+// (archSyscallPrefix) if /proc/kallsyms has it, else any __<arch>_sys_ that
 // getpid has, else sys_.
 func SyscallSymbol(name string) (string, error) {
 	other := func(c rune) bool { return !(c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') }
@@ -65,7 +65,7 @@ func SyscallSymbol(name string) (string, error) {
 }
 
 func syscallPrefix(syms *Symbols, goarch string) string {
-	if p, ok := syscallPrefixes[goarch]; ok && slices.Contains(syms.names, p+"getpid") {
+	if p := archSyscallPrefix(goarch); p != "" && slices.Contains(syms.names, p+"getpid") {
 		return p
 	}
 	for _, n := range syms.names {

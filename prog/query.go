@@ -111,7 +111,7 @@ func uprobeMultiTarget(fd int, count, pid uint32) string {
 	if count > 0 && count <= most {
 		offsets = make([]uint64, count)
 	}
-	info := sys.LinkInfoUprobeMulti{Path: sys.SlicePointer(path), PathSize: uint32(len(path))}
+	info := sys.UprobeMultiLinkInfo{Path: sys.SlicePointer(path), PathSize: uint32(len(path))}
 	if len(offsets) > 0 {
 		info.Offsets, info.Count = sys.NewPointer(unsafePointer(&offsets[0])), count
 	}

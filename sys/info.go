@@ -28,7 +28,7 @@ func (a *InfoAttr) describe() string {
 
 // infoStruct is the set of bpf_*_info structs BPF_OBJ_GET_INFO_BY_FD fills.
 type infoStruct interface {
-	ProgInfo | MapInfo | LinkInfo | LinkInfoUprobeMulti | BTFInfo
+	ProgInfo | MapInfo | LinkInfo | UprobeMultiLinkInfo | BTFInfo
 }
 
 // InfoByFD fills info for the program, map, link or BTF object fd.
@@ -120,13 +120,13 @@ type LinkInfo struct {
 	Union  [6]uint64
 }
 
-// LinkInfoUprobeMulti is struct bpf_link_info with its uprobe_multi member,
-// its fields as the uapi names them (6.8; 6.6 and 6.7 fill only the head).
-// Point Path at a buffer of PathSize bytes and Offsets, RefCtrOffsets and
+// UprobeMultiLinkInfo is struct bpf_link_info with its uprobe_multi member
+// (6.8; 6.6 and 6.7 fill only the head), fields as the uapi names them.
+// Point Path at a buffer of PathSize bytes, and Offsets, RefCtrOffsets and
 // Cookies at Count u64s each, or leave them nil. The kernel sets PathSize,
-// Count, Flags and PID, and answers ENOSPC, filling nothing, when Count is
+// Count, Flags and PID; it answers ENOSPC, filling nothing, when Count is
 // below the link's count.
-type LinkInfoUprobeMulti struct {
+type UprobeMultiLinkInfo struct {
 	Type          uint32
 	ID            uint32
 	ProgID        uint32

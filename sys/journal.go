@@ -134,6 +134,11 @@ func traced(op string, args func() string, do func() (int, error)) (r int, err e
 // one byte at a time up to the NUL. The kernel reads the same bytes
 // (strncpy_from_user); reading 256 at once went past the end of the
 // string's own memory, which a race or checkptr build refuses.
+//
+// It is not inlined, on purpose: its loop, inlined at each of describe's
+// four calls, made every program larger (tests/size_test.go).
+//
+//go:noinline
 func cString(p Pointer) string {
 	if p.ptr == nil {
 		return ""

@@ -45,7 +45,7 @@ func TestDocComments(t *testing.T) {
 							continue
 						}
 						// A uapi mirror: an attr, an info, or an info with one
-						// member of its union (LinkInfoUprobeMulti).
+						// member of its union (UprobeMultiLinkInfo).
 						if dir == "sys" && (strings.HasSuffix(s.Name.Name, "Attr") || strings.Contains(s.Name.Name, "Info")) {
 							doc := s.Doc
 							if doc == nil {

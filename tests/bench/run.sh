@@ -125,23 +125,31 @@ if [ "$only" != "  " ]; then
 			}
 			for (title in body) sub(/\n+$/, "", body[title])
 		}
-		END {
-			for (i = 1; i <= titles; i++)
-				if (!(order[i] in replaced)) print "\n" order[i] body[order[i]]
-		}
-		/^Written by `make bench`/ {
-			print; print ""
-			print "Measured again by `tests/bench/run.sh " which "` on " when "."
+		# The line after the blank under "Written by" keeps the history of
+		# what was measured again: this run is added to it, or starts it.
+		/^Written by `make bench`/ { print; print ""; getline; pending = 1; next }
+		pending && /^Measured again by / {
+			sub(/\.$/, "")
+			print $0 ", `tests/bench/run.sh " which "` on " when "."
+			pending = 0
 			next
 		}
-		/^Measured again by / { getline; next }
+		pending {
+			print "Measured again by `tests/bench/run.sh " which "` on " when "."
+			print ""
+			pending = 0
+		}
 		/^## / {
 			if (skip) print ""
 			skip = ($0 in body)
-			if (skip) { print $0 body[$0]; replaced[$0] = 1 } else print
+			if (skip) { print $0 body[$0]; done[$0] = 1 } else print
 			next
 		}
 		!skip { print }
+		END {
+			for (i = 1; i <= titles; i++)
+				if (!(order[i] in done)) print "\n" order[i] body[order[i]]
+		}
 	' "$out" >"$out.new"
 	mv "$out.new" "$out"
 	echo "bench: replaced the sections $* of $out"

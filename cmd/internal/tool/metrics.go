@@ -390,24 +390,24 @@ func formatValue(v float64) string {
 // is not UTF-8, and with it the whole scrape: a byte that is not is
 // written as \xNN, as Go quotes it.
 func labelValue(s string) string {
-	var b strings.Builder
+	var b []byte
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\\x%02x`, s[i])
+			b = fmt.Appendf(b, `\\x%02x`, s[i])
 		case r == '\\':
-			b.WriteString(`\\`)
+			b = append(b, `\\`...)
 		case r == '"':
-			b.WriteString(`\"`)
+			b = append(b, `\"`...)
 		case r == '\n':
-			b.WriteString(`\n`)
+			b = append(b, `\n`...)
 		default:
-			b.WriteString(s[i : i+n])
+			b = append(b, s[i:i+n]...)
 		}
 		i += n
 	}
-	return b.String()
+	return string(b)
 }
 
 // escapeHelp escapes a HELP text: backslash and newline.

@@ -24,15 +24,20 @@ func (t *Tool) Version() string {
 // (on one line). A build without VCS information (go build -buildvcs=false,
 // or outside a checkout) says so instead of a revision.
 func versionLine(name string, info *debug.BuildInfo) string {
-	settings := map[string]string{}
+	var rev, modified string // the go command records each setting once
 	for _, s := range info.Settings {
-		settings[s.Key] = s.Value
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
 	}
 	fields := []string{strings.TrimSpace(name + " " + info.Main.Path + " " + info.Main.Version)}
-	switch rev := settings["vcs.revision"]; {
+	switch {
 	case rev == "":
 		fields = append(fields, "no VCS revision recorded")
-	case settings["vcs.modified"] == "true":
+	case modified == "true":
 		fields = append(fields, "revision "+rev, "modified")
 	default:
 		fields = append(fields, "revision "+rev)
