@@ -333,8 +333,11 @@ func check(in Instruction, wide bool, hi int32) error {
 }
 
 // nonzero names the first of fields that is not 0 in in, as "src must be
-// 0", or is "". It is a function, not a closure in check: a closure was
-// inlined at each of check's thirteen uses.
+// 0", or is "". It is a function, not a closure in check, and not inlined,
+// on purpose: inlined at each of check's thirteen uses, it made every
+// program larger (tests/size_test.go).
+//
+//go:noinline
 func nonzero(in Instruction, fields fieldSet) string {
 	for i, v := range [...]int64{int64(in.Dst), int64(in.Src), int64(in.Off), int64(in.Imm)} {
 		if v != 0 && fields&(1<<i) != 0 {
