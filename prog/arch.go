@@ -10,27 +10,69 @@ import (
 
 // PtRegs is where a kprobe program finds a function's arguments and return
 // value in its context, struct pt_regs, on one architecture: offsets from
-// its uapi asm/ptrace.h, for the calling convention's registers.
+// its uapi asm/ptrace.h, for the calling convention's registers. Syscall
+// is where the kernel keeps a system call's arguments in the same struct
+// (its syscall_get_arguments), which the raw tracepoint sys_enter passes
+// as a pointer: they differ from a function's on x86-64 (r10, not cx) and
+// on arm64, riscv64 and arm, whose first one is the saved copy orig_x0,
+// orig_a0 or ARM_ORIG_r0 (the register itself holds the return value
+// once the call has run).
 type PtRegs struct {
-	Arch string    // the kernel's uname machine: "x86_64", "aarch64", ...
-	Args []int16   // offsets of the registers holding arguments 0, 1, ...
-	Ret  int16     // offset of the register holding the return value
-	Size insn.Size // register width: BPF_DW, or BPF_W on 32-bit kernels
+	Arch    string    // the kernel's uname machine: "x86_64", "aarch64", ...
+	Args    []int16   // offsets of the registers holding arguments 0, 1, ...
+	Ret     int16     // offset of the register holding the return value
+	Syscall [6]int16  // offsets of a system call's arguments 0 to 5
+	Size    insn.Size // register width: BPF_DW, or BPF_W on 32-bit kernels
 }
 
 // ptRegs lists the layouts bpfkit knows, by uname machine.
 var ptRegs = []PtRegs{
-	// struct pt_regs: r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di ...
-	{"x86_64", []int16{112, 104, 96, 88, 72, 64}, 80, insn.BPF_DW},
-	// struct user_pt_regs: regs[31] (x0-x30) first; arguments in x0-x7
-	{"aarch64", []int16{0, 8, 16, 24, 32, 40, 48, 56}, 0, insn.BPF_DW},
-	// struct user_regs_struct: pc ra sp gp tp t0 t1 t2 s0 s1 a0-a7 ...
-	{"riscv64", []int16{80, 88, 96, 104, 112, 120, 128, 136}, 80, insn.BPF_DW},
+	// struct pt_regs: r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di ...;
+	// a system call passes di si dx r10 r8 r9
+	{
+		Arch:    "x86_64",
+		Args:    []int16{112, 104, 96, 88, 72, 64},
+		Ret:     80,
+		Syscall: [6]int16{112, 104, 96, 56, 72, 64},
+		Size:    insn.BPF_DW,
+	},
+	// struct pt_regs: user_pt_regs (x0-x30, sp, pc, pstate), then orig_x0
+	// at 272; arguments in x0-x7, a system call's in orig_x0, x1-x5
+	{
+		Arch:    "aarch64",
+		Args:    []int16{0, 8, 16, 24, 32, 40, 48, 56},
+		Ret:     0,
+		Syscall: [6]int16{272, 8, 16, 24, 32, 40},
+		Size:    insn.BPF_DW,
+	},
+	// struct pt_regs: epc ra sp gp tp t0 t1 t2 s0 s1 a0-a7 ..., orig_a0 at
+	// 280; arguments in a0-a7, a system call's in orig_a0, a1-a5
+	{
+		Arch:    "riscv64",
+		Args:    []int16{80, 88, 96, 104, 112, 120, 128, 136},
+		Ret:     80,
+		Syscall: [6]int16{280, 88, 96, 104, 112, 120},
+		Size:    insn.BPF_DW,
+	},
 	// struct pt_regs: bx cx dx si di bp ax ...; the kernel is built with
-	// -mregparm=3: arguments in ax, dx, cx
-	{"i686", []int16{24, 8, 4}, 24, insn.BPF_W},
-	// struct pt_regs: uregs[18], r0-r15 first; arguments in r0-r3
-	{"armv7l", []int16{0, 4, 8, 12}, 0, insn.BPF_W},
+	// -mregparm=3: arguments in ax, dx, cx; a system call's in bx cx dx si
+	// di bp
+	{
+		Arch:    "i686",
+		Args:    []int16{24, 8, 4},
+		Ret:     24,
+		Syscall: [6]int16{0, 4, 8, 12, 16, 20},
+		Size:    insn.BPF_W,
+	},
+	// struct pt_regs: uregs[18], r0-r15 first, ARM_ORIG_r0 at 68;
+	// arguments in r0-r3, a system call's in ARM_ORIG_r0, r1-r5
+	{
+		Arch:    "armv7l",
+		Args:    []int16{0, 4, 8, 12},
+		Ret:     0,
+		Syscall: [6]int16{68, 4, 8, 12, 16, 20},
+		Size:    insn.BPF_W,
+	},
 }
 
 // KernelPtRegs is the layout of the running kernel's architecture (uname's
