@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -144,5 +145,43 @@ func TestTracex5Swap(t *testing.T) {
 	plain, bytes := strings.Count(out, ", count=5)")-strings.Count(out, `"xxxxx", count=5)`), strings.Count(out, `"xxxxx", count=5)`)
 	if plain+bytes != 20 || plain == 0 || bytes == 0 || !strings.Contains(out, "write program is now tracex5_write2") {
 		t.Fatalf("%d writes by the first program and %d by the second, want 20 in all and some by each:\n%s", plain, bytes, out)
+	}
+}
+
+// TestTracex5LeavesPerfUsers: while tracex5 runs on sys_enter, a perf user
+// of the same tracepoint, raw_syscalls:sys_enter, sees every call: a
+// counting perf event of this thread, filtered on getppid, counts each of
+// the 1000 calls the thread makes; and tracex5 counted them too, among
+// its other calls. (A perf tracepoint program returning 0 would hide
+// every one of them from the perf event.)
+func TestTracex5LeavesPerfUsers(t *testing.T) {
+	testutil.RequireRoot(t)
+	r := startTool(t, "tracex5", "-json", "-p", strconv.Itoa(os.Getpid()), "60")
+	r.waitFor("Ctrl-C to stop")
+	runtime.LockOSThread() // the perf event counts this thread's calls
+	defer runtime.UnlockOSThread()
+	count := perfCounter(t, "raw_syscalls", "sys_enter", fmt.Sprintf("id == %d", unix.SYS_GETPPID), 0)
+	const calls = 1000
+	for range calls {
+		unix.Getppid()
+	}
+	seen := count()
+	out := r.stop()
+	counted := uint64(0)
+	for _, l := range jsonLines[struct {
+		Other []struct {
+			NR    int
+			Calls uint64
+		} `json:"other_calls"`
+	}](t, out) {
+		for _, c := range l.Other {
+			if c.NR == unix.SYS_GETPPID {
+				counted += c.Calls
+			}
+		}
+	}
+	if seen != calls || counted != calls {
+		t.Fatalf("%d getppid calls: the perf event counted %d, tracex5 %d; want %d for both",
+			calls, seen, counted, calls)
 	}
 }

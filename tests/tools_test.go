@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -15,6 +16,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/bpfkit/bpfkit/sys"
+	"github.com/bpfkit/bpfkit/tracefs"
+	"golang.org/x/sys/unix"
 )
 
 // The tools are tested as their users run them: the static binaries of
@@ -308,5 +314,61 @@ func waitOutput(r *running, ok func(string) bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !ok(r.out.String()) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// perfCounter opens a counting perf event on tracepoint group:name, as a
+// perf user such as `perf stat -e group:name` does, with an ftrace filter
+// unless filter is "": for thread tid (0: the calling thread) on any CPU,
+// or with tid -1 for every task, one event per online CPU. count returns
+// what the events have counted since.
+func perfCounter(t *testing.T, group, name, filter string, tid int) (count func() uint64) {
+	t.Helper()
+	id, err := tracefs.TracepointID(group, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpus := []int{-1}
+	if tid == -1 {
+		if cpus, err = sys.OnlineCPUs(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fds []int
+	for _, cpu := range cpus {
+		attr := unix.PerfEventAttr{
+			Type:   unix.PERF_TYPE_TRACEPOINT,
+			Config: id,
+			Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+			Bits:   unix.PerfBitDisabled, // enabled once filtered: the ioctl's own call would count
+		}
+
+		fd, err := unix.PerfEventOpen(&attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			t.Fatalf("perf_event_open(%s:%s, cpu %d): %v", group, name, cpu, err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		if filter != "" {
+			b := append([]byte(filter), 0)
+			if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_SET_FILTER,
+				uintptr(unsafe.Pointer(&b[0]))); errno != 0 {
+				t.Fatalf("PERF_EVENT_IOC_SET_FILTER %q: %v", filter, errno)
+			}
+		}
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			t.Fatalf("PERF_EVENT_IOC_ENABLE: %v", err)
+		}
+		fds = append(fds, fd)
+	}
+	return func() uint64 {
+		n := uint64(0)
+		for _, fd := range fds {
+			var b [8]byte
+			if k, err := unix.Read(fd, b[:]); err != nil || k != 8 {
+				t.Fatalf("reading a perf counter: %d bytes, %v", k, err)
+			}
+			n += binary.NativeEndian.Uint64(b[:])
+		}
+		return n
 	}
 }
