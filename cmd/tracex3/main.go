@@ -236,7 +236,7 @@ func (h *heatmap) draw() {
 	} else {
 		fmt.Fprintf(h.out, "%s\n", time.Now().Format("15:04:05"))
 	}
-	tool.Heatmap(h.out, view, labels, h.color)
+	tool.Heatmap(h.out, view, labels, h.color, "latency", "requests")
 	h.drawn = len(labels)
 }
 
