@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -10,74 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"unsafe"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
-	"golang.org/x/sys/unix"
 )
-
-// loopDevice attaches a 16 MiB file to a free loop device and returns its
-// path and minor number; it is detached when the test ends.
-func loopDevice(t testing.TB) (string, int) {
-	t.Helper()
-	backing, err := os.CreateTemp(t.TempDir(), "loop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backing.Close()
-	if err := backing.Truncate(16 << 20); err != nil {
-		t.Fatal(err)
-	}
-	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
-	if err != nil {
-		t.Skipf("no loop devices: %v", err)
-	}
-	defer ctl.Close()
-	n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := fmt.Sprintf("/dev/loop%d", n)
-	if _, err := os.Stat(path); err != nil { // no devtmpfs node yet
-		if err := unix.Mknod(path, unix.S_IFBLK|0o600, int(unix.Mkdev(7, uint32(n)))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dev, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	if err := unix.IoctlSetInt(int(dev.Fd()), unix.LOOP_SET_FD, int(backing.Fd())); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if d, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
-			unix.IoctlSetInt(int(d.Fd()), unix.LOOP_CLR_FD, 0)
-			d.Close()
-		}
-	})
-	return path, n
-}
-
-// directReads reads n blocks of 4 KiB from path with O_DIRECT, each at its
-// own offset: n requests the block layer issues and completes.
-func directReads(t testing.TB, path string, n int) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mem := make([]byte, 8192)
-	off := 4096 - int(uintptr(unsafe.Pointer(&mem[0]))%4096) // O_DIRECT wants an aligned buffer
-	buf := mem[off%4096 : off%4096+4096]
-	for i := range n {
-		if _, err := f.ReadAt(buf, int64(i)*4096); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // TestTracex3 makes 50 O_DIRECT reads on a loop device while tracex3
 // watches it: the histogram at exit must count exactly 50 requests, each
@@ -85,10 +19,10 @@ func directReads(t testing.TB, path string, n int) {
 // objects together, and the run's object (total) that comes last.
 func TestTracex3(t *testing.T) {
 	testutil.RequireRoot(t)
-	path, minor := loopDevice(t)
+	path, minor := testutil.LoopDevice(t)
 	r := startTool(t, "tracex3", "-dev", "7:"+strconv.Itoa(minor), "0.2")
 	r.waitFor("Ctrl-C to stop")
-	directReads(t, path, 50)
+	testutil.DirectReads(t, path, 50)
 	out := r.stop()
 	hist := out[strings.LastIndex(out, "usecs"):]
 	total := 0
@@ -105,7 +39,7 @@ func TestTracex3(t *testing.T) {
 
 	r = startTool(t, "tracex3", "-json", "-dev", "7:"+strconv.Itoa(minor), "0.2")
 	r.waitFor("Ctrl-C to stop")
-	directReads(t, path, 50)
+	testutil.DirectReads(t, path, 50)
 	out = r.stop()
 	type column struct {
 		Requests  int

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/prog"
 )
 
@@ -34,7 +35,7 @@ func BenchmarkToolCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer stats.Close()
-	loop, minor := loopDevice(b)
+	loop, minor := testutil.LoopDevice(b)
 	sdt := sdtBinary(b)
 	sdtRunning := startSDTBinary(b, sdt)
 	firings := func(testing.TB) { // i from 0 to 199 over and over: 200 keys of argument 1
@@ -42,7 +43,7 @@ func BenchmarkToolCost(b *testing.B) {
 			sdtRunning.send("fire 200", "fired 200")
 		}
 	}
-	blockIO := func(tb testing.TB) { directReads(tb, loop, 4096) }
+	blockIO := func(tb testing.TB) { testutil.DirectReads(tb, loop, 4096) }
 	for _, c := range []struct {
 		name     string
 		tool     []string // the tool and its arguments
