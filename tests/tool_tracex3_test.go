@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -36,6 +37,7 @@ func TestTracex3(t *testing.T) {
 		t.Fatalf("tracex3 counted %d requests on %s, want 50:\n%s", total, path, hist)
 	}
 	t.Log("\n" + hist)
+	checkHeatmaps(t, out[:strings.LastIndex(out, "usecs")])
 
 	r = startTool(t, "tracex3", "-json", "-dev", "7:"+strconv.Itoa(minor), "0.2")
 	r.waitFor("Ctrl-C to stop")
@@ -59,6 +61,34 @@ func TestTracex3(t *testing.T) {
 	if !last.Total || last.Requests != 50 || sum.Requests != 50 || jsonSlots(last.LatencyUs) != jsonSlots(sum.LatencyUs) {
 		t.Fatalf("tracex3 -json: %d requests in the intervals (slots %s), the run's object %+v; want 50 in both, the same slots:\n%s",
 			sum.Requests, jsonSlots(sum.LatencyUs), last, out)
+	}
+}
+
+// checkHeatmaps checks tracex3's frames of text: each a time, a line that
+// names the rows and the column of totals, and rows labelled by round
+// figures of a unit, from the first with requests to the last.
+func checkHeatmaps(t *testing.T, out string) {
+	t.Helper()
+	frames := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\n`).Split(out, -1)[1:]
+	label := regexp.MustCompile(`^ *(0|(1|2|4|8|16|32|64|128|256|512)(us|ms|s)) \|.*\| (\d+)$`)
+	if len(frames) == 0 {
+		t.Fatalf("no heatmap in:\n%s", out)
+	}
+	for _, f := range frames {
+		lines := strings.Split(strings.TrimRight(f, " \n"), "\n")
+		if !regexp.MustCompile(`^ *latency \| *\| requests$`).MatchString(lines[0]) {
+			t.Fatalf("a frame's first line %q, want \"latency |...| requests\":\n%s", lines[0], f)
+		}
+		rows := lines[1:]
+		for i, row := range rows {
+			m := label.FindStringSubmatch(row)
+			if m == nil {
+				t.Fatalf("row %q: want a round latency, its cells and its total:\n%s", row, f)
+			}
+			if (i == 0 || i == len(rows)-1) && m[4] == "0" {
+				t.Fatalf("an empty row %q at an edge of the frame:\n%s", row, f)
+			}
+		}
 	}
 }
 
@@ -125,5 +155,28 @@ func TestDropmonListenBusy(t *testing.T) {
 	b, _ := os.ReadFile(journal)
 	if loads := regexp.MustCompile(`(?m)^bpf\((BPF_MAP_CREATE|BPF_PROG_LOAD)`).FindAllString(string(b), -1); len(loads) > 0 {
 		t.Fatalf("dropmon loaded %q before finding the port in use:\n%s", loads, b)
+	}
+}
+
+// TestTracex3LeavesPerfUsers: while tracex3 runs, perf users of its
+// tracepoints get every record: counting perf events on block_rq_issue and
+// block_rq_complete, filtered on the loop device, count each of 50
+// requests a workload makes there, as tracex3 does. (A tracepoint program
+// returning 0 would hide every one of them from the perf events.)
+func TestTracex3LeavesPerfUsers(t *testing.T) {
+	testutil.RequireRoot(t)
+	path, minor := testutil.LoopDevice(t)
+	r := startTool(t, "tracex3", "-json", "-dev", "7:"+strconv.Itoa(minor), "60")
+	r.waitFor("Ctrl-C to stop")
+	filter := fmt.Sprintf("dev == %d", 7<<20|minor)
+	issued := perfCounter(t, "block", "block_rq_issue", filter, -1)
+	completed := perfCounter(t, "block", "block_rq_complete", filter, -1)
+	testutil.DirectReads(t, path, 50)
+	seen := [2]uint64{issued(), completed()}
+	out := r.stop()
+	lines := jsonLines[struct{ Requests int }](t, out)
+	if counted := lines[len(lines)-1].Requests; seen != [2]uint64{50, 50} || counted != 50 {
+		t.Fatalf("50 reads: the perf events counted %d issued and %d completed, tracex3 %d; want 50 each",
+			seen[0], seen[1], counted)
 	}
 }
