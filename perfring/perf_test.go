@@ -17,6 +17,7 @@ import (
 	"github.com/bpfkit/bpfkit/perfring"
 	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/sys"
+	"github.com/bpfkit/bpfkit/tracefs"
 	"golang.org/x/sys/unix"
 )
 
@@ -438,5 +439,53 @@ func testPerfCloseUnblocks(t *testing.T) {
 	// deleting an empty one answers ENOENT.
 	if err := array.ClearFD(0); !errors.Is(err, mapfd.ErrKeyNotExist) {
 		t.Fatalf("map entry for CPU 0 after Close: %v, want it cleared already", err)
+	}
+}
+
+// TestPerfSampleTime: with SampleTime, each of a tracepoint's records
+// carries the kernel's time of it on CLOCK_MONOTONIC: the getppid calls of
+// this thread, made between two readings of that clock, are stamped
+// between them, in order.
+func TestPerfSampleTime(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	group, event, _ := getppidEvent()
+	id, err := tracefs.TracepointID(group, event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := perfring.NewEventReader(perfring.Event{Type: unix.PERF_TYPE_TRACEPOINT, Config: id},
+		perfring.Options{SampleTime: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	var before, after unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &before)
+	getppidOn(t, -1, 10)
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &after)
+	var times []uint64
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	r.ReadFunc(ctx, func(rec perfring.Record) error {
+		// common_pid, the thread, follows the record's 4-byte header
+		if len(rec.Sample) >= 8 && binary.NativeEndian.Uint32(rec.Sample[4:]) == uint32(tid) {
+			times = append(times, rec.Time)
+		}
+		return nil
+	})
+	if len(times) != 10 {
+		t.Fatalf("%d records of this thread's getppid calls, want 10", len(times))
+	}
+	for i, ts := range times {
+		if ts < uint64(before.Nano()) || ts > uint64(after.Nano()) || i > 0 && ts < times[i-1] {
+			t.Fatalf("times %d, want them in order between %d and %d", times, before.Nano(), after.Nano())
+		}
 	}
 }
