@@ -305,6 +305,12 @@ func (t *Tool) Read(ctx context.Context, r *perfring.PerfReader, what string, sa
 // object {"time", "lost", "cpu"}, the shape every tool that reads a ring
 // uses for it.
 func (t *Tool) Lost(cpu int, n uint64, what string) error {
+	return t.LostIn(cpu, n, what, "perf ring")
+}
+
+// LostIn is Lost for another of the kernel's buffers, named by buffer
+// ("trace buffer" for trace_pipe's): the same object with -json.
+func (t *Tool) LostIn(cpu int, n uint64, what, buffer string) error {
 	if t.JSON {
 		return t.Emit(struct {
 			Time string `json:"time"`
@@ -312,7 +318,7 @@ func (t *Tool) Lost(cpu int, n uint64, what string) error {
 			CPU  int    `json:"cpu"`
 		}{time.Now().Format(time.RFC3339Nano), n, cpu})
 	}
-	_, err := fmt.Fprintf(t.Stdout, "lost %d %s on CPU %d: the perf ring was full\n", n, what, cpu)
+	_, err := fmt.Fprintf(t.Stdout, "lost %d %s on CPU %d: the %s was full\n", n, what, cpu, buffer)
 	return err
 }
 
