@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/tracefs"
 )
 
 // sendLo sends n datagrams of 777 bytes to a socket listening on
@@ -159,5 +160,30 @@ func TestTracex1Time(t *testing.T) {
 		if seen != 2 {
 			t.Fatalf("tracex1 %q: %d of the 2 packets:\n%s", args, seen, out)
 		}
+	}
+}
+
+// TestTracex1PipeBusy: where the kernel lets one process read trace_pipe
+// at a time (6.6), tracex1 -printk, finding it open here, says so in one
+// line naming this process, and exits 1.
+func TestTracex1PipeBusy(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir, err := tracefs.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe, err := os.Open(dir + "/trace_pipe")
+	if err != nil {
+		t.Skipf("trace_pipe: %v", err) // another reader, of another test
+	}
+	defer pipe.Close()
+	if again, err := os.Open(dir + "/trace_pipe"); err == nil {
+		again.Close()
+		t.Skip("this kernel lets several processes read trace_pipe (before 6.6)")
+	}
+	_, errOut, status := runTool(t, "tracex1", "-printk", "1", "1")
+	want := fmt.Sprintf("trace_pipe is being read by process %d (", os.Getpid())
+	if status != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, want) {
+		t.Fatalf("status %d, stderr %q; want 1 and one line with %q", status, errOut, want)
 	}
 }

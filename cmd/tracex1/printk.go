@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/tracefs"
+	"golang.org/x/sys/unix"
 )
 
 // tracePrintk attaches the program that writes a line for each of dev's
@@ -30,7 +32,7 @@ func tracePrintk(ctx context.Context, t *tool.Tool, f recordFields, dev string) 
 	if err != nil {
 		return err
 	}
-	pipe, err := os.Open(filepath.Join(dir, "trace_pipe"))
+	pipe, err := openPipe(filepath.Join(dir, "trace_pipe"))
 	if err != nil {
 		return err
 	}
@@ -57,14 +59,58 @@ func tracePrintk(ctx context.Context, t *tool.Tool, f recordFields, dev string) 
 	return out.summary(lost, "trace events")
 }
 
+// openPipe opens trace_pipe. Since 6.6 the kernel lets one process read it
+// at a time (commit c2489bb7e6be) and answers others EBUSY: the error
+// then says who reads it.
+func openPipe(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, unix.EBUSY) {
+		return nil, fmt.Errorf("%s is being read by %s, and the kernel lets one process "+
+			"read it at a time: %w", path, pipeReaders(path), err)
+	}
+	return f, err
+}
+
+// pipeReaders names the processes that have path open, from their fds in
+// /proc: "process 1234 (cat)", or "another process" when none shows (one
+// in another PID namespace).
+func pipeReaders(path string) string {
+	want, err := os.Stat(path)
+	if err != nil {
+		return "another process"
+	}
+	var found []string
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range fds {
+		if st, err := os.Stat(fd); err == nil && os.SameFile(st, want) {
+			pid := strings.Split(fd, "/")[2]
+			comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+			found = append(found, fmt.Sprintf("process %s (%s)", pid, strings.TrimSpace(string(comm))))
+		}
+	}
+	if len(found) == 0 {
+		return "another process"
+	}
+	return strings.Join(found, ", ")
+}
+
 // readPipe copies the lines of dev's packets until the pipe is closed, as
-// text or, with -json, parsed.
+// text or, with -json, parsed; and reports each loss the kernel notes in
+// the pipe ("CPU:1 [LOST 4511 EVENTS]": the trace buffer of that CPU was
+// full, its oldest events overwritten), returning their sum.
 func readPipe(t *tool.Tool, pipe *os.File, dev string, out *printer) (uint64, error) {
 	s := bufio.NewScanner(pipe)
 	msg := []byte("tracex1: dev " + dev + " ns ")
 	lost := uint64(0)
 	for s.Scan() {
 		line := s.Bytes()
+		if cpu, n, ok := lostEvents(line); ok {
+			lost += n
+			if err := t.LostIn(cpu, n, "trace events", "trace buffer"); err != nil {
+				return lost, err
+			}
+			continue
+		}
 		if !bytes.Contains(line, msg) {
 			continue // another program's, or another tracex1's
 		}
@@ -80,6 +126,20 @@ func readPipe(t *tool.Tool, pipe *os.File, dev string, out *printer) (uint64, er
 		}
 	}
 	return lost, s.Err()
+}
+
+// lostEvents reads the line trace_pipe writes where it lost events,
+// "CPU:%d [LOST %lu EVENTS]" (kernel/trace/trace.c, print_trace_line).
+func lostEvents(line []byte) (cpu int, n uint64, ok bool) {
+	rest, found := bytes.CutPrefix(line, []byte("CPU:"))
+	c, rest, found2 := bytes.Cut(rest, []byte(" [LOST "))
+	count, found3 := bytes.CutSuffix(rest, []byte(" EVENTS]"))
+	if !found || !found2 || !found3 {
+		return 0, 0, false
+	}
+	cpu, err1 := strconv.Atoi(string(c))
+	n, err2 := strconv.ParseUint(string(count), 10, 64)
+	return cpu, n, err1 == nil && err2 == nil
 }
 
 // parsePrintk reads a packet from a line of trace_pipe, "comm-tid [cpu]
