@@ -76,7 +76,8 @@ func TestTracex5(t *testing.T) {
 }
 
 // TestTracex5Drain: the calls a workload makes while tracex5 is stopped
-// (SIGSTOP) wait in its ring when Ctrl-C comes: it must print them all,
+// (SIGSTOP) wait in its ring when Ctrl-C comes, 500 ms later: it must
+// print them all, each with the time of the call, not of its reading,
 // then its last report (the other calls' counts), and nothing after.
 func TestTracex5Drain(t *testing.T) {
 	testutil.RequireRoot(t)
@@ -84,18 +85,30 @@ func TestTracex5Drain(t *testing.T) {
 	r := startTool(t, "tracex5", "-json", "-p", strconv.Itoa(pid), "60")
 	r.waitFor("Ctrl-C to stop")
 	r.cmd.Process.Signal(syscall.SIGSTOP)
+	start := time.Now()
 	run()
+	end := time.Now()
+	time.Sleep(500 * time.Millisecond)
 	r.cmd.Process.Signal(syscall.SIGINT)
 	r.cmd.Process.Signal(syscall.SIGCONT)
 	out := r.wait()
-	lines := jsonLines[map[string]any](t, out)
+	lines := jsonLines[struct {
+		Time  time.Time
+		Name  string
+		Other []any `json:"other_calls"`
+	}](t, out)
 	writes := 0
 	for _, l := range lines {
-		if l["name"] == "write" {
-			writes++
+		if l.Name != "write" {
+			continue
+		}
+		writes++
+		if l.Time.Before(start) || l.Time.After(end) {
+			t.Errorf("a write stamped %s, made between %s and %s",
+				l.Time.Format("15:04:05.000"), start.Format("15:04:05.000"), end.Format("15:04:05.000"))
 		}
 	}
-	if _, last := lines[len(lines)-1]["other_calls"]; writes != 7 || !last {
+	if last := lines[len(lines)-1].Other; writes != 7 || last == nil {
 		t.Fatalf("%d writes, want 7, then the report:\n%s", writes, out)
 	}
 }
