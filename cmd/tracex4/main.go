@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
-	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/sys"
@@ -35,12 +34,8 @@ func main() {
 	t.Exit(run(ctx, t, uint32(*pid)))
 }
 
-const (
-	slots = 65 // bcc's log2 slots of a u64: 1 to 64
-	fn    = "vfs_write"
-	arg   = 2 // vfs_write(file, buf, count, pos)
-)
-
+// run attaches the programs and prints the histograms of what each
+// interval counted, until ctx ends or, with a count, count times.
 func run(ctx context.Context, t *tool.Tool, pid uint32) error {
 	if err := t.NeedRoot(); err != nil {
 		return err
@@ -48,73 +43,34 @@ func run(ctx context.Context, t *tool.Tool, pid uint32) error {
 	if err := prog.ProbesSupported(tracefs.Kprobe); err != nil {
 		return err
 	}
-	regs, err := prog.KernelPtRegs()
-	if err != nil {
-		return err
-	}
-	loadCount, err := regs.Arg(R6, R1, arg)
-	if err != nil {
-		return err
-	}
-	// hist[0] is asked, hist[1] written: slot i at key i, i+slots.
-	hist, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: mapfd.PerCPUArray, MaxEntries: 2 * slots, Name: "write_sizes"})
-	if err != nil {
-		return err
-	}
-	defer hist.Close()
-	program := func(load Item, base int32) []Item {
-		items := []Item{load}
-		if pid != 0 {
-			items = append(items, Call(BPF_FUNC_get_current_pid_tgid), ALU64Imm(BPF_RSH, R0, 32),
-				JumpImm(BPF_JNE, R0, int32(pid), "out"))
-		}
-		if base != 0 { // a return value: skip errors
-			items = append(items, JumpImm(BPF_JSLT, R6, 0, "out"))
-		}
-		items = append(items, Log2(R7, R6, R8)...)
-		return append(items, ALU64Imm(BPF_ADD, R7, 1+base), StoreMem(BPF_W, R10, -4, R7),
-			LoadMapFD(R1, hist), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -4), Call(BPF_FUNC_map_lookup_elem),
-			JumpImm(BPF_JEQ, R0, 0, "out"),
-			LoadMem(BPF_DW, R1, R0, 0), ALU64Imm(BPF_ADD, R1, 1), StoreMem(BPF_DW, R0, 0, R1),
-			Label("out"), Mov64Imm(R0, 0), Exit())
-	}
-	for _, ret := range []bool{false, true} {
-		insns := program(loadCount, 0)
-		if ret {
-			insns = program(regs.Return(R6, R1), slots)
-		}
-		p, err := prog.Load(prog.Spec{Type: prog.Kprobe, Name: "tracex4", License: "GPL", Insns: insns})
-		if err != nil {
-			return err
-		}
-		defer p.Close()
-		l, err := prog.AttachKprobe(p, fn, prog.KprobeOptions{Return: ret})
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-	}
-
-	t.Started("counting the sizes of %s, asked and written", fn)
 	ncpu, err := sys.PossibleCPUs()
 	if err != nil {
 		return err
 	}
-	perCPU := make([]uint64, ncpu)
-	seen := make([]uint64, 2*slots)
+	hist, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{
+		Type:       mapfd.PerCPUArray,
+		MaxEntries: 2 * slots,
+		Name:       "write_sizes",
+	})
+	if err != nil {
+		return err
+	}
+	defer hist.Close()
+	links, progs, err := attach(hist, pid)
+	defer tool.Detach(progs) // after the links
+	defer tool.Detach(links)
+	if err != nil {
+		return err
+	}
+
+	t.Started("counting the sizes of %s, asked and written", fn)
+	h := &histograms{hist: hist, perCPU: make([]uint64, ncpu), seen: make([]uint64, 2*slots)}
 	return t.Every(ctx, func(final bool) error {
-		now := make([]uint64, 2*slots)
-		for i := range uint32(2 * slots) {
-			if err := hist.LookupPerCPU(i, perCPU); err != nil {
-				return err
-			}
-			sum := uint64(0)
-			for _, v := range perCPU {
-				sum += v
-			}
-			now[i], seen[i] = sum-seen[i], sum
+		now, err := h.read()
+		if err != nil {
+			return err
 		}
-		asked, written := now[:slots], now[slots:]
+		asked, written := now[histAsked:histAsked+slots], now[histWritten:histWritten+slots]
 		if t.JSON {
 			return t.Emit(struct {
 				Time    string          `json:"time"`
@@ -127,4 +83,25 @@ func run(ctx context.Context, t *tool.Tool, pid uint32) error {
 		tool.Log2Hist(t.Stdout, "written bytes", written)
 		return nil
 	})
+}
+
+// histograms reads the counts and keeps what it read.
+type histograms struct {
+	hist   *mapfd.Typed[uint32, uint64]
+	perCPU []uint64 // a lookup's values, one per possible CPU
+	seen   []uint64 // every slot's count at the last read
+}
+
+// read sums every CPU's count of each slot and returns what each slot
+// added since the last read.
+func (h *histograms) read() ([]uint64, error) {
+	now := make([]uint64, len(h.seen))
+	for i := range uint32(len(h.seen)) {
+		if err := h.hist.LookupPerCPU(i, h.perCPU); err != nil {
+			return nil, err
+		}
+		sum := tool.Sum(h.perCPU)
+		now[i], h.seen[i] = sum-h.seen[i], sum
+	}
+	return now, nil
 }
