@@ -25,6 +25,7 @@ type reporter struct {
 	swap     bool
 	useBytes bool     // -swap has put hWriteBytes in write's slot
 	ncpu     int      // possible CPUs: values per element of the per-CPU array
+	noBatch  bool     // the kernel has no batch lookup of per-CPU arrays
 	seen     []uint64 // each number's count at the last report
 }
 
@@ -130,26 +131,18 @@ func (r *reporter) interval(final bool) error {
 	return r.swapWrite()
 }
 
-// otherCounts reads the per-CPU counts in one batch and returns what each
-// number counted since the last call, busiest first, then by number.
+// otherCounts reads the per-CPU counts and returns what each number
+// counted since the last call, busiest first, then by number.
 func (r *reporter) otherCounts() ([]otherCount, error) {
-	m := r.o.other.Map()
-	keys := make([]byte, slots*m.KeySize())
-	values := make([]byte, slots*m.ValueSize())
-	var c mapfd.BatchCursor
-	n, err := m.LookupBatch(&c, keys, values)
-	if err != nil && !errors.Is(err, mapfd.ErrBatchEnd) {
+	totals, err := r.readOther()
+	if err != nil {
 		return nil, err
 	}
 	counts := []otherCount{}
-	for i := range n {
-		nr := binary.NativeEndian.Uint32(keys[4*i:])
-		total := uint64(0)
-		for cpu := range r.ncpu {
-			total += binary.NativeEndian.Uint64(values[int(m.ValueSize())*i+8*cpu:])
-		}
-		if nr < slots && total > r.seen[nr] {
-			counts = append(counts, otherCount{NR: nr, Name: syscallName(nr), Calls: total - r.seen[nr]})
+	for nr, total := range totals {
+		if total > r.seen[nr] {
+			c := otherCount{NR: uint32(nr), Name: syscallName(uint32(nr)), Calls: total - r.seen[nr]}
+			counts = append(counts, c)
 			r.seen[nr] = total
 		}
 	}
@@ -157,6 +150,41 @@ func (r *reporter) otherCounts() ([]otherCount, error) {
 		return cmp.Or(cmp.Compare(b.Calls, a.Calls), cmp.Compare(a.NR, b.NR))
 	})
 	return counts, nil
+}
+
+// readOther returns the count of each number, summed over the CPUs: in
+// one BPF_MAP_LOOKUP_BATCH or, where the kernel has none for per-CPU
+// arrays (5.10 answers ENOTSUPP), one lookup per number.
+func (r *reporter) readOther() ([]uint64, error) {
+	totals := make([]uint64, slots)
+	if !r.noBatch {
+		m := r.o.other.Map()
+		keys, values := make([]byte, slots*m.KeySize()), make([]byte, slots*m.ValueSize())
+		var c mapfd.BatchCursor
+		n, err := m.LookupBatch(&c, keys, values)
+		switch {
+		case err == nil || errors.Is(err, mapfd.ErrBatchEnd):
+			for i := range n {
+				nr := binary.NativeEndian.Uint32(keys[4*i:])
+				for cpu := range r.ncpu {
+					totals[nr%slots] += binary.NativeEndian.Uint64(values[int(m.ValueSize())*i+8*cpu:])
+				}
+			}
+			return totals, nil
+		case errors.Is(err, sys.ENOTSUPP) || errors.Is(err, unix.EINVAL):
+			r.noBatch = true
+		default:
+			return nil, err
+		}
+	}
+	perCPU := make([]uint64, r.ncpu)
+	for nr := range uint32(slots) {
+		if err := r.o.other.LookupPerCPU(nr, perCPU); err != nil {
+			return nil, err
+		}
+		totals[nr] = tool.Sum(perCPU)
+	}
+	return totals, nil
 }
 
 // swapWrite puts the write handler that is not in the prog array in write's
