@@ -37,6 +37,11 @@ type Tool struct {
 	Interval time.Duration // the positional interval, or the default
 	Count    int           // the positional count; 0 means until stopped
 	Args     []string      // with TakesArgs, the positional arguments before the interval
+	// Flush, if set, is the longest Read lets a sample wait in a ring that
+	// wakes it only past a watermark (perfring.Options.Watermark), which
+	// spares the producer a wake-up per sample: Read looks at the rings at
+	// least this often.
+	Flush time.Duration
 
 	summary, usage string
 	examples       []string
@@ -261,9 +266,6 @@ func (t *Tool) Read(ctx context.Context, r *perfring.PerfReader, what string, sa
 		}
 		return sample(rec)
 	}
-	ended := func(err error) bool {
-		return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-	}
 	// ReadFunc with a context that has ended reads the rings the kernel
 	// woke us for; called again, it finds none and reads them all.
 	done, stop := context.WithCancel(context.Background())
@@ -271,13 +273,11 @@ func (t *Tool) Read(ctx context.Context, r *perfring.PerfReader, what string, sa
 	next := time.Now().Add(t.Interval)
 	for n := 1; ; n++ {
 		in, cancel := context.WithDeadline(ctx, next)
-		for in.Err() == nil {
-			if _, err := r.ReadFunc(in, f); err != nil && !ended(err) {
-				cancel()
-				return err
-			}
-		}
+		err := t.readUntil(in, r, f)
 		cancel()
+		if err != nil {
+			return err
+		}
 		for range 2 {
 			if _, err := r.ReadFunc(done, f); ended(err) {
 				break
@@ -298,6 +298,30 @@ func (t *Tool) Read(ctx context.Context, r *perfring.PerfReader, what string, sa
 			next = time.Now().Add(t.Interval)
 		}
 	}
+}
+
+// readUntil reads the rings until in ends, looking at them at least every
+// Flush.
+func (t *Tool) readUntil(
+	in context.Context, r *perfring.PerfReader, f func(perfring.Record) error,
+) error {
+	for in.Err() == nil {
+		poll, cancel := in, context.CancelFunc(func() {})
+		if t.Flush > 0 {
+			poll, cancel = context.WithTimeout(in, t.Flush)
+		}
+		_, err := r.ReadFunc(poll, f)
+		cancel()
+		if err != nil && !ended(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// ended says whether err is a context's end.
+func ended(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Lost reports that the kernel dropped n samples (named by what) on cpu,
