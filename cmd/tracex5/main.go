@@ -60,7 +60,12 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, swap bool) error {
 		return err
 	}
 	defer o.Close()
-	r, err := perfring.NewPerfReader(o.events, perfring.Options{RingBytes: 1 << 20})
+	// A ring wakes tracex5 only once a quarter full: a wake-up per event
+	// was most of a handler's cost. Read looks at the rings every Flush
+	// anyway, and each event has its time.
+	t.Flush = 100 * time.Millisecond
+	ring := perfring.Options{RingBytes: 1 << 20, Watermark: 1 << 18}
+	r, err := perfring.NewPerfReader(o.events, ring)
 	if err != nil {
 		return err
 	}
