@@ -13,7 +13,7 @@ build:
 
 # tools: every command of cmd/ as a static binary in bin/.
 tools:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o bin/ ./cmd/...
 
 # dropmon: count the packets the kernel drops, by reason and location, every
 # second until Ctrl-C. DROPMON_FLAGS passes flags and arguments ("-top 20 5",
@@ -42,8 +42,10 @@ test: lint deps test-host test-race test-386 test-vm
 # missing: bpftool (the inspector's tests compare with it), gcc, libc6-dev,
 # systemtap-sdt-dev, gcc-aarch64-linux-gnu and libc6-dev-arm64-cross (the
 # USDT test programs, for amd64, i386 and arm64), binutils (readelf),
-# python3 (a real program's USDT probes).
-TEST_PACKAGES := bpftool gcc libc6-dev systemtap-sdt-dev binutils python3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+# python3 (a real program's USDT probes), prometheus (promtool checks the
+# tools' /metrics, and its server scrapes them; the package's service is
+# not started here, the tests run their own server on a free port).
+TEST_PACKAGES := bpftool gcc libc6-dev systemtap-sdt-dev binutils python3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross prometheus
 deps:
 	@missing=$$(for p in $(TEST_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -119,11 +120,10 @@ func TestDropmonMetrics(t *testing.T) {
 	testutil.RequireRoot(t)
 	r := startTool(t, "dropmon", "-listen", "127.0.0.1:0", "60")
 	r.waitFor("Ctrl-C to stop")
-	r.waitFor("/metrics\n") // stderr's line, which stdout's may overtake
-	addr := strings.Fields(r.err.String()[strings.Index(r.err.String(), "http://"):])[0]
+	addr := r.metricsAddr()
 	dropUDP(t, 100)
 	time.Sleep(100 * time.Millisecond)
-	resp, err := http.Get(addr)
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,5 +175,86 @@ func TestToolsHelp(t *testing.T) {
 			strings.Count(out[strings.Index(out, "examples:"):], "\n  "+tool) < 2 {
 			t.Errorf("%s -h: status %d:\n%s", tool, status, out)
 		}
+	}
+}
+
+// TestToolsVersion: -version, wherever it is among the arguments, prints
+// one line naming the tool, and the module's version and VCS revision as
+// the go command recorded them in the binary (go version -m), and exits 0;
+// -h after the positional arguments still prints the usage.
+func TestToolsVersion(t *testing.T) {
+	tools := []string{"dropmon", "tracex1", "tracex2", "tracex3", "tracex4", "tracex5", "funccount",
+		"usdt", "bpfkit", "example"}
+	for _, tool := range tools {
+		args := map[string][]string{
+			"funccount": {"vfs_read", "5", "-version"},
+			"usdt":      {"/bin/true", "a:b", "-version"},
+		}[tool]
+		if args == nil {
+			args = []string{"-version"}
+		}
+		out, errOut, status := runTool(t, tool, args...)
+		oneLine := strings.HasPrefix(out, tool+" ") && strings.Count(out, "\n") == 1
+		if status != 0 || errOut != "" || !oneLine {
+			t.Errorf("%s -version: status %d, stdout %q, stderr %q; want one line",
+				tool, status, out, errOut)
+		}
+		if recorded := goVersionM(t, toolPath(t, tool)); !strings.Contains(out, recorded) {
+			t.Errorf("%s -version: %q; the binary records %q", tool, out, recorded)
+		}
+		if tool == "bpfkit" {
+			continue
+		}
+		args = append(args[:len(args)-1:len(args)-1], "-h")
+		out, _, status = runTool(t, tool, args...)
+		if status != 0 || !strings.HasPrefix(out, tool+": ") {
+			t.Errorf("%s %q: status %d:\n%s", tool, args, status, out)
+		}
+	}
+}
+
+// goVersionM is what -version must print of the build information that
+// go version -m reads from binary: the module's path and version, then
+// the revision or the lack of one. In the VMs, which have no go command,
+// it is "".
+func goVersionM(t *testing.T, binary string) string {
+	if os.Getenv("BPFKIT_VM") != "" {
+		return ""
+	}
+	out, err := exec.Command("go", "version", "-m", binary).Output()
+	if err != nil {
+		t.Fatalf("go version -m %s: %v", binary, err)
+	}
+	mod, revision := "", ", no VCS revision recorded"
+	for line := range strings.SplitSeq(string(out), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[0] == "mod":
+			mod = f[1] + " " + f[2]
+		case len(f) == 2 && f[0] == "build" && strings.HasPrefix(f[1], "vcs.revision="):
+			revision = ", revision " + strings.TrimPrefix(f[1], "vcs.revision=")
+		}
+	}
+	return mod + revision
+}
+
+// TestExampleHelp: cmd/example -h says what it does and exits 0 without
+// loading anything, as nobody too (it ran and failed to load before); an
+// argument is a usage error.
+func TestExampleHelp(t *testing.T) {
+	cmd := exec.Command(toolPath(t, "example"), "-h")
+	if os.Geteuid() == 0 {
+		nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: nobody}
+	}
+	out, errOut, status := runCmd(t, cmd)
+	if status != 0 || errOut != "" || !strings.HasPrefix(out, "example: build a packet") ||
+		!strings.Contains(out, "\nusage: example\n") ||
+		!strings.Contains(out, "\nexamples:\n  example ") {
+		t.Errorf("example -h: status %d, stderr %q, stdout:\n%s", status, errOut, out)
+	}
+	out, errOut, status = runTool(t, "example", "now")
+	if status != 2 || out != "" || !strings.Contains(errOut, `unexpected argument "now"`) {
+		t.Errorf("example now: status %d, stdout %q, stderr %q; want 2", status, out, errOut)
 	}
 }

@@ -374,13 +374,13 @@ func TestUsdtErrors(t *testing.T) {
 	}{
 		{nil, 2, "want a path and a probe"},
 		{[]string{"-l"}, 2, "-l takes one path"},
-		{[]string{"-p", "-1", path, "bpfkit:args"}, 2, "-p -1: want a process id"},
+		{[]string{"-p", "-1", path, "bpfkit:args"}, 2, `-p "-1": want a process id`},
 		{[]string{path, "bpfkit:args", "-a", "12"}, 2, "-a 12: the probe has 12 arguments"},
 		{[]string{path, "bpfkit:args", "-a", "1", "-s", "1"}, 2, "argument 1 is chosen twice"},
 		{[]string{path, "bpfkit:args", "-s", "0,1,2,3"}, 2, "more than the 496 there are"},
 		{[]string{path, "bpfkit:nope"}, 1, "has no probe bpfkit:nope; it has bpfkit:args, bpfkit:str"},
 		{[]string{"-l", "/proc/self/exe"}, 1, "no .note.stapsdt section"},
-		{[]string{path, "bpfkit:args", "-x"}, 2, "flag provided but not defined: -x"},
+		{[]string{path, "bpfkit:args", "-x"}, 2, `unknown flag "-x"`},
 	} {
 		out, errOut, status := runTool(t, "usdt", c.args...)
 		if status != c.status || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.msg) {

@@ -45,7 +45,9 @@ func toolPath(t testing.TB, name string) string {
 			return
 		}
 		os.Chmod(toolsDir.dir, 0o755) // TestToolsNeedRoot runs them as nobody
-		cmd := exec.Command("go", "build", "-o", toolsDir.dir+"/", "../cmd/...")
+		// -buildvcs=auto records the checkout's revision for -version where
+		// the go command can (not in a git worktree), whatever GOFLAGS says.
+		cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", toolsDir.dir+"/", "../cmd/...")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "PATH="+os.Getenv("PATH")+":/usr/local/go/bin")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			toolsDir.err = fmt.Errorf("go build ../cmd/...: %w\n%s", err, out)

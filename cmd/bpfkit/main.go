@@ -56,6 +56,9 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		case errors.Is(err, flag.ErrHelp):
 			t.PrintUsage(stdout)
 			return 0
+		case errors.Is(err, tool.ErrVersion):
+			fmt.Fprintln(stdout, t.Version())
+			return 0
 		case err == nil:
 			err = sys.NeedCaps(sys.CAP_SYS_ADMIN)
 			if err != nil {
@@ -64,16 +67,13 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 				err = c.run(t, id)
 			}
 		}
-		if err == nil {
-			return 0
-		}
-		fmt.Fprintf(stderr, "%s: %s\n", t.Name, strings.ReplaceAll(strings.TrimPrefix(err.Error(), "usage: "), "\n", "\n  "))
-		if errors.Is(err, tool.ErrUsage) {
-			return 2
-		}
-		return 1
+		return t.Report(err)
 	}
 	w, status := stderr, 2
+	if len(args) == 1 && (args[0] == "-version" || args[0] == "--version") {
+		fmt.Fprintln(stdout, tool.New("bpfkit", "", "").Version())
+		return 0
+	}
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
 		w, status = stdout, 0
 	} else if len(args) > 0 {
@@ -94,19 +94,10 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 // parse parses flags and the ID, which may come before, between or after
 // the flags.
 func parse(t *tool.Tool, c command, args []string) (uint32, error) {
-	var pos []string
-	for {
-		if err := t.Flags.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0, err
-			}
-			return 0, tool.Usagef("%v", err)
-		}
-		if args = t.Flags.Args(); len(args) == 0 {
-			break
-		}
-		pos, args = append(pos, args[0]), args[1:]
+	if err := t.TakesArgs().Parse(args); err != nil {
+		return 0, err
 	}
+	pos := t.Args
 	switch {
 	case !c.id && len(pos) > 0:
 		return 0, tool.Usagef("unexpected argument %q", pos[0])

@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sort"
 	"time"
 
@@ -47,8 +46,9 @@ func main() {
 	t.Flags.IntVar(&o.top, "top", 10, "show the `N` most frequent drop sites or stacks")
 	t.Flags.BoolVar(&o.stacks, "stacks", false, "count by kernel stack, printed symbolized, most frequent first")
 	t.Flags.BoolVar(&o.events, "events", false, "print each drop as it happens instead of counting")
-	t.Flags.StringVar(&o.listen, "listen", "", "serve the counts at http://`ADDR`/metrics in Prometheus's text format")
+	listen := t.ListenFlag()
 	t.ParseOrExit()
+	o.listen = *listen
 	switch {
 	case o.top < 1:
 		t.Exit(tool.Usagef("-top %d: want 1 or more", o.top))
@@ -56,10 +56,6 @@ func main() {
 		t.Exit(tool.Usagef("-stacks and -events: choose one"))
 	case o.listen != "" && (o.stacks || o.events):
 		t.Exit(tool.Usagef("-listen serves the counts by location and reason: not with -stacks or -events"))
-	case o.listen != "":
-		if err := checkListen(o.listen); err != nil {
-			t.Exit(err)
-		}
 	}
 	ctx, stop := tool.Context()
 	defer stop()
@@ -82,18 +78,23 @@ type dropmon struct {
 	reason  *tracefs.Field // nil before 5.17
 	reasons map[uint64]string
 	syms    *prog.Symbols
-	ln      net.Listener // -listen's, bound before anything is loaded
+	metrics *tool.MetricsServer // -listen's, bound before anything is loaded; nil without -listen
 }
 
 func run(ctx context.Context, t *tool.Tool, o options) error {
 	if err := t.NeedRoot(); err != nil {
 		return err
 	}
+	metrics, err := t.ListenMetrics(o.listen)
+	if err != nil {
+		return err
+	}
+	defer metrics.Close()
 	format, err := tracefs.TracepointFormat("skb", "kfree_skb")
 	if err != nil {
 		return err
 	}
-	d := &dropmon{t: t, o: o, reasons: format.Symbols["reason"]}
+	d := &dropmon{t: t, o: o, reasons: format.Symbols["reason"], metrics: metrics}
 	if d.loc, err = format.Field("location"); err != nil {
 		return err
 	}
@@ -102,12 +103,6 @@ func run(ctx context.Context, t *tool.Tool, o options) error {
 	}
 	if d.syms, err = prog.Kallsyms(); err != nil {
 		return err
-	}
-	if o.listen != "" {
-		if d.ln, err = net.Listen("tcp", o.listen); err != nil {
-			return fmt.Errorf("-listen %s: %w", o.listen, err)
-		}
-		defer d.ln.Close()
 	}
 	if o.events {
 		return d.stream(ctx, format)
@@ -173,9 +168,12 @@ func (d *dropmon) count(ctx context.Context) error {
 	}
 	defer l.Close()
 
-	if d.ln != nil {
-		serveMetrics(d.ln, func() ([]drop, error) { return d.rows(counts, stacks, nil) })
-		fmt.Fprintf(d.t.Stderr, "dropmon: serving http://%s/metrics\n", d.ln.Addr())
+	if d.metrics != nil {
+		m, err := dropMetrics(func() ([]drop, error) { return d.rows(counts, stacks, nil) })
+		if err != nil {
+			return err
+		}
+		d.metrics.Serve(m)
 	}
 	what := "drops at skb:kfree_skb"
 	if d.o.stacks {

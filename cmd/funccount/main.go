@@ -34,14 +34,12 @@ func main() {
 		"funccount -p 1234 'vfs_*' 5 3           # kernel functions vfs_* of process 1234, every 5 s, 3 times",
 		"funccount tcp_sendmsg tcp_recvmsg       # two kernel functions (kprobes)",
 	).Periodic(time.Second).TakesArgs()
-	pid := t.Flags.Int("p", 0, "count in process `PID` only")
+	pid := t.PIDFlag("p", "count in process `PID` only")
 	maxEvents := t.Flags.Int("max", 1000, "refuse patterns that match more than `N` events")
 	t.ParseOrExit()
 	switch {
 	case len(t.Args) == 0:
 		t.Exit(tool.Usagef("no pattern: give tracepoints (group:name) or kernel functions, globs allowed"))
-	case *pid < 0:
-		t.Exit(tool.Usagef("-p %d: want a process id", *pid))
 	case *maxEvents < 1:
 		t.Exit(tool.Usagef("-max %d: want 1 or more", *maxEvents))
 	}
@@ -52,7 +50,7 @@ func main() {
 	}
 	ctx, stop := tool.Context()
 	defer stop()
-	t.Exit(run(ctx, t, uint32(*pid), *maxEvents))
+	t.Exit(run(ctx, t, *pid, *maxEvents))
 }
 
 // event is a tracepoint ("group:name") or a kernel function.

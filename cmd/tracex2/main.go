@@ -25,18 +25,17 @@ func main() {
 		"tracex2 -p 1234 5 3     # write sizes of process 1234 only, every 5 s, three times",
 		"tracex2 -json 10        # one JSON object every 10 s",
 	).Periodic(time.Second)
-	pid := t.Flags.Int("p", 0, "count the writes of process `PID` only (packets are freed in any context: all are counted)")
+	pid := t.PIDFlag("p", "count the writes of process `PID` only "+
+		"(packets are freed in any context: all are counted)")
 	top := t.Flags.Int("top", 10, "show the `N` busiest locations")
 	t.ParseOrExit()
 	switch {
-	case *pid < 0:
-		t.Exit(tool.Usagef("-p %d: want a process id", *pid))
 	case *top < 1:
 		t.Exit(tool.Usagef("-top %d: want 1 or more", *top))
 	}
 	ctx, stop := tool.Context()
 	defer stop()
-	t.Exit(run(ctx, t, uint32(*pid), *top))
+	t.Exit(run(ctx, t, *pid, *top))
 }
 
 const slots = 65 // bcc's log2 slots of a u64: 1 to 64

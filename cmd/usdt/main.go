@@ -15,9 +15,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -56,20 +54,17 @@ func main() {
 	).Periodic(time.Second).TakesArgs()
 	var o options
 	t.Flags.BoolVar(&o.list, "l", false, "list the probes of PATH")
-	t.Flags.IntVar(&o.pid, "p", 0, "trace process `PID` only")
+	pid := t.PIDFlag("p", "trace process `PID` only")
 	t.Flags.StringVar(&o.nums, "a", "", "print arguments `N,...` (from 0) as numbers")
 	t.Flags.StringVar(&o.strs, "s", "", "print arguments `N,...` as strings they point to")
 	t.Flags.BoolVar(&o.count, "count", false, "count firings by the values of the arguments chosen, every interval")
-	// Flags may follow the path and probe, as in the examples.
-	os.Args = append(os.Args[:1], flagsFirst(t.Flags, os.Args[1:])...)
 	t.ParseOrExit()
+	o.pid = int(*pid)
 	switch n := len(t.Args); {
 	case o.list && n != 1:
 		t.Exit(tool.Usagef("-l takes one path"))
 	case !o.list && n != 2:
 		t.Exit(tool.Usagef("want a path and a probe (provider:name), or -l and a path"))
-	case o.pid < 0:
-		t.Exit(tool.Usagef("-p %d: want a process id", o.pid))
 	}
 	ctx, stop := tool.Context()
 	defer stop()
@@ -83,32 +78,6 @@ func main() {
 		err = errors.New(err.Error()[6:]) // the library's prefix, the tool's name
 	}
 	t.Exit(err)
-}
-
-// flagsFirst moves the flags, with their values, before the other
-// arguments; "--" ends the flags.
-func flagsFirst(fs *flag.FlagSet, args []string) []string {
-	var flags, rest []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			rest = append(rest, args[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			rest = append(rest, a)
-			continue
-		}
-		flags = append(flags, a)
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if f := fs.Lookup(name); f != nil && !hasValue && i+1 < len(args) {
-			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
-				i++
-				flags = append(flags, args[i])
-			}
-		}
-	}
-	return append(append(flags, "--"), rest...)
 }
 
 func list(t *tool.Tool, path string) error {

@@ -3,12 +3,22 @@
 # the same run (a bare system call, libbpf's reader), shows them as they
 # come, and writes them to BENCHMARKS.md with the date, machine and kernel.
 # Measured figures live there, never in code comments.
+#
+# run.sh SECTION... runs only those sections (maps, load, drain, read,
+# tools, size) and puts them in place of the same sections of
+# BENCHMARKS.md, the others kept as they were, with a line saying what was
+# measured again and when: the whole run takes an hour on a loaded machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
 out=BENCHMARKS.md
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
+only=" $* "
+
+wanted() { # wanted NAME: no section was named, or NAME was
+	[ "$only" = "  " ] || [[ $only == *" $1 "* ]]
+}
 
 section() { # section TITLE -- COMMAND...: run it, keep the benchmark lines
 	local title=$1
@@ -18,35 +28,71 @@ section() { # section TITLE -- COMMAND...: run it, keep the benchmark lines
 	printf '```\n' >>"$tmp"
 }
 
-section "Maps: bpfkit beside a bare bpf(2) (x-bare = bpfkit / bare)" -- \
+wanted maps && section "Maps: bpfkit beside a bare bpf(2) (x-bare = bpfkit / bare)" -- \
 	$GO test -run '^$' -bench . -benchtime 1000000x ./mapfd
-section "Program load beside a bare BPF_PROG_LOAD" -- \
+wanted load && section "Program load beside a bare BPF_PROG_LOAD" -- \
 	$GO test -run '^$' -bench . -benchtime 3000x ./prog
-section "Perf ring: the sample loop on records in cache" -- \
+wanted drain && section "Perf ring: the sample loop on records in cache" -- \
 	$GO test -run '^$' -bench Drain ./perfring
-section "Perf ring and BPF ring buffer readers beside libbpf's (x-libbpf = bpfkit / libbpf, medians of 7 rounds)" -- \
+wanted read && section "Perf ring and BPF ring buffer readers beside libbpf's (x-libbpf = bpfkit / libbpf, medians of 7 rounds)" -- \
 	$GO test -run '^$' -bench Read -benchtime 1x ./perfring -rounds 7
 
-section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 5 alternating rounds; BPF_ENABLE_STATS run time over run count)" -- \
+wanted tools && section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 5 alternating rounds; BPF_ENABLE_STATS run time over run count)" -- \
 	$GO test -run '^$' -bench ToolCost -benchtime 1x ./tests
 
 # dropmon's size beside tests/bench/sizebase, a program that uses the
 # standard library as dropmon's own code does (flags, signals, fmt, time
 # formatting, JSON, sorting, a TCP listener) and has no BPF: the difference
-# is what bpfkit costs a tool.
-base=$(mktemp -d)
-flags=(-trimpath -ldflags='-s -w')
-CGO_ENABLED=0 $GO build "${flags[@]}" -o "$base/dropmon" ./cmd/dropmon
-CGO_ENABLED=0 $GO build "${flags[@]}" -o "$base/baseline" ./tests/bench/sizebase
-d=$(stat -c %s "$base/dropmon") b=$(stat -c %s "$base/baseline")
-{
-	printf '\n## dropmon'"'"'s size\n\n`CGO_ENABLED=0 go build -trimpath -ldflags='"'"'-s -w'"'"'`, beside tests/bench/sizebase (the same standard library, used as dropmon uses it, and no BPF):\n\n```\n'
-	printf 'dropmon   %9d bytes\nbaseline  %9d bytes\nover      %9d bytes (%s MB)\n' "$d" "$b" $((d - b)) "$(awk -v x=$((d - b)) 'BEGIN{printf "%.2f", x/1e6}')"
-	heavy=$($GO list -deps ./cmd/dropmon | { grep -xE 'regexp|debug/elf|debug/dwarf|internal/zstd|net/http' || true; } | tr '\n' ' ')
-	printf 'regexp, debug/elf, zstd or net/http linked: %s\n' "${heavy:-none}"
-	printf '```\n'
-} | tee -a /dev/stderr >>"$tmp"
-rm -rf "$base"
+# is what bpfkit costs a tool. Then dropmon built with the tag
+# bpfkit_nethttp, serving -listen with net/http's server in place of the
+# tools' own: the difference is what net/http would add.
+if wanted size; then
+	base=$(mktemp -d)
+	flags=(-trimpath -ldflags='-s -w')
+	CGO_ENABLED=0 $GO build "${flags[@]}" -o "$base/dropmon" ./cmd/dropmon
+	CGO_ENABLED=0 $GO build "${flags[@]}" -o "$base/baseline" ./tests/bench/sizebase
+	CGO_ENABLED=0 $GO build "${flags[@]}" -tags bpfkit_nethttp -o "$base/dropmon-nethttp" ./cmd/dropmon
+	d=$(stat -c %s "$base/dropmon") b=$(stat -c %s "$base/baseline") n=$(stat -c %s "$base/dropmon-nethttp")
+	{
+		printf '\n## dropmon'"'"'s size\n\n`CGO_ENABLED=0 go build -trimpath -ldflags='"'"'-s -w'"'"'`, beside tests/bench/sizebase (the same standard library, used as dropmon uses it, and no BPF):\n\n```\n'
+		printf 'dropmon   %9d bytes\nbaseline  %9d bytes\nover      %9d bytes (%s MB)\n' "$d" "$b" $((d - b)) "$(awk -v x=$((d - b)) 'BEGIN{printf "%.2f", x/1e6}')"
+		printf 'dropmon with net/http serving /metrics (-tags bpfkit_nethttp): %d bytes, %d more (%s MB)\n' \
+			"$n" $((n - d)) "$(awk -v x=$((n - d)) 'BEGIN{printf "%.2f", x/1e6}')"
+		heavy=$($GO list -deps ./cmd/dropmon | { grep -xE 'regexp|debug/elf|debug/dwarf|internal/zstd|net/http' || true; } | tr '\n' ' ')
+		printf 'regexp, debug/elf, zstd or net/http linked: %s\n' "${heavy:-none}"
+		printf '```\n'
+	} | tee -a /dev/stderr >>"$tmp"
+	rm -rf "$base"
+fi
+
+if [ "$only" != "  " ]; then
+	# Each "## " section of $tmp replaces the section of the same title.
+	awk -v new="$tmp" -v when="$(date -u '+%Y-%m-%d %H:%M UTC')" -v which="$*" '
+		BEGIN {
+			while ((getline line < new) > 0) {
+				if (line ~ /^## /) title = line
+				else if (title != "") body[title] = body[title] "\n" line
+			}
+			for (title in body) sub(/\n+$/, "", body[title])
+		}
+		/^Written by `make bench`/ {
+			print; print ""
+			print "Measured again by `tests/bench/run.sh " which "` on " when "."
+			next
+		}
+		/^Measured again by / { getline; next }
+		/^## / {
+			if (skip) print ""
+			skip = ($0 in body)
+			if (skip) print $0 body[$0]; else print
+			next
+		}
+		!skip { print }
+	' "$out" >"$out.new"
+	mv "$out.new" "$out"
+	echo "bench: replaced the sections $* of $out"
+	exit 0
+fi
 
 {
 	echo "# Benchmarks"
