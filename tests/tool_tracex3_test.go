@@ -190,3 +190,46 @@ func TestTracex3LeavesPerfUsers(t *testing.T) {
 			seen[0], seen[1], counted)
 	}
 }
+
+// TestPrometheusTracex3: tracex3 -listen serves the latencies of the loop
+// device as a histogram in seconds, labelled by device, which promtool
+// takes; a Prometheus server scraping it while 50 reads go to the device
+// finds 50 more requests in the series, in the +Inf bucket too, and their
+// latencies in its sum; bucket by bucket, what it counts is what tracex3
+// prints at exit.
+func TestPrometheusTracex3(t *testing.T) {
+	testutil.RequireRoot(t)
+	requirePrometheus(t)
+	path, minor := testutil.LoopDevice(t)
+	dev := "7:" + strconv.Itoa(minor)
+	r := startTool(t, "tracex3", "-json", "-listen", "127.0.0.1:0", "-dev", dev, "60")
+	addr := r.metricsAddr()
+	r.waitFor("Ctrl-C to stop")
+	p := scrapedByPrometheus(t, addr)
+	series := fmt.Sprintf(`tracex3_block_latency_seconds_%%s{job="bpfkit",device=%q%%s}`, dev)
+	count := fmt.Sprintf(series, "count", "")
+	if n := p.increase(count, func() { testutil.DirectReads(t, path, 50) }); n != 50 {
+		t.Fatalf("Prometheus counted %v requests for 50 reads: %+v", n, p.query(count))
+	}
+	if n := p.sum(fmt.Sprintf(series, "bucket", `,le="+Inf"`)); n != 50 {
+		t.Errorf("the +Inf bucket holds %v requests, want 50", n)
+	}
+	if sum := p.sum(fmt.Sprintf(series, "sum", "")); sum <= 0 || sum > 50 {
+		t.Errorf("the latencies sum to %v s, want some, under 50 s", sum)
+	}
+	body := checkMetrics(t, addr)
+	out := r.stop()
+	lines := jsonLines[struct {
+		LatencyUs []histSlot `json:"latency_us"`
+	}](t, out)
+	upTo := uint64(0) // requests at or below each bucket's bound, from tracex3's own total
+	for _, s := range lines[len(lines)-1].LatencyUs {
+		upTo += s.Count
+		le := strconv.FormatFloat(float64(s.To+1)/1e6, 'f', -1, 64)
+		want := fmt.Sprintf(series, "bucket", fmt.Sprintf(",le=%q", le))
+		want = strings.Replace(want, `job="bpfkit",`, "", 1) + " " + strconv.FormatUint(upTo, 10)
+		if !strings.Contains(body, "\n"+want+"\n") {
+			t.Errorf("no line %q in:\n%s", want, body)
+		}
+	}
+}

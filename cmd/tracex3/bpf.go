@@ -41,6 +41,13 @@ type histKey struct {
 	Bucket uint32
 }
 
+// histValue is what a CPU counted in a slot of the histograms: how many
+// requests, and their latencies' sum (Prometheus's _sum).
+type histValue struct {
+	Count uint64
+	Sum   uint64 // nanoseconds
+}
+
 // The statistics the programs keep besides the latencies, by index in a
 // per-CPU array.
 const (
@@ -50,9 +57,9 @@ const (
 
 // objects are tracex3's maps and programs.
 type objects struct {
-	table    *mapfd.Typed[uint32, request] // the requests in flight
-	hist     *mapfd.Typed[histKey, uint64] // per CPU: completed requests by device and bucket
-	stats    *mapfd.Typed[uint32, uint64]  // per CPU: statUntimed, ...
+	table    *mapfd.Typed[uint32, request]    // the requests in flight
+	hist     *mapfd.Typed[histKey, histValue] // per CPU: completed requests by device and bucket
+	stats    *mapfd.Typed[uint32, uint64]     // per CPU: statUntimed, ...
 	issue    *prog.Program
 	complete *prog.Program
 	requeue  *prog.Program
@@ -90,7 +97,7 @@ func load(filter uint32) (o *objects, err error) {
 		return nil, err
 	}
 	o.made = append(o.made, o.table)
-	o.hist, err = mapfd.CreateTyped[histKey, uint64](mapfd.Spec{
+	o.hist, err = mapfd.CreateTyped[histKey, histValue](mapfd.Spec{
 		Type:       mapfd.PerCPUHash,
 		MaxEntries: maxDevices * buckets,
 		Name:       "rq_latency",
@@ -306,23 +313,68 @@ func (o *objects) takeRequest(fields [2]insn.Item, filter uint32) []insn.Item {
 func (o *objects) completeProgram(fields [2]insn.Item, filter uint32) []insn.Item {
 	items := o.takeRequest(fields, filter)
 	items = append(items,
-		// r8 = the latency in nanoseconds.
+		// r6 and r8 = the latency in nanoseconds.
 		insn.Call(insn.BPF_FUNC_ktime_get_ns),
 		insn.ALU64Reg(insn.BPF_SUB, insn.R0, insn.R8),
+		insn.Mov64Reg(insn.R6, insn.R0),
 		insn.Mov64Reg(insn.R8, insn.R0),
 	)
 	items = append(items, bucketItems()...)
-	items = append(items,
-		// Count it under {device, bucket} in this CPU's histogram.
-		insn.StoreMem(insn.BPF_W, insn.R10, -16+field(unsafe.Offsetof(histKey{}.Dev)), insn.R7),
-		insn.StoreMem(insn.BPF_W, insn.R10, -16+field(unsafe.Offsetof(histKey{}.Bucket)), insn.R9),
-	)
-	items = append(items, insn.MapIncrement(o.hist, -16, -24)...)
+	items = append(items, o.histItems()...)
 	return append(items,
 		insn.Label("out"),
 		insn.Mov64Imm(insn.R0, 1), // keep the record for perf users, as issueProgram does
 		insn.Exit(),
 	)
+}
+
+// histItems counts a request of latency r6 (ns) under {r7, r9}, its
+// device and bucket, in this CPU's values of the histograms: in place when
+// the slot is there, else by inserting it, once per CPU, device and
+// bucket. No other program writes this CPU's values meanwhile (a tracing
+// program never interrupts another on its CPU): no atomic adds.
+func (o *objects) histItems() []insn.Item {
+	const key, value = -16, -32 // a histKey, a histValue on the stack
+	// The slot's values, one more request and its latency; or a jump to
+	// missing if the slot is not there.
+	addInPlace := func(missing string) []insn.Item {
+		return []insn.Item{
+			insn.LoadMapFD(insn.R1, o.hist),
+			insn.Mov64Reg(insn.R2, insn.R10),
+			insn.ALU64Imm(insn.BPF_ADD, insn.R2, key),
+			insn.Call(insn.BPF_FUNC_map_lookup_elem),
+			insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, missing),
+			insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, field(unsafe.Offsetof(histValue{}.Count))),
+			insn.ALU64Imm(insn.BPF_ADD, insn.R1, 1),
+			insn.StoreMem(insn.BPF_DW, insn.R0, field(unsafe.Offsetof(histValue{}.Count)), insn.R1),
+			insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, field(unsafe.Offsetof(histValue{}.Sum))),
+			insn.ALU64Reg(insn.BPF_ADD, insn.R1, insn.R6),
+			insn.StoreMem(insn.BPF_DW, insn.R0, field(unsafe.Offsetof(histValue{}.Sum)), insn.R1),
+			insn.Ja("out"),
+		}
+	}
+	items := []insn.Item{
+		insn.StoreMem(insn.BPF_W, insn.R10, key+field(unsafe.Offsetof(histKey{}.Dev)), insn.R7),
+		insn.StoreMem(insn.BPF_W, insn.R10, key+field(unsafe.Offsetof(histKey{}.Bucket)), insn.R9),
+	}
+	items = append(items, addInPlace("insert")...)
+	items = append(items,
+		// The first of its slot on this CPU: {1, latency}.
+		insn.Label("insert"),
+		insn.StoreImm(insn.BPF_DW, insn.R10, value+field(unsafe.Offsetof(histValue{}.Count)), 1),
+		insn.StoreMem(insn.BPF_DW, insn.R10, value+field(unsafe.Offsetof(histValue{}.Sum)), insn.R6),
+		insn.LoadMapFD(insn.R1, o.hist),
+		insn.Mov64Reg(insn.R2, insn.R10),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R2, key),
+		insn.Mov64Reg(insn.R3, insn.R10),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R3, value),
+		insn.Mov64Imm(insn.R4, insn.BPF_NOEXIST),
+		insn.Call(insn.BPF_FUNC_map_update_elem),
+		insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, "out"),
+	)
+	// Another CPU inserted the slot first (EEXIST): it is there now, with
+	// zeros for this CPU. (Or the map is full: the lookup finds nothing.)
+	return append(items, addInPlace("out")...)
 }
 
 // requeueProgram takes a requeued request from the table, uncounted: it

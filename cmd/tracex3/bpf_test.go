@@ -64,7 +64,7 @@ func TestRequestLayout(t *testing.T) {
 	for k, perCPU := range o.hist.AllPerCPU(&err) {
 		for _, v := range perCPU {
 			if k.Dev == dev {
-				n += v
+				n += v.Count
 			}
 		}
 	}

@@ -30,7 +30,10 @@ func (l *latencies) read() ([]uint64, error) {
 			dev = new([buckets]uint64)
 			l.total[k.Dev] = dev
 		}
-		now := tool.Sum(perCPU)
+		now := uint64(0)
+		for _, v := range perCPU {
+			now += v.Count
+		}
 		added[k.Bucket] += now - dev[k.Bucket]
 		dev[k.Bucket] = now
 	}

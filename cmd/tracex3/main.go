@@ -33,9 +33,11 @@ func main() {
 		"tracex3                  # every 2 s until Ctrl-C, all devices",
 		"tracex3 -dev 8:0 1 30    # /dev/sda only, every second, 30 times",
 		"tracex3 -text 5          # symbols instead of colours, every 5 s",
+		"tracex3 -listen :9102    # serve the latencies to Prometheus at /metrics too",
 	).Periodic(2 * time.Second)
 	dev := t.Flags.String("dev", "", "only the block device `MAJ:MIN` (ls -l /dev shows them; 7:0 is loop0)")
 	text := t.Flags.Bool("text", false, "shade with symbols, not colours (the default when not on a terminal)")
+	listen := t.ListenFlag()
 	t.ParseOrExit()
 	filter, err := parseDev(*dev)
 	if err != nil {
@@ -44,7 +46,7 @@ func main() {
 	ctx, stop := tool.Context()
 	defer stop()
 	color := !*text && isTerminal(os.Stdout)
-	t.Exit(run(ctx, t, filter, color))
+	t.Exit(run(ctx, t, filter, color, *listen))
 }
 
 // parseDev turns MAJ:MIN into the kernel's dev_t as the block tracepoints
@@ -70,10 +72,15 @@ func isTerminal(f *os.File) bool {
 // run loads and attaches the programs, draws the heatmap every interval
 // until ctx ends or, with a count, count times, then prints the run's
 // histogram.
-func run(ctx context.Context, t *tool.Tool, filter uint32, color bool) error {
+func run(ctx context.Context, t *tool.Tool, filter uint32, color bool, listen string) error {
 	if err := t.NeedRoot(); err != nil {
 		return err
 	}
+	server, err := t.ListenMetrics(listen) // before anything is loaded: an address in use stops here
+	if err != nil {
+		return err
+	}
+	defer server.Close()
 	ncpu, err := sys.PossibleCPUs()
 	if err != nil {
 		return err
@@ -90,10 +97,18 @@ func run(ctx context.Context, t *tool.Tool, filter uint32, color bool) error {
 		}
 		defer l.Close()
 	}
+	if server != nil {
+		m, err := latencyMetrics(o.hist)
+		if err != nil {
+			return err
+		}
+		server.Serve(m)
+	}
 
 	lat := &latencies{o: o, ncpu: ncpu, total: map[uint32]*[buckets]uint64{}}
 	h := &heatmap{color: color, out: t.Stdout, width: 60}
-	t.Started("block I/O latency: one column per %v, darker is more requests of that latency", t.Interval)
+	t.Started("block I/O latency: one column per %v, darker is more requests of that latency",
+		t.Interval)
 	err = t.Every(ctx, func(final bool) error {
 		col, err := lat.read()
 		switch {
