@@ -112,7 +112,7 @@ func traceRecords(ctx context.Context, t *tool.Tool, f recordFields, id uint64, 
 		if err != nil {
 			return err
 		}
-		pk := packet{Time: eventTime(rec.Time), CPU: rec.CPU, Device: name, Len: length}
+		pk := packet{Time: tool.EventTime(rec.Time), CPU: rec.CPU, Device: name, Len: length}
 		return out.packet(pk)
 	}, nil)
 	if err != nil {
@@ -175,11 +175,4 @@ func (p *printer) summary(lost uint64, what string) error {
 	}
 	_, err := fmt.Fprintln(p.t.Stdout, msg)
 	return err
-}
-
-// eventTime is the wall time of a CLOCK_MONOTONIC reading.
-func eventTime(ns uint64) time.Time {
-	var mono unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
-	return time.Now().Add(time.Duration(int64(ns) - mono.Nano()))
 }

@@ -163,7 +163,13 @@ func parsePrintk(line, dev string) (packet, bool) {
 	ns, length, found := strings.Cut(line[i+len(msg):], " len ")
 	when, err2 := strconv.ParseUint(ns, 10, 64)
 	n, err3 := strconv.ParseUint(length, 10, 32)
-	p := packet{Time: eventTime(when), TID: tid, Comm: task[:max(k, 0)], Device: dev, Len: uint32(n)}
+	p := packet{
+		Time:   tool.EventTime(when),
+		TID:    tid,
+		Comm:   task[:max(k, 0)],
+		Device: dev,
+		Len:    uint32(n),
+	}
 	_, err4 := fmt.Sscanf(line[j+2:], "%d]", &p.CPU)
 	return p, k > 0 && found && err1 == nil && err2 == nil && err3 == nil && err4 == nil
 }

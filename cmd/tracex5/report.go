@@ -47,7 +47,7 @@ func (r *reporter) event(rec perfring.Record) error {
 	if err != nil {
 		return err
 	}
-	when := eventTime(ev.Time)
+	when := tool.EventTime(ev.Time)
 	comm := unix.ByteSliceToString(ev.Comm[:])
 	if r.t.JSON {
 		return r.t.Emit(struct {
@@ -207,10 +207,3 @@ func (r *reporter) swapWrite() error {
 // syscallName names a system call by its number (placeholder until the
 // shared table lands).
 func syscallName(nr uint32) string { return "" }
-
-// eventTime is the wall time of a bpf_ktime_get_ns reading.
-func eventTime(ns uint64) time.Time {
-	var mono unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
-	return time.Now().Add(time.Duration(int64(ns) - mono.Nano()))
-}
