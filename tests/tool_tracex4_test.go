@@ -88,6 +88,7 @@ func TestTracex4Listen(t *testing.T) {
 		body = string(b)
 	}
 	r.stop()
+	t.Logf("/metrics:\n%s", body)
 	for _, h := range []string{"tracex4_vfs_write_asked_bytes", "tracex4_vfs_write_written_bytes"} {
 		for _, want := range []string{
 			`_bucket{le="1"} 1`,
