@@ -1,8 +1,6 @@
 package tests
 
 import (
-	"io"
-	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -72,20 +70,9 @@ func TestTracex4Listen(t *testing.T) {
 	addr := r.metricsAddr()
 	r.waitFor("Ctrl-C to stop")
 	write()
-	var body string
+	body := fetchMetrics(t, addr)
 	if _, err := exec.LookPath("promtool"); err == nil {
 		body = checkMetrics(t, addr)
-	} else {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		body = string(b)
 	}
 	r.stop()
 	t.Logf("/metrics:\n%s", body)
