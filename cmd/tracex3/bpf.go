@@ -58,7 +58,8 @@ const (
 // objects are tracex3's maps and programs.
 type objects struct {
 	table    *mapfd.Typed[uint32, request]    // the requests in flight
-	hist     *mapfd.Typed[histKey, histValue] // per CPU: completed requests by device and bucket
+	hist     *mapfd.Typed[histKey, histValue] // -listen's, per CPU: requests by device and bucket
+	total    *mapfd.Typed[uint32, histValue]  // else, per CPU: requests by bucket
 	stats    *mapfd.Typed[uint32, uint64]     // per CPU: statUntimed, ...
 	issue    *prog.Program
 	complete *prog.Program
@@ -76,8 +77,11 @@ func (o *objects) Close() error {
 }
 
 // load creates the maps and loads the programs; with filter set, they
-// skip every other device.
-func load(filter uint32) (o *objects, err error) {
+// skip every other device. byDevice counts the latencies by device, in a
+// per-CPU hash (for -listen), else by bucket only, in a per-CPU array,
+// whose lookup the verifier inlines (6.10), where the hash's costs a
+// call and a hash of the key for every request.
+func load(filter uint32, byDevice bool) (o *objects, err error) {
 	o = &objects{}
 	defer func() {
 		if err != nil {
@@ -97,15 +101,9 @@ func load(filter uint32) (o *objects, err error) {
 		return nil, err
 	}
 	o.made = append(o.made, o.table)
-	o.hist, err = mapfd.CreateTyped[histKey, histValue](mapfd.Spec{
-		Type:       mapfd.PerCPUHash,
-		MaxEntries: maxDevices * buckets,
-		Name:       "rq_latency",
-	})
-	if err != nil {
+	if err = o.createHistograms(byDevice); err != nil {
 		return nil, err
 	}
-	o.made = append(o.made, o.hist)
 	o.stats, err = mapfd.CreateTyped[uint32, uint64](mapfd.Spec{
 		Type:       mapfd.PerCPUArray,
 		MaxEntries: statCount,
@@ -131,6 +129,63 @@ func load(filter uint32) (o *objects, err error) {
 	}
 	o.made = append(o.made, o.requeue)
 	return o, nil
+}
+
+// createHistograms creates the histograms' map: o.hist by device, else
+// o.total.
+func (o *objects) createHistograms(byDevice bool) error {
+	var err error
+	if byDevice {
+		o.hist, err = mapfd.CreateTyped[histKey, histValue](mapfd.Spec{
+			Type:       mapfd.PerCPUHash,
+			MaxEntries: maxDevices * buckets,
+			Name:       "rq_latency",
+		})
+		if err == nil {
+			o.made = append(o.made, o.hist)
+		}
+		return err
+	}
+	o.total, err = mapfd.CreateTyped[uint32, histValue](mapfd.Spec{
+		Type:       mapfd.PerCPUArray,
+		MaxEntries: buckets,
+		Name:       "rq_latency",
+	})
+	if err == nil {
+		o.made = append(o.made, o.total)
+	}
+	return err
+}
+
+// counts reads the histograms, each slot summed over the ncpu CPUs' values:
+// by device and bucket, or by bucket only, under device 0.
+func (o *objects) counts(ncpu int) (map[histKey]histValue, error) {
+	out := map[histKey]histValue{}
+	add := func(k histKey, perCPU []histValue) {
+		v := out[k]
+		for _, c := range perCPU {
+			v.Count += c.Count
+			v.Sum += c.Sum
+		}
+		out[k] = v
+	}
+	if o.hist != nil {
+		var err error
+		for k, perCPU := range o.hist.AllPerCPU(&err) {
+			if k.Bucket < buckets {
+				add(k, perCPU)
+			}
+		}
+		return out, err
+	}
+	perCPU := make([]histValue, ncpu)
+	for b := range uint32(buckets) {
+		if err := o.total.LookupPerCPU(b, perCPU); err != nil {
+			return nil, err
+		}
+		add(histKey{Bucket: b}, perCPU)
+	}
+	return out, nil
 }
 
 // maxDevices is how many devices the histograms hold (a per-CPU hash is
@@ -333,30 +388,53 @@ func (o *objects) completeProgram(fields [2]insn.Item, filter uint32) []insn.Ite
 	)
 }
 
-// histItems counts a request of latency r6 (ns) under {r7, r9}, its
-// device and bucket, in this CPU's values of the histograms: in place when
-// the slot is there, else by inserting it, once per CPU, device and
-// bucket. No other program writes this CPU's values meanwhile (a tracing
-// program never interrupts another on its CPU): no atomic adds.
+// histItems counts a request of latency r6 (ns) in bucket r9 of this
+// CPU's values of the histograms, by device (r7) or not. No other program
+// writes this CPU's values meanwhile (a tracing program never interrupts
+// another on its CPU): no atomic adds.
 func (o *objects) histItems() []insn.Item {
+	if o.hist == nil {
+		return append([]insn.Item{
+			insn.StoreMem(insn.BPF_W, insn.R10, -4, insn.R9),
+			insn.LoadMapFD(insn.R1, o.total),
+			insn.Mov64Reg(insn.R2, insn.R10),
+			insn.ALU64Imm(insn.BPF_ADD, insn.R2, -4),
+			insn.Call(insn.BPF_FUNC_map_lookup_elem),
+			insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, "out"),
+		}, addValueItems()...)
+	}
+	return o.deviceHistItems()
+}
+
+// addValueItems adds one request, of latency r6, to the histValue at r0.
+func addValueItems() []insn.Item {
+	count, sum := field(unsafe.Offsetof(histValue{}.Count)), field(unsafe.Offsetof(histValue{}.Sum))
+	return []insn.Item{
+		insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, count),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R1, 1),
+		insn.StoreMem(insn.BPF_DW, insn.R0, count, insn.R1),
+		insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, sum),
+		insn.ALU64Reg(insn.BPF_ADD, insn.R1, insn.R6),
+		insn.StoreMem(insn.BPF_DW, insn.R0, sum, insn.R1),
+	}
+}
+
+// deviceHistItems counts the request under {r7, r9}, its device and
+// bucket: in place when the slot is there, else by inserting it, once per
+// CPU, device and bucket.
+func (o *objects) deviceHistItems() []insn.Item {
 	const key, value = -16, -32 // a histKey, a histValue on the stack
 	// The slot's values, one more request and its latency; or a jump to
 	// missing if the slot is not there.
 	addInPlace := func(missing string) []insn.Item {
-		return []insn.Item{
+		items := []insn.Item{
 			insn.LoadMapFD(insn.R1, o.hist),
 			insn.Mov64Reg(insn.R2, insn.R10),
 			insn.ALU64Imm(insn.BPF_ADD, insn.R2, key),
 			insn.Call(insn.BPF_FUNC_map_lookup_elem),
 			insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, missing),
-			insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, field(unsafe.Offsetof(histValue{}.Count))),
-			insn.ALU64Imm(insn.BPF_ADD, insn.R1, 1),
-			insn.StoreMem(insn.BPF_DW, insn.R0, field(unsafe.Offsetof(histValue{}.Count)), insn.R1),
-			insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, field(unsafe.Offsetof(histValue{}.Sum))),
-			insn.ALU64Reg(insn.BPF_ADD, insn.R1, insn.R6),
-			insn.StoreMem(insn.BPF_DW, insn.R0, field(unsafe.Offsetof(histValue{}.Sum)), insn.R1),
-			insn.Ja("out"),
 		}
+		return append(append(items, addValueItems()...), insn.Ja("out"))
 	}
 	items := []insn.Item{
 		insn.StoreMem(insn.BPF_W, insn.R10, key+field(unsafe.Offsetof(histKey{}.Dev)), insn.R7),

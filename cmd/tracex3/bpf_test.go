@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/prog"
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -12,13 +14,20 @@ import (
 // with only the issue program attached, one read of a loop device leaves
 // one slot of the table Ready, holding the device, sector 0, a claim and
 // a time of the read's; with the completion's program too, a second read
-// leaves every slot free and one request in the histogram, under the
-// device.
+// leaves every slot free and one request, its latency, in the histogram,
+// under the device when counting by device (-listen).
 func TestRequestLayout(t *testing.T) {
 	testutil.RequireRoot(t)
 	path, minor := testutil.LoopDevice(t)
-	dev := uint32(7<<20 | minor)
-	o, err := load(dev)
+	for _, byDevice := range []bool{false, true} {
+		t.Run(fmt.Sprintf("byDevice=%v", byDevice), func(t *testing.T) {
+			testRequestLayout(t, path, uint32(7<<20|minor), byDevice)
+		})
+	}
+}
+
+func testRequestLayout(t *testing.T, path string, dev uint32, byDevice bool) {
+	o, err := load(dev, byDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,16 +69,24 @@ func TestRequestLayout(t *testing.T) {
 	if got := o.readySlots(t); len(got) != 0 {
 		t.Fatalf("slots still ready after the completion: %+v", got)
 	}
-	n := uint64(0)
-	for k, perCPU := range o.hist.AllPerCPU(&err) {
-		for _, v := range perCPU {
-			if k.Dev == dev {
-				n += v.Count
-			}
+	ncpu, err := sys.PossibleCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := o.counts(ncpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, n := histKey{}, 0
+	for k, v := range counts {
+		if v.Count > 0 {
+			key, n = k, n+int(v.Count)
 		}
 	}
-	if err != nil || n != 1 {
-		t.Fatalf("the histogram counts %d requests of the device (%v), want 1", n, err)
+	want := map[bool]uint32{true: dev}[byDevice]
+	if n != 1 || key.Dev != want || counts[key].Sum == 0 {
+		t.Fatalf("the histograms count %d requests, of device %#x, latency %d ns; want 1, of %#x",
+			n, key.Dev, counts[key].Sum, want)
 	}
 }
 

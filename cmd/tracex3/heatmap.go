@@ -8,39 +8,30 @@ import (
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 )
 
-// latencies keeps what the histograms have counted, per device.
+// latencies keeps what the histograms have counted.
 type latencies struct {
-	o     *objects
-	ncpu  int                         // possible CPUs: a per-CPU value's count
-	total map[uint32]*[buckets]uint64 // per device: the requests since the start, per bucket
-	all   [buckets]uint64             // the same, over every device
+	o    *objects
+	ncpu int                // possible CPUs: a per-CPU value's count
+	seen map[histKey]uint64 // each slot's requests at the last read
+	all  [buckets]uint64    // the run's requests per bucket, over every device
 }
 
-// read sums each device's buckets over the CPUs and returns what the
-// interval added, over every device.
+// read returns what the interval added to each bucket, over every
+// device.
 func (l *latencies) read() ([]uint64, error) {
+	now, err := l.o.counts(l.ncpu)
+	if err != nil {
+		return nil, err
+	}
 	added := make([]uint64, buckets)
-	var err error
-	for k, perCPU := range l.o.hist.AllPerCPU(&err) {
-		if k.Bucket >= buckets {
-			continue
-		}
-		dev := l.total[k.Dev]
-		if dev == nil {
-			dev = new([buckets]uint64)
-			l.total[k.Dev] = dev
-		}
-		now := uint64(0)
-		for _, v := range perCPU {
-			now += v.Count
-		}
-		added[k.Bucket] += now - dev[k.Bucket]
-		dev[k.Bucket] = now
+	for k, v := range now {
+		added[k.Bucket] += v.Count - l.seen[k]
+		l.seen[k] = v.Count
 	}
 	for i, n := range added {
 		l.all[i] += n
 	}
-	return added, err
+	return added, nil
 }
 
 // untimed is how many requests went untimed, their table slots all taken.

@@ -85,7 +85,7 @@ func run(ctx context.Context, t *tool.Tool, filter uint32, color bool, listen st
 	if err != nil {
 		return err
 	}
-	o, err := load(filter)
+	o, err := load(filter, server != nil)
 	if err != nil {
 		return err
 	}
@@ -98,14 +98,14 @@ func run(ctx context.Context, t *tool.Tool, filter uint32, color bool, listen st
 		defer l.Close()
 	}
 	if server != nil {
-		m, err := latencyMetrics(o.hist)
+		m, err := latencyMetrics(o, ncpu)
 		if err != nil {
 			return err
 		}
 		server.Serve(m)
 	}
 
-	lat := &latencies{o: o, ncpu: ncpu, total: map[uint32]*[buckets]uint64{}}
+	lat := &latencies{o: o, ncpu: ncpu, seen: map[histKey]uint64{}}
 	h := &heatmap{color: color, out: t.Stdout, width: 60}
 	t.Started("block I/O latency: one column per %v, darker is more requests of that latency",
 		t.Interval)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
-	"github.com/bpfkit/bpfkit/mapfd"
 )
 
 // latencyMetrics is what -listen serves: tracex3_block_latency_seconds,
@@ -13,7 +12,7 @@ import (
 // counts at each scrape. A bucket holds the latencies from its lower
 // bound up to, not including, its upper one (le): only a latency of
 // exactly a bound, to the nanosecond, is counted one bucket up.
-func latencyMetrics(hist *mapfd.Typed[histKey, histValue]) (*tool.Metrics, error) {
+func latencyMetrics(o *objects, ncpu int) (*tool.Metrics, error) {
 	bounds := make([]float64, buckets-1)
 	for i := range bounds {
 		bounds[i] = float64(bucketFloor(i + 1))
@@ -23,18 +22,16 @@ func latencyMetrics(hist *mapfd.Typed[histKey, histValue]) (*tool.Metrics, error
 		"Block I/O requests by latency, from block_rq_issue to block_rq_complete, "+
 			"by device (MAJOR:MINOR).",
 		tool.Nanoseconds, bounds, []string{"device"}, func(add tool.AddBuckets) error {
+			counts, err := o.counts(ncpu)
 			devs := map[uint32]*tool.Buckets{}
-			var err error
-			for k, perCPU := range hist.AllPerCPU(&err) {
+			for k, v := range counts {
 				b := devs[k.Dev]
 				if b == nil {
 					b = &tool.Buckets{Counts: make([]uint64, buckets)}
 					devs[k.Dev] = b
 				}
-				for _, v := range perCPU {
-					b.Counts[min(k.Bucket, buckets-1)] += v.Count
-					b.Sum += float64(v.Sum)
-				}
+				b.Counts[k.Bucket] += v.Count
+				b.Sum += float64(v.Sum)
 			}
 			for dev, b := range devs {
 				add(*b, devName(dev))
