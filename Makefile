@@ -60,7 +60,7 @@ test-host:
 # detector, which also turns on checkptr: a pointer or slice that strays
 # outside its allocation (the journal once read 256 bytes of a 4-byte
 # string) fails the test instead of reading unrelated memory unseen.
-RACE_PACKAGES := ./sys ./mapfd ./perfring ./prog ./usdt
+RACE_PACKAGES := ./sys ./mapfd ./perfring ./prog ./usdt ./btf
 test-race:
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the tests load BPF programs"; exit 1; }
 	$(GO) test -race -count=1 $(RACE_PACKAGES)
@@ -69,7 +69,7 @@ test-race:
 # which takes their system calls through its compat layer: attrs, pointers
 # and 64-bit atomics as a 32-bit program lays them out.
 test-386:
-	@for p in sys insn mapfd prog tracefs perfring; do \
+	@for p in sys insn mapfd prog tracefs perfring btf; do \
 	  echo "GOARCH=386 $$p"; \
 	  GOARCH=386 CGO_ENABLED=0 $(GO) test -c -o bin/386/$$p.test ./$$p && (cd $$p && ../bin/386/$$p.test) || exit 1; \
 	done

@@ -70,3 +70,32 @@ func Log2(dst, src, tmp Register) []Item {
 	}
 	return items
 }
+
+// MaxFuncArgs is MAX_BPF_FUNC_ARGS, the most arguments of a traced
+// function the verifier takes from its BTF; the trampoline may pass fewer
+// (arm64's 8), which the attach refuses.
+const MaxFuncArgs = 12
+
+// FuncArg is dst = ctx[i] in a tracing program (fentry, fexit, tp_btf):
+// argument i of the traced function or tracepoint, *(u64 *)(ctx + 8*i),
+// as libbpf's BPF_PROG reads it and bpf_get_func_arg(ctx, i, &v) returns
+// it. It is a plain load, not that helper (5.17): it works wherever fentry
+// does, and the verifier checks i against the function's prototype at
+// load (a helper's out-of-range i is -EINVAL at run time). ctx is the
+// program's r1 or a copy.
+func FuncArg(dst, ctx Register, i int) Item {
+	if i < 0 || i >= MaxFuncArgs {
+		return bad("FuncArg: argument %d is not in 0 to %d", i, MaxFuncArgs-1)[0]
+	}
+	return LoadMem(BPF_DW, dst, ctx, int16(8*i))
+}
+
+// FuncRet is dst = the return value of the function an fexit program
+// traces, which has nargs arguments: the slot after the last,
+// *(u64 *)(ctx + 8*nargs), what bpf_get_func_ret returns.
+func FuncRet(dst, ctx Register, nargs int) Item {
+	if nargs < 0 || nargs > MaxFuncArgs {
+		return bad("FuncRet: %d arguments is not in 0 to %d", nargs, MaxFuncArgs)[0]
+	}
+	return LoadMem(BPF_DW, dst, ctx, int16(8*nargs))
+}

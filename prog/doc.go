@@ -2,7 +2,8 @@
 //
 // Load assembles an insn program and hands it to the verifier; when the
 // verifier says no, it loads it again with a log and returns a
-// *VerifierError with the log's last lines and the failing instruction. A
+// *VerifierError with the log's last lines and the failing instruction
+// (what fails after the verifier said yes, EMFILE say, is a plain error). A
 // Program can be test-run, pinned, and asked for its Info, including the
 // instructions as the kernel rewrote them.
 //
@@ -10,11 +11,17 @@
 // and uprobes (and their return probes) through a perf event of the perf
 // PMUs where the kernel has them, of tracefs otherwise; and raw
 // tracepoints. A perf event takes a BPF perf link (5.15), which carries a
-// bpf_cookie, or PERF_EVENT_IOC_SET_BPF before (HavePerfLink). A *Link's
-// Close undoes all the attachment created.
+// bpf_cookie, or PERF_EVENT_IOC_SET_BPF before (HavePerfLink). Tracing
+// programs (fentry, fexit, tp_btf) name their target in Spec.AttachTo,
+// which Load looks up in the kernel's BTF (package btf: the one use of
+// BTF in bpfkit; the programs carry none), and AttachTracing links them
+// with BPF_LINK_CREATE, which carries a cookie, or BPF_RAW_TRACEPOINT_OPEN
+// before (HaveTracingLink). A *Link's Close undoes all the attachment
+// created.
 //
-// Feature probes (HaveProgType, HaveMapType, HaveHelper, ..., Features for
-// all) try once and cache the answer with the errno it rests on. NextID,
+// Feature probes (HaveProgType, HaveMapType, HaveHelper, HaveTracing, ...,
+// Features for all) try once and cache the answer with the errno it rests
+// on, and a note where the errno does not say enough (Probed). NextID,
 // NextLinkID, LinkByID and QueryFD walk what is loaded and attached.
 // Kallsyms names kernel addresses ("__udp4_lib_rcv+0x8f4"); SyscallSymbol
 // names the kernel function of a system call of this process.

@@ -25,6 +25,7 @@ type Feature struct {
 	Errno unix.Errno // the kernel's answer to the probe: 0 when it simply accepted it
 	Value int        // a measurement: the tail-call limit
 	Err   error      // the probe could not tell (no privilege, an answer it did not expect)
+	Note  string     // why not, where the kernel's answer says more than its errno
 }
 
 var features struct {
@@ -65,11 +66,21 @@ func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
 
 func (f Feature) result() (bool, error) { return f.OK, f.Err }
 
+// Probed returns the answer of the probe name ("tracing trace_fentry"),
+// if it ran: its Note or Errno say why a no is a no, to tell a user.
+func Probed(name string) (Feature, bool) {
+	features.Lock()
+	defer features.Unlock()
+	f, ok := features.m[name]
+	return f, ok
+}
+
 // Features runs the probes without arguments, HaveProgType and HaveMapType
 // for every type the journal names, HaveHelper for bpf_get_attach_cookie in
-// kprobe and raw tracepoint programs (bpf_cookie: 5.15 and 6.10), and for
-// every helper insn names and type of helpersOf; it returns every answer
-// cached, by name.
+// kprobe and raw tracepoint programs (bpf_cookie: 5.15 and 6.10),
+// HaveTracing, HaveTracingLink and HaveTracingCookie for fentry, fexit and
+// tp_btf, and HaveHelper for every helper insn names and type of
+// helpersOf; it returns every answer cached, by name.
 func Features(helpersOf ...Type) []Feature {
 	HavePerfLink()
 	HaveKprobeMulti()
@@ -79,6 +90,11 @@ func Features(helpersOf ...Type) []Feature {
 	TailCallLimit()
 	HaveHelper(Kprobe, insn.BPF_FUNC_get_attach_cookie)
 	HaveHelper(RawTracepoint, insn.BPF_FUNC_get_attach_cookie)
+	for _, at := range []uint32{BPF_TRACE_FENTRY, BPF_TRACE_FEXIT, BPF_TRACE_RAW_TP} {
+		HaveTracing(at)
+		HaveTracingLink(at)
+		HaveTracingCookie(at)
+	}
 	for v := 2; v <= 4; v++ {
 		HaveISA(v)
 	}
@@ -210,12 +226,15 @@ func TailCallLimit() (int, error) {
 
 // loadAttrs are the expected attach type and flags a program type's load
 // needs; tracing, lsm and ext also get attach_btf_id 1, which names no
-// function in the kernel's BTF: the verifier saying so is the yes.
+// function (nor tracepoint) in the kernel's BTF: the verifier saying so is
+// the yes. Tracing is probed as tp_btf: a kernel may refuse fentry's
+// trampolines to root with EPERM (HaveTracing) and still have the type.
 var loadAttrs = map[Type][2]uint32{
 	unix.BPF_PROG_TYPE_CGROUP_SOCK_ADDR: {unix.BPF_CGROUP_INET4_CONNECT}, unix.BPF_PROG_TYPE_CGROUP_SOCKOPT: {unix.BPF_CGROUP_GETSOCKOPT},
 	unix.BPF_PROG_TYPE_SK_LOOKUP: {unix.BPF_SK_LOOKUP}, unix.BPF_PROG_TYPE_LIRC_MODE2: {unix.BPF_LIRC_MODE2},
 	unix.BPF_PROG_TYPE_NETFILTER: {unix.BPF_NETFILTER}, unix.BPF_PROG_TYPE_SYSCALL: {0, unix.BPF_F_SLEEPABLE},
-	unix.BPF_PROG_TYPE_TRACING: {unix.BPF_TRACE_FENTRY}, unix.BPF_PROG_TYPE_LSM: {unix.BPF_LSM_MAC}, unix.BPF_PROG_TYPE_EXT: {},
+	unix.BPF_PROG_TYPE_TRACING: {unix.BPF_TRACE_RAW_TP}, unix.BPF_PROG_TYPE_LSM: {unix.BPF_LSM_MAC},
+	unix.BPF_PROG_TYPE_EXT: {},
 }
 
 // tryLoad loads code, not assembled (a helper insn does not know is no
@@ -262,8 +281,13 @@ func HaveProgType(t Type) (bool, error) {
 		log, err := tryLoad(t, retZero...)
 		yes := map[Type]unix.Errno{unix.BPF_PROG_TYPE_TRACING: unix.EINVAL, unix.BPF_PROG_TYPE_LSM: unix.EINVAL,
 			unix.BPF_PROG_TYPE_EXT: unix.EINVAL, unix.BPF_PROG_TYPE_STRUCT_OPS: sys.ENOTSUPP}[t]
-		if yes == unix.EINVAL && !strings.Contains(log, "attach_btf_id 1 is not a function") &&
-			!strings.Contains(log, "can only be attached to another program annotated with BTF") {
+		refusedTarget := false
+		for _, s := range []string{"attach_btf_id 1 is not a function",
+			"attach_btf_id 1 is not a typedef", "attach_btf_id 1 points to wrong type name",
+			"can only be attached to another program annotated with BTF"} {
+			refusedTarget = refusedTarget || strings.Contains(log, s)
+		}
+		if yes == unix.EINVAL && !refusedTarget {
 			yes = 0
 		}
 		f.answer(err, yes, unix.EINVAL, unix.EOPNOTSUPP, sys.ENOTSUPP)
@@ -290,10 +314,15 @@ func HaveHelper(t Type, h insn.Helper) (bool, error) {
 		case f.Errno == 0 || f.Errno == unix.EPERM:
 			f.Err = wrap(err, "probe for %s", f.Name)
 		case log != "": // else the kernel refused the program type itself
-			f.OK = !strings.Contains(log, "invalid func ") && !strings.Contains(log, "unknown func ") &&
-				!strings.Contains(log, "program of this type cannot use helper ")
+			f.OK = !helperRefused(log)
 		}
 	}).result()
+}
+
+// helperRefused says whether the verifier's log refuses a helper call.
+func helperRefused(log string) bool {
+	return strings.Contains(log, "invalid func ") || strings.Contains(log, "unknown func ") ||
+		strings.Contains(log, "program of this type cannot use helper ")
 }
 
 // HaveMapType reports whether the kernel creates maps of type t (a

@@ -56,7 +56,9 @@ func (l *Link) Close() error {
 // AttachOptions apply to every attachment made through a perf event.
 type AttachOptions struct {
 	Cookie uint64 // what bpf_get_attach_cookie reads; needs BPF perf links (5.15), else an ErrNotSupported error
-	Legacy bool   // attach with PERF_EVENT_IOC_SET_BPF, without a cookie, even where perf links exist
+	// Legacy attaches with PERF_EVENT_IOC_SET_BPF (a tracing program: with
+	// BPF_RAW_TRACEPOINT_OPEN), even where the kernel has links.
+	Legacy bool
 }
 
 // attachPerf attaches p to the perf event perfFD (unless err says why it
@@ -110,13 +112,28 @@ func usable(p *Program, what string, types ...Type) error {
 		return wrap(ErrClosed, "attach %q to %s", p.name, what)
 	case !slices.Contains(types, p.typ):
 		return fmt.Errorf("%w: program %q is a %s; %s needs type %s", ErrWrongType, p.name,
-			strings.ReplaceAll(p.typ.String(), "_", " "), what, typeNames[types[0]])
+			strings.ReplaceAll(p.typ.String(), "_", " "), what, goName(types[0]))
 	}
 	return nil
 }
 
-// typeNames are the Go names of the types attach functions need.
-var typeNames = map[Type]string{Tracepoint: "Tracepoint", Kprobe: "Kprobe", RawTracepoint: "RawTracepoint", PerfEvent: "PerfEvent"}
+// goName is the Go name of a type attach functions need. A switch, not a
+// map: a package map is made at start-up, code and types every tool links.
+func goName(t Type) string {
+	switch t {
+	case Tracepoint:
+		return "Tracepoint"
+	case Kprobe:
+		return "Kprobe"
+	case RawTracepoint:
+		return "RawTracepoint"
+	case PerfEvent:
+		return "PerfEvent"
+	case Tracing:
+		return "Tracing"
+	}
+	return t.String()
+}
 
 // AttachPerfEvent runs p on the perf event perfFD, which the caller keeps
 // (perfring.NewEventReader's, say): a Tracepoint program on a tracepoint,

@@ -24,6 +24,7 @@ const (
 	PerfEvent     Type = unix.BPF_PROG_TYPE_PERF_EVENT     // sampling perf events
 	CgroupSKB     Type = unix.BPF_PROG_TYPE_CGROUP_SKB     // a cgroup's packets
 	RawTracepoint Type = unix.BPF_PROG_TYPE_RAW_TRACEPOINT // tracepoints' raw arguments (4.17)
+	Tracing       Type = unix.BPF_PROG_TYPE_TRACING        // fentry, fexit, tp_btf (5.5)
 )
 
 // String is the type's name as in the uapi's enum bpf_prog_type, without
@@ -44,6 +45,10 @@ type Spec struct {
 	Flags              uint32 // prog_flags: BPF_F_STRICT_ALIGNMENT, BPF_F_SLEEPABLE, ...
 	LogLevel           uint32 // above zero: keep the verifier's log (Program.Log); a failed load gets one at level 1 anyway
 	LogSize            int    // the log buffer's first size (zero: 64 KiB), grown on ENOSPC up to MaxLogSize
+	// AttachTo is a Tracing program's target, Fentry, Fexit or TpBTF,
+	// looked up in the kernel's BTF at load; it sets the attach type. The
+	// program itself needs no BTF.
+	AttachTo Target
 }
 
 // Flags for Spec.Flags (prog_flags), as in the uapi header.
@@ -61,14 +66,17 @@ const MaxLogSize = 64 << 20
 
 // Program is a loaded program.
 type Program struct {
-	fd   sys.FD
-	name string
-	typ  Type
-	log  string
+	fd     sys.FD
+	name   string
+	typ    Type
+	log    string
+	target Target // Spec.AttachTo, or nil
 }
 
 // Load assembles spec.Insns (or takes spec.Instructions) and loads the
-// program; one the verifier rejects is a *VerifierError.
+// program; one the verifier rejects is a *VerifierError. Another failure,
+// one after the verifier accepted the program (EMFILE: no fd left for it)
+// or before it ran (EPERM), is not, and is not loaded again for a log.
 func Load(spec Spec) (*Program, error) {
 	fail := func(err error) (*Program, error) { return nil, wrap(err, "load %q", spec.Name) }
 	insns := spec.Instructions
@@ -102,6 +110,19 @@ func Load(spec Spec) (*Program, error) {
 	if spec.Type == Kprobe && attr.KernVersion == 0 {
 		attr.KernVersion, _ = KernelVersion()
 	}
+	var done func(error) error
+	if spec.Type == Tracing && spec.AttachTo == nil {
+		return fail(errors.New("a Tracing program names its target in Spec.AttachTo: " +
+			"Fentry, Fexit or TpBTF"))
+	}
+	if spec.AttachTo != nil {
+		at := &attr.ExpectedAttachType
+		*at, attr.AttachBTFID, attr.AttachProgFD, done, err =
+			spec.AttachTo.resolve(uint32(spec.Type), *at)
+		if err != nil {
+			return fail(err)
+		}
+	}
 	logSize := min(max(spec.LogSize, 128), MaxLogSize)
 	if spec.LogSize <= 0 {
 		logSize = 64 << 10
@@ -118,18 +139,22 @@ func Load(spec Spec) (*Program, error) {
 	if errors.Is(err, unix.EPERM) && sys.RaiseMemlock() {
 		fd, err = sys.ProgLoad(&attr)
 	}
-	if err != nil && spec.LogLevel == 0 { // the fast path had no log: load again with one to say why
+	if refusal(err) && spec.LogLevel == 0 { // the fast path had no log: again, with one to say why
 		setLog(1, logSize)
 		fd, err = sys.ProgLoad(&attr)
 	}
-	for errors.Is(err, unix.ENOSPC) && len(log) < MaxLogSize {
+	for errors.Is(err, unix.ENOSPC) && len(log) > 0 && len(log) < MaxLogSize { // not an id's ENOSPC
 		setLog(attr.LogLevel, min(len(log)*4, MaxLogSize))
 		fd, err = sys.ProgLoad(&attr)
+	}
+	if done != nil {
+		err = done(err)
 	}
 	if err != nil {
 		return nil, newVerifierError(spec.Name, err, unix.ByteSliceToString(log))
 	}
-	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: unix.ByteSliceToString(log)}
+	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: unix.ByteSliceToString(log),
+		target: spec.AttachTo}
 	p.fd.Set(fd)
 	return p, nil
 }

@@ -240,6 +240,22 @@ type LinkCreateAttr struct {
 	_          [AttrSize - 24]byte
 }
 
+// LinkCreateTracingAttr is union bpf_attr's link_create for a tracing
+// program (fentry, fexit, tp_btf, fields as the uapi names them), with
+// tracing.cookie (5.19) at offset 24, not where perf_event.bpf_cookie
+// lies: TargetFD and TargetBTFID name another BPF program's function to
+// trace, or are zero for the kernel function the program was loaded for.
+type LinkCreateTracingAttr struct {
+	ProgFD      uint32
+	TargetFD    uint32
+	AttachType  uint32
+	Flags       uint32
+	TargetBTFID uint32 // tracing.target_btf_id
+	_           uint32
+	Cookie      uint64 // tracing.cookie
+	_           [AttrSize - 32]byte
+}
+
 // LinkCreateKprobeMultiAttr is union bpf_attr's link_create with
 // kprobe_multi (5.18), fields as the uapi names them: one link, through
 // fprobe, on Cnt kernel functions: Syms points at C string pointers, or

@@ -163,6 +163,28 @@ func TestAdversarialOpen(t *testing.T) {
 			t.Errorf("Open(%q): %v, %d bytes allocated; want %q and under 1 MiB", path, err, n, want)
 		}
 	}
+	// A file cut within its header says so: it said "a big-endian ELF
+	// file" for 4 bytes and a bare "EOF" for 16.
+	elf32, badClass := notesELF(nil, 0, 0), notesELF(nil, 0, 0)
+	elf32[4], badClass[4] = byte(elf.ELFCLASS32), 3
+	for _, c := range []struct {
+		file []byte
+		want string
+	}{
+		{[]byte(elf.ELFMAG), "truncated: 4 bytes, short of an ELF header " +
+			"(52 bytes for 32-bit, 64 for 64-bit)"},
+		{notesELF(nil, 0, 0)[:5], "truncated: 5 bytes, short of the 64-byte header of a 64-bit " +
+			"ELF file"},
+		{notesELF(nil, 0, 0)[:16], "truncated: 16 bytes, short of the 64-byte header of a 64-bit " +
+			"ELF file"},
+		{elf32[:51], "truncated: 51 bytes, short of the 52-byte header of a 32-bit ELF file"},
+		{badClass, "unknown ELF class 3 (1 for 32-bit, 2 for 64-bit)"},
+	} {
+		path := write("cut", c.file)
+		if _, err := Open(path); err == nil || err.Error() != "usdt: "+path+": "+c.want {
+			t.Errorf("Open of %d bytes: %v, want %q", len(c.file), err, c.want)
+		}
+	}
 	// An empty notes section: a File of no probes.
 	f, err := Open(empty)
 	if err != nil || len(f.Probes) != 0 {

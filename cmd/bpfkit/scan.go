@@ -215,6 +215,9 @@ func features(t *tool.Tool, _ uint32) error {
 			if f.Err != nil {
 				r["error"] = f.Err.Error()
 			}
+			if f.Note != "" {
+				r["note"] = f.Note
+			}
 			t.Emit(r)
 			continue
 		}
@@ -224,6 +227,8 @@ func features(t *tool.Tool, _ uint32) error {
 			answer, note = "?", f.Err.Error()
 		case f.Name == "tail_call_limit":
 			note = strconv.Itoa(f.Value)
+		case f.Note != "":
+			note = f.Note
 		}
 		fmt.Fprintf(t.Stdout, "%-48s %-4s %-10s %s\n", f.Name, answer, errno, note)
 	}

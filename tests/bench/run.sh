@@ -20,11 +20,11 @@ wanted() { # wanted NAME: no section was named, or NAME was
 	[ "$only" = "  " ] || [[ $only == *" $1 "* ]]
 }
 
-section() { # section TITLE -- COMMAND...: run it, keep the benchmark lines
+section() { # section TITLE -- COMMAND...: run it, keep the benchmark lines (a VM's without its prefix)
 	local title=$1
 	shift 2
 	printf '\n## %s\n\n`%s`\n\n```\n' "$title" "$*" >>"$tmp"
-	"$@" 2>&1 | tee -a /dev/stderr | grep -E '^(Benchmark|cpu:|---)' >>"$tmp" || true
+	"$@" 2>&1 | tee -a /dev/stderr | sed -E 's/^\[[a-z0-9]+ [0-9.]+\] //' | grep -E '^(Benchmark|cpu:|---)' >>"$tmp" || true
 	printf '```\n' >>"$tmp"
 }
 
@@ -36,6 +36,15 @@ wanted drain && section "Perf ring: the sample loop on records in cache" -- \
 	$GO test -run '^$' -bench Drain ./perfring
 wanted read && section "Perf ring and BPF ring buffer readers beside libbpf's (x-libbpf = bpfkit / libbpf, medians of 7 rounds)" -- \
 	$GO test -run '^$' -bench Read -benchtime 1x ./perfring -rounds 7
+
+wanted btf && section "BTF lookup: one function's id in the kernel's BTF, mapped (6.16) and read (cpu-ns/op: the CPU time it takes; B/op: what it allocates)" -- \
+	$GO test -run '^$' -bench Find -benchtime 200x ./btf
+
+# fentry, kprobe, kprobe_multi and raw_tp on the same call: the host has
+# no kprobes and refuses fentry, so in a 6.12 x86-64 VM (TCG: compare the
+# ratios), which has all four.
+wanted tracing && section "Tracing on the same call in a 6.12 VM: fentry, kprobe, kprobe_multi, raw_tp (ns/run from BPF_ENABLE_STATS; added-ns/call: the call's time with it less without; x-fentry, added-x-fentry: over fentry's; medians of 5 alternating rounds)" -- \
+	tests/vm/run.sh -k 6.12 -- -test.run '^$' -test.bench TracingCost -test.benchtime 1x
 
 wanted tools && section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 5 alternating rounds; BPF_ENABLE_STATS run time over run count)" -- \
 	$GO test -run '^$' -bench ToolCost -benchtime 1x ./tests
