@@ -11,11 +11,15 @@
 // and uprobes (and their return probes) through a perf event of the perf
 // PMUs where the kernel has them, of tracefs otherwise; and raw
 // tracepoints. A perf event takes a BPF perf link (5.15), which carries a
-// bpf_cookie, or PERF_EVENT_IOC_SET_BPF before (HavePerfLink). Tracing
-// programs (fentry, fexit, tp_btf) name their target in Spec.AttachTo,
-// which Load looks up in the kernel's BTF (package btf: the one use of
-// BTF in bpfkit; the programs carry none), and AttachTracing links them
-// with BPF_LINK_CREATE, which carries a cookie, or BPF_RAW_TRACEPOINT_OPEN
+// bpf_cookie, or PERF_EVENT_IOC_SET_BPF before (HavePerfLink). A
+// kprobe_multi link (AttachKprobeMulti, 5.18 with CONFIG_FPROBE) runs a
+// program on many kernel functions at once, a cookie each, attached and
+// detached in one call; a uprobe_multi link (AttachUprobeMulti, 6.6) does
+// the same for many places of one binary. Tracing programs (fentry,
+// fexit, tp_btf) name their target in Spec.AttachTo, which Load looks up
+// in the kernel's BTF (package btf: the one use of BTF in bpfkit; the
+// programs carry none), and AttachTracing links them with
+// BPF_LINK_CREATE, which carries a cookie, or BPF_RAW_TRACEPOINT_OPEN
 // before (HaveTracingLink). A *Link's Close undoes all the attachment
 // created.
 //
@@ -24,5 +28,9 @@
 // on, and a note where the errno does not say enough (Probed). NextID,
 // NextLinkID, LinkByID and QueryFD walk what is loaded and attached.
 // Kallsyms names kernel addresses ("__udp4_lib_rcv+0x8f4"); SyscallSymbol
-// names the kernel function of a system call of this process.
+// names the kernel function of a system call of this process;
+// KernelSyscalls numbers the system calls as raw_syscalls passes them,
+// named as the syscalls:* tracepoints name them; KernelPtRegs says where a
+// program finds arguments, a system call's number and whether it came
+// from a compat task.
 package prog

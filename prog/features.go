@@ -84,6 +84,7 @@ func Probed(name string) (Feature, bool) {
 func Features(helpersOf ...Type) []Feature {
 	HavePerfLink()
 	HaveKprobeMulti()
+	HaveUprobeMulti()
 	HaveBTF()
 	HavePMU(tracefs.Kprobe)
 	HavePMU(tracefs.Uprobe)
@@ -148,6 +149,40 @@ func HaveKprobeMulti() (bool, error) {
 			unix.Close(fd)
 		}
 		f.answer(err, unix.ESRCH, unix.EINVAL, unix.EOPNOTSUPP)
+	}).result()
+}
+
+// HaveUprobeMulti reports whether the kernel has uprobe_multi links (6.6),
+// by linking one to "/": EBADF (not a regular file) is the yes, the
+// kernel having read the attr as a uprobe_multi link's; EINVAL (an
+// unknown attach type) or EOPNOTSUPP (a 32-bit kernel) the no.
+func HaveUprobeMulti() (bool, error) {
+	return probe("uprobe_multi", func(f *Feature) {
+		p, err := Load(Spec{
+			Type:               Kprobe,
+			Name:               "probe_umulti",
+			License:            "GPL",
+			Insns:              retZero,
+			ExpectedAttachType: unix.BPF_TRACE_UPROBE_MULTI,
+		})
+		if err != nil {
+			f.answer(err, 0, unix.EINVAL)
+			return
+		}
+		defer p.Close()
+		root, _ := sys.StringPointer("/")
+		offset := uint64(0)
+		fd, err := sys.LinkCreateUprobeMulti(&sys.LinkCreateUprobeMultiAttr{
+			ProgFD:     uint32(p.fd.Int()),
+			AttachType: unix.BPF_TRACE_UPROBE_MULTI,
+			Path:       root,
+			Offsets:    sys.NewPointer(unsafePointer(&offset)),
+			Cnt:        1,
+		})
+		if err == nil {
+			unix.Close(fd)
+		}
+		f.answer(err, unix.EBADF, unix.EINVAL, unix.EOPNOTSUPP)
 	}).result()
 }
 

@@ -66,12 +66,17 @@ const MaxLogSize = 64 << 20
 
 // Program is a loaded program.
 type Program struct {
-	fd     sys.FD
-	name   string
-	typ    Type
-	log    string
-	target Target // Spec.AttachTo, or nil
+	fd         sys.FD
+	name       string
+	typ        Type
+	attachType uint32 // the expected attach type it was loaded with, or attachUnknown
+	log        string
+	target     Target // Spec.AttachTo, or nil
 }
+
+// attachUnknown is the attach type of a program opened by id or pin: the
+// kernel's program info does not say what it was loaded with.
+const attachUnknown = ^uint32(0)
 
 // Load assembles spec.Insns (or takes spec.Instructions) and loads the
 // program; one the verifier rejects is a *VerifierError. Another failure,
@@ -153,8 +158,13 @@ func Load(spec Spec) (*Program, error) {
 	if err != nil {
 		return nil, newVerifierError(spec.Name, err, unix.ByteSliceToString(log))
 	}
-	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: unix.ByteSliceToString(log),
-		target: spec.AttachTo}
+	p := &Program{
+		name:       attr.ProgName.String(),
+		typ:        spec.Type,
+		attachType: attr.ExpectedAttachType,
+		log:        unix.ByteSliceToString(log),
+		target:     spec.AttachTo,
+	}
 	p.fd.Set(fd)
 	return p, nil
 }
@@ -216,7 +226,7 @@ func fromFD(fd int, err error) (*Program, error) {
 		unix.Close(fd)
 		return nil, wrap(err, "program info")
 	}
-	p := &Program{name: info.Name.String(), typ: Type(info.Type)}
+	p := &Program{name: info.Name.String(), typ: Type(info.Type), attachType: attachUnknown}
 	p.fd.Set(fd)
 	return p, nil
 }

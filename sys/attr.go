@@ -273,6 +273,26 @@ type LinkCreateKprobeMultiAttr struct {
 	_           [AttrSize - 48]byte
 }
 
+// LinkCreateUprobeMultiAttr is union bpf_attr's link_create with
+// uprobe_multi (6.6), fields as the uapi names them: one link on Cnt
+// places of the file at Path (a NUL-terminated path), given as file
+// offsets; RefCtrOffsets (USDT semaphores) and Cookies, if set, hold Cnt
+// values too. PID, if not 0, runs the program for that process only.
+type LinkCreateUprobeMultiAttr struct {
+	ProgFD        uint32
+	TargetFD      uint32
+	AttachType    uint32
+	Flags         uint32
+	Path          Pointer // uprobe_multi.path
+	Offsets       Pointer // uprobe_multi.offsets: u64 each
+	RefCtrOffsets Pointer // uprobe_multi.ref_ctr_offsets: u64 each
+	Cookies       Pointer // uprobe_multi.cookies: u64 each
+	Cnt           uint32  // uprobe_multi.cnt
+	UprobeFlags   uint32  // uprobe_multi.flags: BPF_F_UPROBE_MULTI_RETURN
+	PID           uint32  // uprobe_multi.pid
+	_             [AttrSize - 60]byte
+}
+
 // LinkDetachAttr is union bpf_attr's link_detach, fields as the uapi names them.
 type LinkDetachAttr struct {
 	LinkFD uint32

@@ -66,7 +66,13 @@ var wantOffsets = map[string]uintptr{
 	"LinkCreateKprobeMultiAttr.AttachType": 8, "LinkCreateKprobeMultiAttr.Flags": 12,
 	"LinkCreateKprobeMultiAttr.KprobeFlags": 16, "LinkCreateKprobeMultiAttr.Cnt": 20,
 	"LinkCreateKprobeMultiAttr.Syms": 24, "LinkCreateKprobeMultiAttr.Addrs": 32, "LinkCreateKprobeMultiAttr.Cookies": 40,
-	"TaskFDQueryAttr.PID": 0, "TaskFDQueryAttr.FD": 4, "TaskFDQueryAttr.Flags": 8, "TaskFDQueryAttr.BufLen": 12,
+	"LinkCreateUprobeMultiAttr.ProgFD": 0, "LinkCreateUprobeMultiAttr.TargetFD": 4,
+	"LinkCreateUprobeMultiAttr.AttachType": 8, "LinkCreateUprobeMultiAttr.Flags": 12,
+	"LinkCreateUprobeMultiAttr.Path": 16, "LinkCreateUprobeMultiAttr.Offsets": 24,
+	"LinkCreateUprobeMultiAttr.RefCtrOffsets": 32, "LinkCreateUprobeMultiAttr.Cookies": 40,
+	"LinkCreateUprobeMultiAttr.Cnt": 48, "LinkCreateUprobeMultiAttr.UprobeFlags": 52,
+	"LinkCreateUprobeMultiAttr.PID": 56,
+	"TaskFDQueryAttr.PID":           0, "TaskFDQueryAttr.FD": 4, "TaskFDQueryAttr.Flags": 8, "TaskFDQueryAttr.BufLen": 12,
 	"TaskFDQueryAttr.Buf": 16, "TaskFDQueryAttr.ProgID": 24, "TaskFDQueryAttr.FDType": 28,
 	"TaskFDQueryAttr.ProbeOffset": 32, "TaskFDQueryAttr.ProbeAddr": 40,
 	"LinkDetachAttr.LinkFD": 0,
@@ -130,6 +136,10 @@ var layoutAsserts = [...]struct{}{
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateTracingAttr{}.Cookie)-24],
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Cnt)-20], [1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Syms)-24],
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Addrs)-32], [1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Cookies)-40],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.Path)-16],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.Cookies)-40],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.PID)-56],
+	[1]struct{}{}[unsafe.Sizeof(LinkCreateUprobeMultiAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.Buf)-16], [1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProgID)-24],
 	[1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProbeOffset)-32], [1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProbeAddr)-40],
 	[1]struct{}{}[unsafe.Offsetof(ProgInfo{}.JitedProgInsns)-24], [1]struct{}{}[unsafe.Offsetof(ProgInfo{}.XlatedProgInsns)-32],
@@ -165,7 +175,8 @@ var layoutAsserts = [...]struct{}{
 
 var layoutTypes = []any{MapCreateAttr{}, MapElemAttr{}, MapBatchAttr{}, ProgLoadAttr{}, ObjAttr{}, ProgQueryAttr{},
 	TestRunAttr{}, GetIDAttr{}, InfoAttr{}, RawTracepointAttr{}, LinkCreateAttr{},
-	LinkCreateTracingAttr{}, LinkCreateKprobeMultiAttr{}, LinkDetachAttr{}, EnableStatsAttr{},
+	LinkCreateTracingAttr{}, LinkCreateKprobeMultiAttr{}, LinkCreateUprobeMultiAttr{},
+	LinkDetachAttr{}, EnableStatsAttr{},
 	TaskFDQueryAttr{},
 	ProgInfo{}, MapInfo{}, LinkInfo{}, BTFInfo{}}
 
@@ -206,18 +217,25 @@ func TestLayout(t *testing.T) {
 // cNames are the uapi names of the fields whose Go name is not their C name
 // in CamelCase, as a path through nested named members.
 var cNames = map[string]string{
-	"GetIDAttr.ID":                          "start_id",
-	"LinkCreateAttr.Cookie":                 "perf_event.bpf_cookie",
-	"LinkCreateTracingAttr.TargetBTFID":     "tracing.target_btf_id",
-	"LinkCreateTracingAttr.Cookie":          "tracing.cookie",
-	"RawTracepointAttr.Cookie":              "cookie",
-	"LinkCreateKprobeMultiAttr.KprobeFlags": "kprobe_multi.flags",
-	"LinkCreateKprobeMultiAttr.Cnt":         "kprobe_multi.cnt",
-	"LinkCreateKprobeMultiAttr.Syms":        "kprobe_multi.syms",
-	"LinkCreateKprobeMultiAttr.Addrs":       "kprobe_multi.addrs",
-	"LinkCreateKprobeMultiAttr.Cookies":     "kprobe_multi.cookies",
-	"TaskFDQueryAttr.PID":                   "pid",
-	"LinkInfo.Union":                        "", // the union by link type: its members are checked where used
+	"GetIDAttr.ID":                            "start_id",
+	"LinkCreateAttr.Cookie":                   "perf_event.bpf_cookie",
+	"LinkCreateTracingAttr.TargetBTFID":       "tracing.target_btf_id",
+	"LinkCreateTracingAttr.Cookie":            "tracing.cookie",
+	"RawTracepointAttr.Cookie":                "cookie",
+	"LinkCreateKprobeMultiAttr.KprobeFlags":   "kprobe_multi.flags",
+	"LinkCreateKprobeMultiAttr.Cnt":           "kprobe_multi.cnt",
+	"LinkCreateKprobeMultiAttr.Syms":          "kprobe_multi.syms",
+	"LinkCreateKprobeMultiAttr.Addrs":         "kprobe_multi.addrs",
+	"LinkCreateKprobeMultiAttr.Cookies":       "kprobe_multi.cookies",
+	"LinkCreateUprobeMultiAttr.Path":          "uprobe_multi.path",
+	"LinkCreateUprobeMultiAttr.Offsets":       "uprobe_multi.offsets",
+	"LinkCreateUprobeMultiAttr.RefCtrOffsets": "uprobe_multi.ref_ctr_offsets",
+	"LinkCreateUprobeMultiAttr.Cookies":       "uprobe_multi.cookies",
+	"LinkCreateUprobeMultiAttr.Cnt":           "uprobe_multi.cnt",
+	"LinkCreateUprobeMultiAttr.UprobeFlags":   "uprobe_multi.flags",
+	"LinkCreateUprobeMultiAttr.PID":           "uprobe_multi.pid",
+	"TaskFDQueryAttr.PID":                     "pid",
+	"LinkInfo.Union":                          "", // the union by link type: its members are checked where used
 }
 
 // cName turns a Go field name into the uapi's: "BTFVmlinuxValueTypeID" is

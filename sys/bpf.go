@@ -351,6 +351,13 @@ func LinkCreateKprobeMulti(attr *LinkCreateKprobeMultiAttr) (int, error) {
 	return callFD(unix.BPF_LINK_CREATE, unsafe.Pointer(attr))
 }
 
+// LinkCreateUprobeMulti is BPF_LINK_CREATE with the uprobe_multi member
+// (6.6; AttachType must be BPF_TRACE_UPROBE_MULTI); it returns the link's
+// fd.
+func LinkCreateUprobeMulti(attr *LinkCreateUprobeMultiAttr) (int, error) {
+	return callFD(unix.BPF_LINK_CREATE, unsafe.Pointer(attr))
+}
+
 // TaskFDQuery is BPF_TASK_FD_QUERY (4.18): which program runs through file
 // FD of process PID (a perf event or raw tracepoint link), and where.
 // ENOSPC: the name did not fit Buf; ENOENT: no program; ENOTSUPP: another

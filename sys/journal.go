@@ -184,6 +184,10 @@ func describe(cmd int, p unsafe.Pointer) string {
 			k := (*LinkCreateKprobeMultiAttr)(p)
 			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s kprobe_multi.flags=%#x cnt=%d",
 				name, k.ProgFD, AttachTypeName(k.AttachType), k.KprobeFlags, k.Cnt)
+		case unix.BPF_TRACE_UPROBE_MULTI:
+			u := (*LinkCreateUprobeMultiAttr)(p)
+			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s uprobe_multi.path=%q flags=%#x cnt=%d pid=%d",
+				name, u.ProgFD, AttachTypeName(u.AttachType), cString(u.Path), u.UprobeFlags, u.Cnt, u.PID)
 		case unix.BPF_TRACE_FENTRY, unix.BPF_TRACE_FEXIT, unix.BPF_MODIFY_RETURN,
 			unix.BPF_TRACE_RAW_TP, unix.BPF_LSM_MAC:
 			tr := (*LinkCreateTracingAttr)(p)

@@ -35,7 +35,7 @@ func requireKprobes(t *testing.T) {
 
 // haveKprobes says whether this kernel has kprobes; in the VMs, whose
 // kernels all do, it fails the test if not.
-func haveKprobes(t *testing.T) bool {
+func haveKprobes(t testing.TB) bool {
 	t.Helper()
 	p, err := tracefs.Path()
 	if err != nil {

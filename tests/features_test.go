@@ -174,6 +174,7 @@ func expectedFeatures(t *testing.T) map[string]struct {
 	} else {
 		set("kprobe_multi", since{0x512, "FPROBE"}, 0, unix.EOPNOTSUPP)
 	}
+	set("uprobe_multi", since{0x606, "UPROBES"}, unix.EBADF, unix.EINVAL)
 	set("kprobe_pmu", since{0x411, "KPROBES"}, 0, unix.ENOENT)
 	set("uprobe_pmu", since{0x411, "UPROBES"}, 0, unix.ENOENT)
 	set("btf_vmlinux", since{0x504, "DEBUG_INFO_BTF"}, 0, unix.ENOENT)
@@ -254,6 +255,7 @@ func TestFeatures(t *testing.T) {
 		have func() (bool, error)
 	}{
 		{"perf_link", prog.HavePerfLink}, {"kprobe_multi", prog.HaveKprobeMulti}, {"btf_vmlinux", prog.HaveBTF},
+		{"uprobe_multi", prog.HaveUprobeMulti},
 		{"isa_v4", prog.HaveISAv4}, {"prog_type xdp", func() (bool, error) { return prog.HaveProgType(prog.XDP) }},
 		{"map_type ringbuf", func() (bool, error) { return prog.HaveMapType(uint32(unix.BPF_MAP_TYPE_RINGBUF)) }},
 	} {

@@ -142,6 +142,32 @@ func TestToolJournals(t *testing.T) {
 		j.find(enabled, `bpf\(BPF_MAP_(GET_NEXT_KEY|LOOKUP_BATCH|LOOKUP_AND_DELETE_BATCH), map_fd=`+counts+` .*\) = .*`)
 	})
 
+	t.Run("funccount", func(t *testing.T) {
+		j, _ := runJournaled(t, "funccount", "syscalls:sys_enter_getppid",
+			"sched:sched_process_exit", "1", "1")
+		i, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=percpu_array key_size=4 value_size=8 `+
+			`max_entries=2 .* name="funccount"\) = (\d+)`)
+		counts := m[1]
+		// getppid's number in the map of raw_syscalls:sys_enter's program
+		i, m = j.find(i, `bpf\(BPF_MAP_CREATE, map_type=array key_size=4 value_size=4 `+
+			`.* name="fc_sys_enter"\) = (\d+)`)
+		i, _ = j.find(i, `bpf\(BPF_MAP_UPDATE_ELEM, map_fd=`+m[1]+` flags=0x0\) = 0`)
+		i, m = j.find(i, `bpf\(BPF_PROG_LOAD, prog_type=raw_tracepoint .* `+
+			`name="funccount_enter" .*\) = (\d+)`)
+		i, _ = j.find(i, `bpf\(BPF_RAW_TRACEPOINT_OPEN, name="sys_enter" prog_fd=`+m[1]+`\) = \d+`)
+		// the other tracepoint through a raw tracepoint of its name
+		i, m = j.find(i, `bpf\(BPF_PROG_LOAD, prog_type=raw_tracepoint .* `+
+			`name="funccount_raw" .*\) = (\d+)`)
+		i, _ = j.find(i, `bpf\(BPF_RAW_TRACEPOINT_OPEN, name="sched_process_exit" `+
+			`prog_fd=`+m[1]+`\) = \d+`)
+		j.find(i, `bpf\(BPF_MAP_LOOKUP_ELEM, map_fd=`+counts+` flags=0x0\) = 0`)
+		for _, l := range j.lines {
+			if strings.HasPrefix(l, "perf_event_open(") {
+				t.Fatalf("funccount opened a perf event: %s\n%s", l, strings.Join(j.lines, "\n"))
+			}
+		}
+	})
+
 	t.Run("example", func(t *testing.T) {
 		j, out := runJournaled(t, "example")
 		i, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=hash key_size=4 value_size=8 .* name="proto_counts"\) = (\d+)`)

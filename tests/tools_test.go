@@ -273,6 +273,14 @@ func spacedWorkload(t *testing.T, getppid int, gap time.Duration, sizes ...int) 
 	}
 	w := exec.Command(os.Args[0])
 	w.Env = append(os.Environ(), "BPFKIT_TEST_WRITER="+strings.Join(list, ","), "BPFKIT_TEST_GETPPID="+strconv.Itoa(getppid), "BPFKIT_TEST_GAP="+gap.String())
+	return startWaiting(t, w)
+}
+
+// startWaiting starts w, a workload that waits for a line on its stdin,
+// and returns its pid and run, which sends the line and waits for w to
+// exit 0.
+func startWaiting(t *testing.T, w *exec.Cmd) (pid int, run func()) {
+	t.Helper()
 	stdin, err := w.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +292,7 @@ func spacedWorkload(t *testing.T, getppid int, gap time.Duration, sizes ...int) 
 	return w.Process.Pid, func() {
 		fmt.Fprintln(stdin)
 		if err := w.Wait(); err != nil {
-			t.Fatalf("writer: %v", err)
+			t.Fatalf("%s: %v", w.Path, err)
 		}
 	}
 }

@@ -6,13 +6,11 @@ import (
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
-	"github.com/bpfkit/bpfkit/sys"
 	"github.com/bpfkit/bpfkit/tracefs"
 	"golang.org/x/sys/unix"
 )
@@ -79,7 +77,9 @@ func BenchmarkTracingCost(b *testing.B) {
 		{"kprobe_multi", func(b *testing.B) (*prog.Program, func()) {
 			p := costProgram(b, prog.Spec{Type: prog.Kprobe,
 				ExpectedAttachType: unix.BPF_TRACE_KPROBE_MULTI}, m, nil)
-			return p, mustLink(b, func() (closer, error) { return kprobeMulti(p, sym) })
+			return p, mustLink(b, func() (closer, error) {
+				return prog.AttachKprobeMulti(p, prog.KprobeMultiOptions{Symbols: []string{sym}})
+			})
 		}},
 		{"raw_tp", func(b *testing.B) (*prog.Program, func()) {
 			umask := []Item{LoadMem(BPF_DW, R7, R6, 8), JumpImm(BPF_JNE, R7, unix.SYS_UMASK,
@@ -159,28 +159,6 @@ func costProgram(b *testing.B, spec prog.Spec, m *mapfd.Map, filter []Item) *pro
 	}
 	return p
 }
-
-// kprobeMulti links p to sym with BPF_LINK_CREATE's kprobe_multi (the
-// prog package's own attach for it is another change).
-func kprobeMulti(p *prog.Program, sym string) (closer, error) {
-	name, err := sys.StringPointer(sym)
-	if err != nil {
-		return nil, err
-	}
-	fd, err := sys.LinkCreateKprobeMulti(&sys.LinkCreateKprobeMultiAttr{ProgFD: uint32(p.FD()),
-		AttachType: unix.BPF_TRACE_KPROBE_MULTI, Cnt: 1,
-		Syms: sys.NewPointer(unsafe.Pointer(&name))})
-	runtime.KeepAlive(&name)
-	if err != nil {
-		return nil, err
-	}
-	return fdCloser(fd), nil
-}
-
-// fdCloser closes a link's fd.
-type fdCloser int
-
-func (f fdCloser) Close() error { return unix.Close(int(f)) }
 
 // timeUmask is the wall time of n umask calls on one thread, each
 // setting mask, the one the process has.

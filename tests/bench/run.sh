@@ -5,8 +5,9 @@
 # Measured figures live there, never in code comments.
 #
 # run.sh SECTION... runs only those sections (maps, load, drain, read,
-# tools, size) and puts them in place of the same sections of
-# BENCHMARKS.md, the others kept as they were, with a line saying what was
+# tools, funccount, kprobe_multi, size) and puts them in place of the same
+# sections of BENCHMARKS.md (a section it does not have yet goes at its
+# end), the others kept as they were, with a line saying what was
 # measured again and when: the whole run takes an hour on a loaded machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -48,6 +49,22 @@ wanted tracing && section "Tracing on the same call in a 6.12 VM: fentry, kprobe
 
 wanted tools && section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 5 alternating rounds; BPF_ENABLE_STATS run time over run count)" -- \
 	$GO test -run '^$' -bench ToolCost -benchtime 1x ./tests
+
+wanted funccount && section "funccount: time to attach and to exit after SIGINT for 1, 50, 360 (sys_enter_*) and 720 (syscalls:*) syscall tracepoints, beside bpftrace's one-liner on the same (ms, medians of alternating rounds; x-bpftrace = funccount / bpftrace; bpftrace's 720 left out, about a minute to let go)" -- \
+	$GO test -run '^$' -bench FunccountAttachExit -benchtime 1x ./tests
+
+# kprobe_multi against a kprobe per function, in a VM: this kernel has no
+# kprobes. The VM's lines are prefixed with its name, kept in the title.
+vmbench() { # vmbench KERNEL: BenchmarkKprobeMultiVsKprobes in that x86-64 VM
+	printf '\n## kprobe_multi against a kprobe per function (x86-64 %s VM, TCG): attach and detach of one program on a few hundred kernel functions (vfs_*, security_*), ms, medians of 3 rounds; x-kprobes = kprobe_multi / kprobes\n\n`tests/vm/run.sh -k %s -- -test.run ^$ -test.bench KprobeMultiVsKprobes -test.benchtime 1x`\n\n```\n' "$1" "$1" >>"$tmp"
+	tests/vm/run.sh -k "$1" -- -test.run '^$' -test.bench KprobeMultiVsKprobes -test.benchtime 1x 2>&1 |
+		tee -a /dev/stderr | sed -n 's/^\[amd64 [0-9.]*\] //p' | grep -E '^Benchmark' >>"$tmp" || true
+	printf '```\n' >>"$tmp"
+}
+if wanted kprobe_multi; then
+	vmbench 6.12
+	vmbench 7.2
+fi
 
 # dropmon's size beside tests/bench/sizebase, a program that uses the
 # standard library as dropmon's own code does (flags, signals, fmt, time
@@ -93,10 +110,13 @@ if [ "$only" != "  " ]; then
 		/^## / {
 			if (skip) print ""
 			skip = ($0 in body)
-			if (skip) print $0 body[$0]; else print
+			if (skip) { print $0 body[$0]; done[$0] = 1 } else print
 			next
 		}
 		!skip { print }
+		END {
+			for (title in body) if (!(title in done)) print "\n" title body[title]
+		}
 	' "$out" >"$out.new"
 	mv "$out.new" "$out"
 	echo "bench: replaced the sections $* of $out"
