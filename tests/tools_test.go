@@ -121,9 +121,15 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *running {
 func (r *running) waitFor(s string) {
 	r.t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(r.out.String(), s) && !strings.Contains(r.err.String(), s) {
+	printed := func() bool {
+		return strings.Contains(r.out.String(), s) || strings.Contains(r.err.String(), s)
+	}
+	for !printed() {
 		select {
 		case <-r.done:
+			if printed() { // then exited, between the look and the wait
+				return
+			}
 			r.t.Fatalf("%s exited %d before printing %q:\n%s%s", r.cmd.Path, r.status, s, r.out.String(), r.err.String())
 		case <-time.After(20 * time.Millisecond):
 		}
