@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -196,5 +197,48 @@ func TestTracex5LeavesPerfUsers(t *testing.T) {
 	if seen != calls || counted != calls {
 		t.Fatalf("%d getppid calls: the perf event counted %d, tracex5 %d; want %d for both",
 			calls, seen, counted, calls)
+	}
+}
+
+// TestTracex5NamesOtherCalls: the calls without a handler are counted by
+// name, from the kernel's system call table: a workload's 37 getppid
+// calls show as "getppid 37" in the text, and as {"nr": N, "name":
+// "getppid", "calls": 37} with -json.
+func TestTracex5NamesOtherCalls(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, asJSON := range []bool{false, true} {
+		pid, run := workload(t, 37, 1)
+		args := []string{"-p", strconv.Itoa(pid), "60"}
+		if asJSON {
+			args = append([]string{"-json"}, args...)
+		}
+		r := startTool(t, "tracex5", args...)
+		r.waitFor("Ctrl-C to stop")
+		run()
+		out := r.stop()
+		n := 0
+		if asJSON {
+			for _, l := range jsonLines[struct {
+				Other []struct {
+					NR    int
+					Name  string
+					Calls int
+				} `json:"other_calls"`
+			}](t, out) {
+				for _, c := range l.Other {
+					if c.Name == "getppid" && c.NR == unix.SYS_GETPPID {
+						n += c.Calls
+					}
+				}
+			}
+		} else {
+			for _, m := range regexp.MustCompile(`[:,] getppid (\d+)`).FindAllStringSubmatch(out, -1) {
+				k, _ := strconv.Atoi(m[1])
+				n += k
+			}
+		}
+		if n != 37 {
+			t.Fatalf("tracex5 %q: %d getppid calls named, want 37:\n%s", args, n, out)
+		}
 	}
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unsafe"
 
+	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
@@ -53,20 +55,34 @@ const (
 	writtenData          // the bytes argument 1 points at, as many as argument 2 says, up to dataSize
 )
 
-// calls are the calls tracex5 has a program for: the number the prog
-// array holds it at, its id, name and data. hWriteBytes is not in the
-// array at first: -swap puts it in write's place.
+// calls are the calls tracex5 has a program for: the names the kernel's
+// system call table may give the call (the first it has gives the number
+// the prog array holds the program at), its id, name and data.
+// hWriteBytes is not in the array at first: -swap puts it in write's
+// place. The numbers are the kernel's, not this program's: a 386 tracex5
+// on an x86-64 kernel traces its 64-bit calls.
 var calls = []struct {
-	nr   uint32
-	id   handlerID
-	name string
-	data dataKind
+	names []string
+	id    handlerID
+	name  string
+	data  dataKind
 }{
-	{unix.SYS_WRITE, hWrite, "write", noData},
-	{unix.SYS_READ, hRead, "read", noData},
-	{unix.SYS_OPENAT, hOpenat, "openat", pathData},
-	{sysMmap, hMmap, "mmap", noData},
-	{unix.SYS_WRITE, hWriteBytes, "write", writtenData},
+	{[]string{"write"}, hWrite, "write", noData},
+	{[]string{"read"}, hRead, "read", noData},
+	{[]string{"openat"}, hOpenat, "openat", pathData},
+	{[]string{"mmap", "mmap_pgoff"}, hMmap, "mmap", noData}, // i686's mmap2 is mmap_pgoff
+	{[]string{"write"}, hWriteBytes, "write", writtenData},
+}
+
+// number is the number of the first of names the kernel's table has, if
+// it is below slots.
+func number(tab *prog.SyscallTable, names []string) (uint32, bool) {
+	for _, name := range names {
+		if nr, ok := tab.Number(name); ok && nr < slots {
+			return uint32(nr), true
+		}
+	}
+	return 0, false
 }
 
 // slots is the size of the prog array and of the other calls' counts:
@@ -81,73 +97,99 @@ type objects struct {
 	other    *mapfd.Typed[uint32, uint64] // per-CPU array: calls by number that have no handler
 	handlers map[handlerID]*prog.Program
 	dispatch *prog.Program
+	nrs      map[handlerID]uint32 // each handler's number: hWriteBytes's is write's
+	made     []tool.Closer        // all of the above that load made, in order, for Close
 }
 
-// Close closes the programs, then the maps.
+// Close closes what load made, last first: the programs, then the maps.
 func (o *objects) Close() error {
 	var errs []error
-	if o.dispatch != nil {
-		errs = append(errs, o.dispatch.Close())
-	}
-	for _, p := range o.handlers {
-		errs = append(errs, p.Close())
-	}
-	for _, m := range []interface{ Close() error }{o.progs, o.events, o.other} {
-		if m != nil {
-			errs = append(errs, m.Close())
-		}
+	for i := len(o.made) - 1; i >= 0; i-- {
+		errs = append(errs, o.made[i].Close())
 	}
 	return errors.Join(errs...)
 }
 
-// load creates the maps, loads the handlers (putting all but hWriteBytes
-// in the prog array) and the dispatcher, which skips tracex5 itself and,
-// with pid set, every other process than pid.
-func load(pid uint32, regs prog.PtRegs) (o *objects, err error) {
-	o = &objects{handlers: map[handlerID]*prog.Program{}}
+// load creates the maps, loads the handlers of the calls the kernel's
+// table numbers (putting all but hWriteBytes in the prog array) and the
+// dispatcher, which skips tracex5 itself and, with pid set, every other
+// process than pid.
+func load(pid uint32, regs prog.PtRegs, tab *prog.SyscallTable) (o *objects, err error) {
+	o = &objects{handlers: map[handlerID]*prog.Program{}, nrs: map[handlerID]uint32{}}
 	defer func() {
 		if err != nil {
 			o.Close()
 		}
 	}()
-	o.progs, err = mapfd.Create(mapfd.Spec{Type: mapfd.ProgArray, MaxEntries: slots, Name: "syscalls"})
-	if err != nil {
+	if err := o.createMaps(); err != nil {
 		return nil, err
 	}
-	o.events, err = mapfd.Create(mapfd.Spec{Type: mapfd.PerfEventArray, Name: "syscall_events"})
-	if err != nil {
-		return nil, err
-	}
-	o.other, err = mapfd.CreateTyped[uint32, uint64](mapfd.Spec{
-		Type:       mapfd.PerCPUArray,
-		MaxEntries: slots,
-		Name:       "other_calls",
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, h := range calls {
-		items, err := handler(h.id, h.data, regs, o.events)
+	for _, c := range calls {
+		nr, ok := number(tab, c.names)
+		if !ok {
+			continue // not a call of this architecture (32-bit arm's mmap)
+		}
+		items, err := handler(c.id, c.data, regs, o.events)
 		if err != nil {
 			return nil, err
 		}
-		name := "tracex5_" + h.name
-		if h.id == hWriteBytes {
+		name := "tracex5_" + c.name
+		if c.id == hWriteBytes {
 			name = "tracex5_write2"
 		}
 		p, err := loadProgram(name, items)
 		if err != nil {
 			return nil, err
 		}
-		o.handlers[h.id] = p
-		if h.id != hWriteBytes {
-			if err := o.progs.SetFD(h.nr, p.FD()); err != nil {
+		o.made = append(o.made, p)
+		o.handlers[c.id], o.nrs[c.id] = p, nr
+		if c.id != hWriteBytes {
+			if err := o.progs.SetFD(nr, p.FD()); err != nil {
 				return nil, err
 			}
 		}
 	}
-	o.dispatch, err = loadProgram("tracex5", dispatcher(pid, o))
-	return o, err
+	if o.dispatch, err = loadProgram("tracex5", dispatcher(pid, o)); err != nil {
+		return nil, err
+	}
+	o.made = append(o.made, o.dispatch)
+	return o, nil
+}
+
+// createMaps creates the prog array, the perf event array and the other
+// calls' counts.
+func (o *objects) createMaps() error {
+	var err error
+	o.progs, err = mapfd.Create(mapfd.Spec{Type: mapfd.ProgArray, MaxEntries: slots, Name: "syscalls"})
+	if err != nil {
+		return err
+	}
+	o.made = append(o.made, o.progs)
+	o.events, err = mapfd.Create(mapfd.Spec{Type: mapfd.PerfEventArray, Name: "syscall_events"})
+	if err != nil {
+		return err
+	}
+	o.made = append(o.made, o.events)
+	o.other, err = mapfd.CreateTyped[uint32, uint64](mapfd.Spec{
+		Type:       mapfd.PerCPUArray,
+		MaxEntries: slots,
+		Name:       "other_calls",
+	})
+	if err == nil {
+		o.made = append(o.made, o.other)
+	}
+	return err
+}
+
+// handled names the calls that have a handler, for the start line.
+func (o *objects) handled() string {
+	var names []string
+	for _, c := range calls {
+		if _, ok := o.handlers[c.id]; ok && c.id != hWriteBytes {
+			names = append(names, c.name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // loadProgram loads a raw tracepoint program: the dispatcher and the

@@ -26,7 +26,11 @@ func TestEventLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := load(0, regs)
+	tab, err := prog.KernelSyscalls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := load(0, regs, tab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +41,7 @@ func TestEventLayout(t *testing.T) {
 	}
 	defer r.Close()
 	var ctx [16]byte // u64 args[2]: no pt_regs, then openat's number
-	binary.NativeEndian.PutUint64(ctx[8:], unix.SYS_OPENAT)
+	binary.NativeEndian.PutUint64(ctx[8:], uint64(o.nrs[hOpenat]))
 	var before, after unix.Timespec
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &before)
 	if _, err := o.handlers[hOpenat].TestRun(prog.RunOptions{Ctx: ctx[:]}); err != nil {

@@ -52,7 +52,11 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, swap bool) error {
 	if err != nil {
 		return err
 	}
-	o, err := load(pid, regs)
+	tab, err := prog.KernelSyscalls()
+	if err != nil {
+		return err
+	}
+	o, err := load(pid, regs, tab)
 	if err != nil {
 		return err
 	}
@@ -73,11 +77,11 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, swap bool) error {
 	}
 	defer l.Close()
 
-	rep, err := newReporter(t, o, swap)
+	rep, err := newReporter(t, o, tab, swap)
 	if err != nil {
 		return err
 	}
-	t.Started("system calls through a tail call per call (write, read, openat, mmap)")
+	t.Started("system calls through a tail call per call (%s)", o.handled())
 	if !t.JSON {
 		fmt.Fprintf(t.Stdout, "%-12s %7s %-16s %s\n", "TIME", "PID", "COMM", "CALL")
 	}

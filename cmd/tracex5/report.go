@@ -13,6 +13,7 @@ import (
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/perfring"
+	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
@@ -27,14 +28,16 @@ type reporter struct {
 	ncpu     int      // possible CPUs: values per element of the per-CPU array
 	noBatch  bool     // the kernel has no batch lookup of per-CPU arrays
 	seen     []uint64 // each number's count at the last report
+	names    *prog.SyscallTable
 }
 
-func newReporter(t *tool.Tool, o *objects, swap bool) (*reporter, error) {
+func newReporter(t *tool.Tool, o *objects, names *prog.SyscallTable, swap bool) (*reporter, error) {
 	ncpu, err := sys.PossibleCPUs()
 	if err != nil {
 		return nil, err
 	}
-	return &reporter{t: t, o: o, swap: swap, ncpu: ncpu, seen: make([]uint64, slots)}, nil
+	r := &reporter{t: t, o: o, swap: swap, ncpu: ncpu, seen: make([]uint64, slots), names: names}
+	return r, nil
 }
 
 // event prints one handler's event.
@@ -141,7 +144,7 @@ func (r *reporter) otherCounts() ([]otherCount, error) {
 	counts := []otherCount{}
 	for nr, total := range totals {
 		if total > r.seen[nr] {
-			c := otherCount{NR: uint32(nr), Name: syscallName(uint32(nr)), Calls: total - r.seen[nr]}
+			c := otherCount{NR: uint32(nr), Name: r.names.Name(nr), Calls: total - r.seen[nr]}
 			counts = append(counts, c)
 			r.seen[nr] = total
 		}
@@ -195,7 +198,7 @@ func (r *reporter) swapWrite() error {
 	if r.useBytes {
 		p = r.o.handlers[hWriteBytes]
 	}
-	if err := r.o.progs.SetFD(unix.SYS_WRITE, p.FD()); err != nil {
+	if err := r.o.progs.SetFD(r.o.nrs[hWrite], p.FD()); err != nil {
 		return err
 	}
 	if !r.t.JSON {
@@ -203,7 +206,3 @@ func (r *reporter) swapWrite() error {
 	}
 	return nil
 }
-
-// syscallName names a system call by its number (placeholder until the
-// shared table lands).
-func syscallName(nr uint32) string { return "" }
