@@ -19,7 +19,8 @@
 //     exit on Ctrl-C or SIGTERM that still prints the interval in
 //     progress (Context, Every, Read), the reading of perf rings with
 //     their losses reported (Read, Lost, LostIn; Flush for rings that
-//     wake the reader past a watermark), detaching many links at once
+//     wake the reader past a watermark, Batch to print what all the rings
+//     held in a tool's own order), detaching many links at once
 //     (Detach);
 //   - an event's time from its bpf_ktime_get_ns() stamp (EventTime);
 //   - the renderers: bcc's histograms (Log2Hist, Hist, HistSlots) and

@@ -34,6 +34,12 @@ type Tool struct {
 	// spares the producer a wake-up per sample: Read looks at the rings at
 	// least this often.
 	Flush time.Duration
+	// Batch, if set, makes Read read every ring each time it is woken, and
+	// then call Batch: the samples it has handed to sample since are a
+	// batch of all the rings held, which a tool may print in its own order
+	// (tracex5: by time, where each CPU's ring is in order but the rings
+	// are not in order with each other).
+	Batch func() error
 
 	summary, usage string
 	examples       []string
@@ -371,24 +377,16 @@ func (t *Tool) Read(ctx context.Context, r *perfring.PerfReader, what string, sa
 		}
 		return sample(rec)
 	}
-	// ReadFunc with a context that has ended reads the rings the kernel
-	// woke us for; called again, it finds none and reads them all.
-	done, stop := context.WithCancel(context.Background())
-	stop()
 	next := time.Now().Add(t.Interval)
 	for n := 1; ; n++ {
 		in, cancel := context.WithDeadline(ctx, next)
 		err := t.readUntil(in, r, f)
 		cancel()
+		if err == nil {
+			err = t.readAll(r, f)
+		}
 		if err != nil {
 			return err
-		}
-		for range 2 {
-			if _, err := r.ReadFunc(done, f); ended(err) {
-				break
-			} else if err != nil {
-				return err
-			}
 		}
 		final := ctx.Err() != nil
 		if report != nil {
@@ -420,6 +418,30 @@ func (t *Tool) readUntil(
 		if err != nil && !ended(err) {
 			return err
 		}
+		if t.Batch != nil {
+			if err := t.readAll(r, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readAll reads what every ring holds, without waiting, then calls Batch
+// if set. ReadFunc with a context that has ended reads the rings the
+// kernel woke us for; called again, it finds none and reads them all.
+func (t *Tool) readAll(r *perfring.PerfReader, f func(perfring.Record) error) error {
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	for range 2 {
+		if _, err := r.ReadFunc(done, f); ended(err) {
+			break
+		} else if err != nil {
+			return err
+		}
+	}
+	if t.Batch != nil {
+		return t.Batch()
 	}
 	return nil
 }
