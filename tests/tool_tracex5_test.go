@@ -242,3 +242,38 @@ func TestTracex5NamesOtherCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestTracex5Order: a workload writes 12 times, each write on the next
+// CPU, while tracex5 is stopped, so that every CPU's ring holds some of
+// them when it goes on: it prints them in the order they were made (one
+// ring read after another would print each CPU's together).
+func TestTracex5Order(t *testing.T) {
+	testutil.RequireRoot(t)
+	var cpus unix.CPUSet
+	if unix.SchedGetaffinity(0, &cpus); cpus.Count() < 2 {
+		t.Skip("one CPU: one ring")
+	}
+	sizes := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	w := workloadCmd(0, 0, sizes...)
+	w.Env = append(w.Env, "BPFKIT_TEST_ACROSS_CPUS=1")
+	pid, run := startWaiting(t, w)
+	r := startTool(t, "tracex5", "-json", "-p", strconv.Itoa(pid), "60")
+	r.waitFor("Ctrl-C to stop")
+	r.cmd.Process.Signal(syscall.SIGSTOP)
+	run()
+	r.cmd.Process.Signal(syscall.SIGCONT)
+	waitOutput(r, func(out string) bool { return strings.Count(out, `"name":"write"`) >= len(sizes) })
+	out := r.stop()
+	var got []uint64
+	for _, e := range jsonLines[struct {
+		Name string
+		Args [6]uint64
+	}](t, out) {
+		if e.Name == "write" {
+			got = append(got, e.Args[2])
+		}
+	}
+	if fmt.Sprint(got) != "[1 2 3 4 5 6 7 8 9 10 11 12]" {
+		t.Fatalf("writes of %v bytes, want 1 to 12 in order:\n%s", got, out)
+	}
+}

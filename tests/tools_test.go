@@ -273,13 +273,20 @@ func workload(t *testing.T, getppid int, sizes ...int) (pid int, write func()) {
 // spacedWorkload is workload with gap between the writes.
 func spacedWorkload(t *testing.T, getppid int, gap time.Duration, sizes ...int) (pid int, write func()) {
 	t.Helper()
+	return startWaiting(t, workloadCmd(getppid, gap, sizes...))
+}
+
+// workloadCmd is the command of workload's process, for a caller to add
+// to its environment.
+func workloadCmd(getppid int, gap time.Duration, sizes ...int) *exec.Cmd {
 	var list []string
 	for _, s := range sizes {
 		list = append(list, strconv.Itoa(s))
 	}
 	w := exec.Command(os.Args[0])
-	w.Env = append(os.Environ(), "BPFKIT_TEST_WRITER="+strings.Join(list, ","), "BPFKIT_TEST_GETPPID="+strconv.Itoa(getppid), "BPFKIT_TEST_GAP="+gap.String())
-	return startWaiting(t, w)
+	w.Env = append(os.Environ(), "BPFKIT_TEST_WRITER="+strings.Join(list, ","),
+		"BPFKIT_TEST_GETPPID="+strconv.Itoa(getppid), "BPFKIT_TEST_GAP="+gap.String())
+	return w
 }
 
 // startWaiting starts w, a workload that waits for a line on its stdin,

@@ -81,6 +81,7 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, swap bool) error {
 	if err != nil {
 		return err
 	}
+	t.Batch = rep.batch
 	t.Started("system calls through a tail call per call (%s)", o.handled())
 	if !t.JSON {
 		fmt.Fprintf(t.Stdout, "%-12s %7s %-16s %s\n", "TIME", "PID", "COMM", "CALL")

@@ -29,6 +29,7 @@ type reporter struct {
 	noBatch  bool     // the kernel has no batch lookup of per-CPU arrays
 	seen     []uint64 // each number's count at the last report
 	names    *prog.SyscallTable
+	pending  []event // the events of the batch being read, to print in time order
 }
 
 func newReporter(t *tool.Tool, o *objects, names *prog.SyscallTable, swap bool) (*reporter, error) {
@@ -40,13 +41,33 @@ func newReporter(t *tool.Tool, o *objects, names *prog.SyscallTable, swap bool) 
 	return r, nil
 }
 
-// event prints one handler's event.
+// event keeps one handler's event for batch.
 func (r *reporter) event(rec perfring.Record) error {
 	var ev event
 	if err := perfring.Decode(rec.Sample, &ev); err != nil {
 		return err
 	}
-	call, err := callText(&ev)
+	r.pending = append(r.pending, ev)
+	return nil
+}
+
+// batch prints the events of a batch of all the rings in the order of
+// their times: each CPU's ring is in order, but one ring is read after
+// another.
+func (r *reporter) batch() error {
+	slices.SortStableFunc(r.pending, func(a, b event) int { return cmp.Compare(a.Time, b.Time) })
+	defer func() { r.pending = r.pending[:0] }()
+	for i := range r.pending {
+		if err := r.print(&r.pending[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// print prints one event.
+func (r *reporter) print(ev *event) error {
+	call, err := callText(ev)
 	if err != nil {
 		return err
 	}
