@@ -44,8 +44,9 @@ test: lint deps test-host test-race test-386 test-vm
 # USDT test programs, for amd64, i386 and arm64), binutils (readelf),
 # python3 (a real program's USDT probes), prometheus (promtool checks the
 # tools' /metrics, and its server scrapes them; the package's service is
-# not started here, the tests run their own server on a free port).
-TEST_PACKAGES := bpftool gcc libc6-dev systemtap-sdt-dev binutils python3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross prometheus
+# not started here, the tests run their own server on a free port), tmux
+# (a terminal of known size, in which bpfkit top's screen is read back).
+TEST_PACKAGES := bpftool gcc libc6-dev systemtap-sdt-dev binutils python3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross prometheus tmux
 deps:
 	@missing=$$(for p in $(TEST_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \

@@ -39,13 +39,17 @@ func mapAdd(m MapFD, key, scratch int16, by Register) []Item {
 	lookup := []Item{Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), LoadMapFD(R1, m), Call(BPF_FUNC_map_lookup_elem)}
 	n := int16(len(found))
 	// lookup; if found: add, done. Else insert; if another CPU inserted
-	// first: lookup again; if found: add.
-	items := append(append([]Item{}, lookup...), JumpImmOff(BPF_JEQ, R0, 0, n+1))
+	// first: lookup again; if found: add. (Each run of instructions is a
+	// slice of its own, appended whole: an Item appended alone is copied
+	// with write barriers, which costs every tool using this some KB.)
+	items := make([]Item, 0, 2*len(lookup)+2*len(found)+12)
+	items = append(items, lookup...)
+	items = append(items, JumpImmOff(BPF_JEQ, R0, 0, n+1))
 	items = append(items, found...)
-	items = append(items, JaOff(9+1+5+1+n), // over the slots below
+	items = append(items, []Item{JaOff(9 + 1 + 5 + 1 + n), // over the slots below
 		store, Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), Mov64Reg(R3, R10), ALU64Imm(BPF_ADD, R3, int32(scratch)),
 		Mov64Imm(R4, BPF_NOEXIST), LoadMapFD(R1, m), Call(BPF_FUNC_map_update_elem),
-		JumpImmOff(BPF_JEQ, R0, 0, 5+1+n))
+		JumpImmOff(BPF_JEQ, R0, 0, 5+1+n)}...)
 	items = append(items, lookup...)
 	items = append(items, JumpImmOff(BPF_JEQ, R0, 0, n))
 	return append(items, found...)

@@ -23,14 +23,24 @@
 // before (HaveTracingLink). A *Link's Close undoes all the attachment
 // created.
 //
+// EnableStats keeps the kernel's run statistics on (BPF_ENABLE_STATS, or
+// the sysctl kernel.bpf_stats_enabled before 5.8, set back at Close), and
+// StatsByID reads a program's runs, run time and recursion misses in one
+// call. The statistics cost every run: MeasureStatsCost measures how much
+// (the time they count for a program that does nothing, and how much
+// longer a run takes with them on), so that a program's own time can be
+// told from the measuring.
+//
 // Feature probes (HaveProgType, HaveMapType, HaveHelper, HaveTracing, ...,
 // Features for all) try once and cache the answer with the errno it rests
 // on, and a note where the errno does not say enough (Probed). NextID,
 // NextLinkID, LinkByID and QueryFD walk what is loaded and attached.
-// Kallsyms names kernel addresses ("__udp4_lib_rcv+0x8f4"); SyscallSymbol
-// names the kernel function of a system call of this process;
-// KernelSyscalls numbers the system calls as raw_syscalls passes them,
-// named as the syscalls:* tracepoints name them; KernelPtRegs says where a
-// program finds arguments, a system call's number and whether it came
-// from a compat task.
+// A Symbolizer names kernel addresses ("__udp4_lib_rcv+0x8f4") on demand,
+// reading /proc/kallsyms once per batch of new addresses and keeping only
+// their names; Kallsyms reads the whole table once and keeps it, for
+// lookups by name too. SyscallSymbol names the kernel function of a system
+// call of this process; KernelSyscalls numbers the system calls as
+// raw_syscalls passes them, named as the syscalls:* tracepoints name them;
+// KernelPtRegs says where a program finds arguments, a system call's
+// number and whether it came from a compat task.
 package prog

@@ -25,7 +25,11 @@ type Feature struct {
 	Errno unix.Errno // the kernel's answer to the probe: 0 when it simply accepted it
 	Value int        // a measurement: the tail-call limit
 	Err   error      // the probe could not tell (no privilege, an answer it did not expect)
-	Note  string     // why not, where the kernel's answer says more than its errno
+	// Note says what the answer means where its errno alone does not: why
+	// a no is a no (EPERM to root from a kernel that refuses trampolines),
+	// or why a yes rests on an error the probe provoked (perf_link's
+	// EBADF).
+	Note string
 }
 
 var features struct {
@@ -52,16 +56,28 @@ func probe(name string, try func(f *Feature)) Feature {
 	return f
 }
 
-// answer sets f from the kernel's answer err: yes on success or errno yes,
-// no on an errno of no, else f.Err.
+// answer sets f from the kernel's answer err: yes on success or errno yes
+// (with a Note that says why an error is a yes), no on an errno of no,
+// else f.Err.
 func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
 	f.Errno, _ = errors.AsType[unix.Errno](err)
 	switch {
-	case err == nil || yes != 0 && f.Errno == yes:
+	case err == nil:
 		f.OK = true
+	case yes != 0 && f.Errno == yes:
+		f.OK, f.Note = true, yesBecause[yes]
 	case f.Errno == 0 || !slices.Contains(no, f.Errno):
 		f.Err = wrap(err, "probe for %s", f.Name)
 	}
+}
+
+// yesBecause says, for each errno a probe provokes on purpose, why that
+// error is a yes: the kernel got past the feature to the probe's fault.
+var yesBecause = map[unix.Errno]string{
+	unix.EBADF:   "an answer to the probe's bad fd: the kernel got past the feature",
+	unix.ESRCH:   "an answer to the probe's function: the kernel got past the link type",
+	unix.EINVAL:  "the verifier refused the probe's target, BTF id 1: it knows the type",
+	sys.ENOTSUPP: "an answer to the target or BTF type the probe left out: it knows the type",
 }
 
 func (f Feature) result() (bool, error) { return f.OK, f.Err }
@@ -85,6 +101,8 @@ func Features(helpersOf ...Type) []Feature {
 	HavePerfLink()
 	HaveKprobeMulti()
 	HaveUprobeMulti()
+	HaveUprobeMultiPIDFilter()
+	HaveAtomicFetch()
 	HaveBTF()
 	HavePMU(tracefs.Kprobe)
 	HavePMU(tracefs.Uprobe)
@@ -158,32 +176,64 @@ func HaveKprobeMulti() (bool, error) {
 // unknown attach type) or EOPNOTSUPP (a 32-bit kernel) the no.
 func HaveUprobeMulti() (bool, error) {
 	return probe("uprobe_multi", func(f *Feature) {
-		p, err := Load(Spec{
-			Type:               Kprobe,
-			Name:               "probe_umulti",
-			License:            "GPL",
-			Insns:              retZero,
-			ExpectedAttachType: unix.BPF_TRACE_UPROBE_MULTI,
-		})
-		if err != nil {
-			f.answer(err, 0, unix.EINVAL)
-			return
+		f.answer(uprobeMultiRoot(0)[0], unix.EBADF, unix.EINVAL, unix.EOPNOTSUPP)
+	}).result()
+}
+
+// HaveUprobeMultiPIDFilter reports whether the kernel has uprobe_multi
+// links that run a PID's program in all of its threads, as
+// UprobeMultiOptions.PID means: the first kernels with them ran it in the
+// process's main thread only (fixed in 6.10 and the stable series by "bpf:
+// fix multi-uprobe PID filtering logic"). The fix refuses pid -1 (EINVAL)
+// before it looks at the path, which a kernel without it reaches (EBADF).
+func HaveUprobeMultiPIDFilter() (bool, error) {
+	return probe("uprobe_multi_pid_filter", func(f *Feature) {
+		errs := uprobeMultiRoot(0, -1)
+		if f.answer(errs[0], unix.EBADF, unix.EINVAL, unix.EOPNOTSUPP); f.OK {
+			f.OK = false
+			f.answer(errs[1], unix.EINVAL, unix.EBADF)
 		}
-		defer p.Close()
-		root, _ := sys.StringPointer("/")
-		offset := uint64(0)
+	}).result()
+}
+
+// uprobeMultiRoot loads a program that does nothing for uprobe_multi
+// links and links it to offset 0 of "/" for each pid, which no kernel
+// accepts ("/" is no regular file): what it refuses the attr for tells
+// what it checked first. It returns the answers, or for each the load's
+// error (EINVAL before 6.6, which knows no such attach type).
+func uprobeMultiRoot(pids ...int32) []error {
+	errs := make([]error, len(pids))
+	p, err := Load(Spec{
+		Type:               Kprobe,
+		Name:               "probe_umulti",
+		License:            "GPL",
+		Insns:              retZero,
+		ExpectedAttachType: unix.BPF_TRACE_UPROBE_MULTI,
+	})
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	defer p.Close()
+	root, _ := sys.StringPointer("/")
+	offset := uint64(0)
+	for i, pid := range pids {
 		fd, err := sys.LinkCreateUprobeMulti(&sys.LinkCreateUprobeMultiAttr{
 			ProgFD:     uint32(p.fd.Int()),
 			AttachType: unix.BPF_TRACE_UPROBE_MULTI,
 			Path:       root,
 			Offsets:    sys.NewPointer(unsafePointer(&offset)),
 			Cnt:        1,
+			PID:        uint32(pid),
 		})
 		if err == nil {
 			unix.Close(fd)
 		}
-		f.answer(err, unix.EBADF, unix.EINVAL, unix.EOPNOTSUPP)
-	}).result()
+		errs[i] = err
+	}
+	return errs
 }
 
 // HaveISA reports whether the verifier accepts ISA version v, by loading
@@ -203,6 +253,23 @@ func HaveISA(v int) (bool, error) {
 
 // HaveISAv4 is HaveISA(4).
 func HaveISAv4() (bool, error) { return HaveISA(4) }
+
+// HaveAtomicFetch reports whether the verifier accepts the atomic
+// operations that return the old value (5.12): BPF_XCHG, BPF_CMPXCHG and
+// BPF_FETCH with an arithmetic operation, by loading a compare-exchange
+// on the stack. Before, the only atomic was an add (BPF_XADD).
+func HaveAtomicFetch() (bool, error) {
+	return probe("atomic_fetch", func(f *Feature) {
+		_, err := tryLoad(SocketFilter,
+			insn.StoreImm(insn.BPF_DW, insn.R10, -8, 0),
+			insn.Mov64Imm(insn.R0, 0),
+			insn.Mov64Imm(insn.R1, 1),
+			insn.Atomic(insn.BPF_DW, insn.BPF_CMPXCHG, insn.R10, insn.R1, -8),
+			insn.Mov64Imm(insn.R0, 0),
+			insn.Exit())
+		f.answer(err, 0, unix.EINVAL)
+	}).result()
+}
 
 // HaveBTF reports whether the kernel describes its types in BTF, at
 // /sys/kernel/btf/vmlinux (5.4, CONFIG_DEBUG_INFO_BTF).

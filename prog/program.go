@@ -83,7 +83,9 @@ const attachUnknown = ^uint32(0)
 // one after the verifier accepted the program (EMFILE: no fd left for it)
 // or before it ran (EPERM), is not, and is not loaded again for a log.
 func Load(spec Spec) (*Program, error) {
-	fail := func(err error) (*Program, error) { return nil, wrap(err, "load %q", spec.Name) }
+	fail := func(err error) (*Program, error) {
+		return nil, wrap(err, "load %s", sys.QuoteName(spec.Name))
+	}
 	insns := spec.Instructions
 	if len(spec.Insns) > 0 {
 		if len(insns) > 0 {
@@ -175,9 +177,9 @@ var codePool = sync.Pool{New: func() any { return new([]byte) }}
 // String says what the program is: `program "dropmon" (tracepoint, fd 5)`.
 func (p *Program) String() string {
 	if p.fd.Int() < 0 {
-		return fmt.Sprintf("program %q (%s, closed)", p.name, p.typ)
+		return fmt.Sprintf("program %s (%s, closed)", sys.QuoteName(p.name), p.typ)
 	}
-	return fmt.Sprintf("program %q (%s, fd %d)", p.name, p.typ, p.fd.Int())
+	return fmt.Sprintf("program %s (%s, fd %d)", sys.QuoteName(p.name), p.typ, p.fd.Int())
 }
 
 // FD is the program's file descriptor; -1 once closed.
@@ -194,7 +196,7 @@ func (p *Program) Log() string { return p.log }
 
 // Close releases the program's fd (attachments and pins keep the program);
 // closing twice is harmless.
-func (p *Program) Close() error { return wrap(p.fd.Close(), "close %q", p.name) }
+func (p *Program) Close() error { return wrap(p.fd.Close(), "close %s", sys.QuoteName(p.name)) }
 
 // Pin makes the program outlive the process at path in a BPF file system;
 // mapfd.Unpin removes it.
@@ -202,7 +204,7 @@ func (p *Program) Pin(path string) error {
 	if p.fd.Int() < 0 {
 		return ErrClosed
 	}
-	return wrap(sys.Pin(p.fd.Int(), path), "pin %q at %s", p.name, path)
+	return wrap(sys.Pin(p.fd.Int(), path), "pin %s at %s", sys.QuoteName(p.name), path)
 }
 
 // Open opens the program pinned at path.

@@ -157,13 +157,13 @@ func AttachTracing(p *Program, o AttachOptions) (*Link, error) {
 	}
 	target, ok := p.target.(btfTarget)
 	if !ok {
-		return nil, fmt.Errorf("prog: attach %q: it was not loaded with Spec.AttachTo by this "+
-			"process, so its target is not known: %w", p.name, ErrWrongType)
+		return nil, fmt.Errorf("prog: attach %s: it was not loaded with Spec.AttachTo by this "+
+			"process, so its target is not known: %w", sys.QuoteName(p.name), ErrWrongType)
 	}
 	at, desc := target.at, target.String()
 	fail := func(err error) (*Link, error) {
-		return nil, fmt.Errorf("prog: attach %q to %s: %w",
-			p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %s to %s: %w",
+			sys.QuoteName(p.name), desc, err)
 	}
 	useLink := !o.Legacy
 	if useLink {

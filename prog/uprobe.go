@@ -33,7 +33,8 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 		kind = tracefs.Uretprobe
 	}
 	fail := func(err error) (*Link, error) {
-		return nil, fmt.Errorf("prog: attach %q to %s %s: %w", p.name, kind, path, err)
+		return nil, fmt.Errorf("prog: attach %s to %s %s: %w",
+			sys.QuoteName(p.name), kind, path, err)
 	}
 	if strings.IndexByte(path+o.Symbol, 0) >= 0 || path == "" {
 		return fail(fmt.Errorf("%w: empty path, or a NUL in path %q or symbol %q", tracefs.ErrInvalid, path, o.Symbol))

@@ -117,6 +117,15 @@ func (o UprobeMultiOptions) attr(p *Program, path string) (*sys.LinkCreateUprobe
 	if err != nil {
 		return nil, err
 	}
+	// A place given twice (or a symbol and its offset) would run the
+	// program twice there each time it is hit: the kernel takes it.
+	sorted := slices.Sorted(slices.Values(offsets))
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return nil, fmt.Errorf("%w: file offset %#x is given twice",
+				tracefs.ErrInvalid, sorted[i])
+		}
+	}
 	name, err := sys.StringPointer(abs)
 	if err != nil {
 		return nil, err

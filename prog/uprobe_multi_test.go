@@ -2,6 +2,7 @@ package prog_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -163,6 +164,8 @@ func TestUprobeMultiRefuses(t *testing.T) {
 		{"NUL in the path", p, exe + "\x00x", prog.UprobeMultiOptions{Offsets: []uint64{off}}, `path "`},
 		{"offset past the file", p, exe, prog.UprobeMultiOptions{Offsets: []uint64{1 << 40}},
 			"in no executable segment"},
+		{"offset twice", p, exe, prog.UprobeMultiOptions{Offsets: []uint64{off, off + 1, off}},
+			fmt.Sprintf("file offset %#x is given twice", off)},
 		{"not a file", p, "/", prog.UprobeMultiOptions{Offsets: []uint64{off}}, "/"},
 	} {
 		l, err := prog.AttachUprobeMulti(c.p, c.path, c.o)

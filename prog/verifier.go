@@ -29,7 +29,7 @@ type VerifierError struct {
 // Error shows the errno, the failing instruction and the log's last lines.
 func (e *VerifierError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "prog: load %q: %v: the verifier rejected it", e.Name, e.Err)
+	fmt.Fprintf(&b, "prog: load %s: %v: the verifier rejected it", sys.QuoteName(e.Name), e.Err)
 	if e.Insn >= 0 {
 		fmt.Fprintf(&b, " at instruction %d: %s", e.Insn, e.Text)
 	}
@@ -80,7 +80,7 @@ func verdict(log string) string {
 // verifier refused the program, with its log.
 func newVerifierError(name string, err error, log string) error {
 	if !refusal(err) && !errors.Is(err, unix.ENOSPC) || verdict(log) == "" {
-		return fmt.Errorf("prog: load %q: %w", name, err)
+		return fmt.Errorf("prog: load %s: %w", sys.QuoteName(name), err)
 	}
 	e := &VerifierError{Name: name, Err: err, Log: log, Insn: -1}
 	for line := range strings.SplitSeq(log, "\n") {

@@ -3,6 +3,7 @@ package sys
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -78,6 +79,15 @@ func NewObjName(name string) (ObjName, error) {
 
 // String is the name up to its NUL.
 func (n ObjName) String() string { return unix.ByteSliceToString(n[:]) }
+
+// QuoteName is a program's or map's name as messages show it: quoted, or
+// (unnamed) for none, where "" would read as a name lost.
+func QuoteName(name string) string {
+	if name == "" {
+		return "(unnamed)"
+	}
+	return strconv.Quote(name)
+}
 
 // MapCreateAttr is union bpf_attr for BPF_MAP_CREATE, fields as the uapi names them.
 type MapCreateAttr struct {

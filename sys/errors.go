@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,7 +152,7 @@ func NeedCaps(need ...int) error {
 }
 
 // permHint explains an EPERM: the capabilities of need missing, or what
-// else refuses root.
+// else refuses root, where it can be seen.
 func permHint(need ...int) string {
 	missing, err := missingCaps(need...)
 	if err != nil {
@@ -160,15 +161,42 @@ func permHint(need ...int) string {
 	var rl unix.Rlimit
 	memlock := ""
 	if unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl) == nil && rl.Cur != unix.RLIM_INFINITY {
-		memlock = fmt.Sprintf("; kernels before 5.11 also charge BPF memory to RLIMIT_MEMLOCK, here %d KiB", rl.Cur/1024)
+		memlock = fmt.Sprintf("; kernels before 5.11 also charge BPF memory to RLIMIT_MEMLOCK, "+
+			"here %d KiB", rl.Cur/1024)
 	}
 	switch missing {
 	case "":
-		return "capabilities are present: kernel lockdown, an LSM or kernel.unprivileged_bpf_disabled may refuse it" + memlock
+		return "capabilities are present: the kernel refused it for another reason" +
+			lockdown() + memlock
 	case "CAP_SYS_ADMIN":
 		return "missing CAP_SYS_ADMIN" + memlock
 	}
-	return "missing " + missing + "; CAP_SYS_ADMIN grants all, and kernels before 5.8 require it" + memlock
+	return "missing " + missing + "; CAP_SYS_ADMIN grants all, and kernels before 5.8 require it" +
+		unprivilegedDisabled(missing) + memlock
+}
+
+// lockdown says that kernel lockdown is on, which refuses some of BPF to
+// root (reading kernel memory, in its confidentiality mode), where
+// securityfs shows it; "" where it is off or cannot be seen.
+func lockdown() string {
+	b, _ := os.ReadFile("/sys/kernel/security/lockdown") // "none [integrity] confidentiality"
+	for _, mode := range []string{"integrity", "confidentiality"} {
+		if strings.Contains(string(b), "["+mode+"]") {
+			return "; kernel lockdown is in its " + mode + " mode"
+		}
+	}
+	return ""
+}
+
+// unprivilegedDisabled names kernel.unprivileged_bpf_disabled where it is
+// set and the process lacks CAP_BPF, to which it applies; "" else.
+func unprivilegedDisabled(missing string) string {
+	b, err := os.ReadFile("/proc/sys/kernel/unprivileged_bpf_disabled")
+	value := strings.TrimSpace(string(b))
+	if err != nil || value == "0" || !strings.Contains(missing, "CAP_BPF") {
+		return ""
+	}
+	return "; kernel.unprivileged_bpf_disabled is " + value + ": without CAP_BPF, bpf() is refused"
 }
 
 // progCaps is what loading or attaching a program of a type needs: tracing

@@ -302,7 +302,8 @@ func (f *File) Probe(name string) (*Probe, error) {
 		if p.String() == name {
 			return p, nil
 		}
-		all = append(all, p.String())
+		all = append(all, p.Quoted())
 	}
-	return nil, fmt.Errorf("usdt: %s has no probe %s; it has %s", f.Path, name, cmp.Or(strings.Join(all, ", "), "none"))
+	return nil, fmt.Errorf("usdt: %s has no probe %s; it has %s", f.Path, quoteName(name),
+		cmp.Or(strings.Join(all, ", "), "none"))
 }

@@ -4,15 +4,6 @@ import (
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 )
 
-// drop is one row of dropmon's table: where (a location, or with -stacks
-// a stack) and why, and how many.
-type drop struct {
-	Location string   `json:"location,omitempty"`
-	Stack    []string `json:"stack,omitempty"`
-	Reason   string   `json:"reason,omitempty"`
-	Drops    uint64   `json:"drops"`
-}
-
 // dropMetrics is what -listen serves: one counter, dropmon_drops_total,
 // labelled by location and reason, from the totals that totals reads at
 // each scrape.

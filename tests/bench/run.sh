@@ -4,11 +4,12 @@
 # come, and writes them to BENCHMARKS.md with the date, machine and kernel.
 # Measured figures live there, never in code comments.
 #
-# run.sh SECTION... runs only those sections (maps, load, drain, read,
-# tools, funccount, kprobe_multi, size) and puts them in place of the same
-# sections of BENCHMARKS.md (a section it does not have yet goes at its
-# end), the others kept as they were, with a line saying what was
-# measured again and when: the whole run takes an hour on a loaded machine.
+# run.sh SECTION... runs only those sections (maps, load, kallsyms, drain,
+# read, start, btf, tracing, tools, top, writes, events, funccount,
+# kprobe_multi, size) and puts them in place of the same sections of BENCHMARKS.md (a
+# section it does not have yet goes at its end), the others kept as they
+# were, with a line saying what was measured again and when: the whole run
+# takes an hour on a loaded machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
@@ -32,12 +33,19 @@ section() { # section TITLE -- COMMAND...: run it, keep the benchmark lines (a V
 wanted maps && section "Maps: bpfkit beside a bare bpf(2) (x-bare = bpfkit / bare)" -- \
 	$GO test -run '^$' -bench . -benchtime 1000000x ./mapfd
 wanted load && section "Program load beside a bare BPF_PROG_LOAD" -- \
-	$GO test -run '^$' -bench . -benchtime 3000x ./prog
+	$GO test -run '^$' -bench Load -benchtime 3000x ./prog
+wanted kallsyms && section "Naming 100 kernel addresses: "\
+"Kallsyms's whole table beside a Symbolizer" -- \
+	$GO test -run '^$' -bench Kallsyms -benchtime 20x ./prog
 wanted drain && section "Perf ring: the sample loop on records in cache" -- \
 	$GO test -run '^$' -bench Drain ./perfring
 wanted read && section "Perf ring and BPF ring buffer readers beside libbpf's (x-libbpf = bpfkit / libbpf, medians of 7 rounds)" -- \
 	$GO test -run '^$' -bench Read -benchtime 1x ./perfring -rounds 7
 
+wanted start && section "Tools: time from exec to the first line, and peak RSS "\
+"(/usr/bin/time's %M) over a run with one report, beside bpftrace (bpftool for the inspector); "\
+"medians of 3 alternating rounds; targets: 20 ms and 6 MB" -- \
+	$GO test -run '^$' -bench ToolStart -benchtime 1x ./tests
 wanted btf && section "BTF lookup: one function's id in the kernel's BTF, mapped (6.16) and read (cpu-ns/op: the CPU time it takes; B/op: what it allocates)" -- \
 	$GO test -run '^$' -bench Find -benchtime 200x ./btf
 
@@ -49,6 +57,17 @@ wanted tracing && section "Tracing on the same call in a 6.12 VM: fentry, kprobe
 
 wanted tools && section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 5 alternating rounds; BPF_ENABLE_STATS run time over run count)" -- \
 	$GO test -run '^$' -bench ToolCost -benchtime 1x ./tests
+wanted top && section "bpfkit top: what BPF statistics cost each run (the floor they count for a program that does nothing, and what they add to every run; medians of 5), and top's own CPU and peak RSS over 20 one-second intervals with 200 programs loaded" -- \
+	$GO test -run '^$' -bench TopCost -benchtime 1x ./tests
+wanted writes && section "tracex2's write sizes: the sys_enter_write perf tracepoint "\
+"(returning 1) beside a raw_syscalls:sys_enter raw tracepoint, and a sampling perf event "\
+"(CPU time per call of this thread, added to nothing attached; BPF runs per call and run time "\
+"per run; medians of 11 alternating rounds)" -- \
+	$GO test -run '^$' -bench WriteSizes -benchtime 1x ./cmd/tracex2
+wanted events && section "dropmon -events: what returning 1 costs a drop, beside 0, "\
+"on the counting perf event and on a sampling one (CPU time per datagram dropped on loopback; "\
+"medians of 11 alternating rounds)" -- \
+	$GO test -run '^$' -bench EventsReturn -benchtime 1x ./cmd/dropmon
 
 wanted funccount && section "funccount: time to attach and to exit after SIGINT for 1, 50, 360 (sys_enter_*) and 720 (syscalls:*) syscall tracepoints, beside bpftrace's one-liner on the same (ms, medians of alternating rounds; x-bpftrace = funccount / bpftrace; bpftrace's 720 left out, about a minute to let go)" -- \
 	$GO test -run '^$' -bench FunccountAttachExit -benchtime 1x ./tests
@@ -110,11 +129,14 @@ if [ "$only" != "  " ]; then
 		/^## / {
 			if (skip) print ""
 			skip = ($0 in body)
+			if (skip) seen[$0] = 1
+			if (skip) print $0 body[$0]; else print
 			if (skip) { print $0 body[$0]; done[$0] = 1 } else print
 			next
 		}
 		!skip { print }
 		END {
+			for (title in body) if (!(title in seen)) print "\n" title body[title]
 			for (title in body) if (!(title in done)) print "\n" title body[title]
 		}
 	' "$out" >"$out.new"
