@@ -63,9 +63,11 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, swap bool) error {
 	defer o.Close()
 	// A ring wakes tracex5 only once a quarter full: a wake-up per event
 	// was most of a handler's cost. Read looks at the rings every Flush
-	// anyway, and each event has its time.
+	// anyway, and each event has its time. A batch copies what the rings
+	// held to sort it: 256 KiB a ring (bcc's default) bounds that copy,
+	// where 1 MiB rings made a burst's batches most of tracex5's memory.
 	t.Flush = 100 * time.Millisecond
-	ring := perfring.Options{RingBytes: 1 << 20, Watermark: 1 << 18}
+	ring := perfring.Options{RingBytes: 1 << 18, Watermark: 1 << 16}
 	r, err := perfring.NewPerfReader(o.events, ring)
 	if err != nil {
 		return err

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 	"github.com/bpfkit/bpfkit/mapfd"
@@ -30,7 +34,16 @@ type reporter struct {
 	seen     []uint64 // each number's count at the last report
 	names    *prog.SyscallTable
 	pending  []event // the events of the batch being read, to print in time order
+	// out holds the lines of the batch being printed, written at its end or
+	// every outChunk bytes: one write for many events, not one each.
+	out     bytes.Buffer
+	enc     *json.Encoder // -json's lines, into out
+	line    jsonEvent     // the line enc encodes
+	scratch []byte        // the bytes of line's strings
 }
+
+// outChunk is how much of a batch's lines out holds before it is written.
+const outChunk = 64 << 10
 
 func newReporter(t *tool.Tool, o *objects, names *prog.SyscallTable, swap bool) (*reporter, error) {
 	ncpu, err := sys.PossibleCPUs()
@@ -38,6 +51,7 @@ func newReporter(t *tool.Tool, o *objects, names *prog.SyscallTable, swap bool) 
 		return nil, err
 	}
 	r := &reporter{t: t, o: o, swap: swap, ncpu: ncpu, seen: make([]uint64, slots), names: names}
+	r.enc = json.NewEncoder(&r.out)
 	return r, nil
 }
 
@@ -61,31 +75,90 @@ func (r *reporter) batch() error {
 		if err := r.print(&r.pending[i]); err != nil {
 			return err
 		}
+		if r.out.Len() >= outChunk {
+			if err := r.flush(); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
+	return r.flush()
 }
 
-// print prints one event.
+// flush writes the lines out holds, if any.
+func (r *reporter) flush() error {
+	if r.out.Len() == 0 {
+		return nil // no write(2) for a batch of nothing, every Flush
+	}
+	defer r.out.Reset()
+	_, err := r.t.Stdout.Write(r.out.Bytes())
+	return err
+}
+
+// print adds one event's line to out.
 func (r *reporter) print(ev *event) error {
-	call, err := callText(ev)
+	when := tool.EventTime(ev.Time)
+	comm := ev.Comm[:]
+	if i := bytes.IndexByte(comm, 0); i >= 0 {
+		comm = comm[:i]
+	}
+	if r.t.JSON {
+		return r.encode(ev, when, comm)
+	}
+	// The line "%-12s %7d %-16s %s\n" of the time, pid, comm and call, made
+	// in place as encode's are.
+	b := when.AppendFormat(r.out.AvailableBuffer(), "15:04:05.000")
+	var digits [20]byte
+	pid := strconv.AppendUint(digits[:0], uint64(ev.PID), 10)
+	b = append(b, "        "[:1+max(0, 7-len(pid))]...)
+	b = append(append(b, pid...), ' ')
+	b = append(b, comm...)
+	b = append(b, "                 "[:1+max(0, 16-utf8.RuneCount(comm))]...)
+	b, err := appendCall(b, ev)
 	if err != nil {
 		return err
 	}
-	when := tool.EventTime(ev.Time)
-	comm := unix.ByteSliceToString(ev.Comm[:])
-	if r.t.JSON {
-		return r.t.Emit(struct {
-			Time string    `json:"time"`
-			PID  uint32    `json:"pid"`
-			Comm string    `json:"comm"`
-			Call string    `json:"call"`
-			Name string    `json:"name"`
-			Args [6]uint64 `json:"args"`
-		}{when.Format(time.RFC3339Nano), ev.PID, comm, call, handlerName(ev.Handler), ev.Args})
+	r.out.Write(append(b, '\n'))
+	return nil
+}
+
+// encode adds one event's line of JSON to out. Its strings are made in
+// scratch and point into it, which Encode has copied from by the time it
+// returns: a string per field and per event was most of tracex5's garbage.
+func (r *reporter) encode(ev *event, when time.Time, comm []byte) error {
+	b := when.AppendFormat(r.scratch[:0], time.RFC3339Nano)
+	timeEnd := len(b)
+	b = append(b, comm...)
+	commEnd := len(b)
+	b, err := appendCall(b, ev)
+	r.scratch = b
+	if err != nil {
+		return err
 	}
-	_, err = fmt.Fprintf(r.t.Stdout, "%-12s %7d %-16s %s\n",
-		when.Format("15:04:05.000"), ev.PID, comm, call)
-	return err
+	r.line = jsonEvent{
+		Time: inPlace(b[:timeEnd]),
+		PID:  ev.PID,
+		Comm: inPlace(b[timeEnd:commEnd]),
+		Call: inPlace(b[commEnd:]),
+		Name: handlerName(ev.Handler),
+		Args: ev.Args,
+	}
+	return r.enc.Encode(&r.line)
+}
+
+// inPlace is the string whose bytes are b's, for as long as b is not
+// written to.
+func inPlace(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// jsonEvent is an event as -json prints it.
+type jsonEvent struct {
+	Time string    `json:"time"`
+	PID  uint32    `json:"pid"`
+	Comm string    `json:"comm"`
+	Call string    `json:"call"`
+	Name string    `json:"name"`
+	Args [6]uint64 `json:"args"`
 }
 
 // handlerName is the name of the call a handler reports.
@@ -98,25 +171,53 @@ func handlerName(id handlerID) string {
 	return ""
 }
 
-// callText shows the call an event reports, with its arguments.
-func callText(ev *event) (string, error) {
+// appendCall appends the call an event reports, with its arguments, as
+// "write(fd=1, buf=0x7ffd1000, count=5)".
+func appendCall(b []byte, ev *event) ([]byte, error) {
 	a := ev.Args
 	switch ev.Handler {
-	case hWrite:
-		return fmt.Sprintf("write(fd=%d, buf=%#x, count=%d)", int32(a[0]), a[1], a[2]), nil
+	case hWrite, hRead:
+		b = append(append(b, handlerName(ev.Handler)...), "(fd="...)
+		b = strconv.AppendInt(b, int64(int32(a[0])), 10)
+		b = appendHex(append(b, ", buf="...), a[1])
+		b = strconv.AppendUint(append(b, ", count="...), a[2], 10)
 	case hWriteBytes:
-		written := string(ev.Data[:min(a[2], dataSize)])
-		return fmt.Sprintf("write(fd=%d, %s, count=%d)", int32(a[0]), strconv.Quote(written), a[2]), nil
-	case hRead:
-		return fmt.Sprintf("read(fd=%d, buf=%#x, count=%d)", int32(a[0]), a[1], a[2]), nil
+		b = strconv.AppendInt(append(b, "write(fd="...), int64(int32(a[0])), 10)
+		b = strconv.AppendQuote(append(b, ", "...), string(ev.Data[:min(a[2], dataSize)]))
+		b = strconv.AppendUint(append(b, ", count="...), a[2], 10)
 	case hOpenat:
-		path := strconv.Quote(unix.ByteSliceToString(ev.Data[:]))
-		return fmt.Sprintf("openat(dfd=%d, %s, flags=%#o, mode=%#o)", int32(a[0]), path, a[2], a[3]), nil
+		path := ev.Data[:]
+		if i := bytes.IndexByte(path, 0); i >= 0 {
+			path = path[:i]
+		}
+		b = strconv.AppendInt(append(b, "openat(dfd="...), int64(int32(a[0])), 10)
+		b = strconv.AppendQuote(append(b, ", "...), string(path))
+		b = appendOctal(append(b, ", flags="...), a[2])
+		b = appendOctal(append(b, ", mode="...), a[3])
 	case hMmap:
-		return fmt.Sprintf("mmap(addr=%#x, len=%d, prot=%#x, flags=%#x, fd=%d, off=%d)",
-			a[0], a[1], a[2], a[3], int32(a[4]), a[5]), nil
+		b = appendHex(append(b, "mmap(addr="...), a[0])
+		b = strconv.AppendUint(append(b, ", len="...), a[1], 10)
+		b = appendHex(append(b, ", prot="...), a[2])
+		b = appendHex(append(b, ", flags="...), a[3])
+		b = strconv.AppendInt(append(b, ", fd="...), int64(int32(a[4])), 10)
+		b = strconv.AppendUint(append(b, ", off="...), a[5], 10)
+	default:
+		return b, fmt.Errorf("an event of handler %d, which tracex5 does not have", ev.Handler)
 	}
-	return "", fmt.Errorf("an event of handler %d, which tracex5 does not have", ev.Handler)
+	return append(b, ')'), nil
+}
+
+// appendHex appends v as %#x does: 0x0, 0x1f.
+func appendHex(b []byte, v uint64) []byte {
+	return strconv.AppendUint(append(b, "0x"...), v, 16)
+}
+
+// appendOctal appends v as %#o does: 0, 0644.
+func appendOctal(b []byte, v uint64) []byte {
+	if v == 0 {
+		return append(b, '0')
+	}
+	return strconv.AppendUint(append(b, '0'), v, 8)
 }
 
 // otherCount is how many calls of one number an interval counted.
