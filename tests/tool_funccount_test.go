@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +15,6 @@ import (
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/prog"
-	"github.com/bpfkit/bpfkit/sys"
-	"github.com/bpfkit/bpfkit/tracefs"
 	"golang.org/x/sys/unix"
 )
 
@@ -211,12 +208,11 @@ func TestFunccountLeavesPerfUsersAlone(t *testing.T) {
 		tp := c.group + ":" + c.name
 		r := startTool(t, "funccount", "-p", strconv.Itoa(os.Getpid()), tp, "60")
 		r.waitFor("Ctrl-C to stop")
-		perf := openCounter(t, c.group, c.name)
+		count := perfCounter(t, c.group, c.name, "", 0)
 		for range n {
 			c.event()
 		}
-		seen := readCounter(t, perf)
-		unix.Close(perf)
+		seen := count()
 		out := r.stop()
 		if seen != n || counted(out)[tp] != n {
 			t.Fatalf("%s: the test's perf event saw %d of %d events while funccount ran; "+
@@ -230,32 +226,6 @@ func TestFunccountLeavesPerfUsersAlone(t *testing.T) {
 func setThreadName(name string) {
 	b, _ := unix.BytePtrFromString(name)
 	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(b)), 0, 0, 0)
-}
-
-// openCounter opens a counting perf event on tracepoint group:name for
-// the calling thread, enabled.
-func openCounter(t *testing.T, group, name string) int {
-	t.Helper()
-	id, err := tracefs.TracepointID(group, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id}
-	fd, err := sys.PerfEventOpen(&attr, 0, -1, -1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fd
-}
-
-// readCounter reads a counting perf event's count.
-func readCounter(t *testing.T, fd int) uint64 {
-	t.Helper()
-	b := make([]byte, 8)
-	if n, err := unix.Read(fd, b); err != nil || n != 8 {
-		t.Fatalf("reading the perf event: %d bytes, %v", n, err)
-	}
-	return binary.NativeEndian.Uint64(b)
 }
 
 // TestFunccountLetsGoFast: funccount on all 720 syscall tracepoints exits
