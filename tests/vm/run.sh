@@ -330,14 +330,32 @@ apt_opts() {
 		-o APT::Sandbox::User=root)
 }
 apt_update_group() {
-	local g=$1 d=$APTDIR/$1
+	local g=$1 d=$APTDIR/$1 bad
 	apt_opts "$g"
 	[[ -n ${APT_UPDATED[$g]:-} ]] && return 0
 	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
 	group_sources "$g" >"$d/sources.list"
 	log "apt-get update ($g: $(group_sources "$g" | awk '{print $3}' | paste -sd' '))"
-	apt-get "${APT[@]}" -qq --error-on=any update >"$d/update.log" 2>&1 ||
-		{ sed 's/^/    /' "$d/update.log" | tail -8; return 1; }
+	if ! apt-get "${APT[@]}" -qq --error-on=any update >"$d/update.log" 2>&1; then
+		# A suite beside the release (-updates, -security) whose index the
+		# mirror serves broken is left out, and the kernel comes from the
+		# others: the mirror served armhf's bookworm-security and
+		# trixie-security Packages.xz shorter than their InRelease said, and
+		# none of bullseye-security.
+		bad=$(sed -n 's#^E: Failed to fetch .*/dists/\([^/]*\)/.*#\1#p' "$d/update.log" | sort -u)
+		if [[ -z $bad ]] || grep -qxF "$g" <<<"$bad"; then
+			sed 's/^/    /' "$d/update.log" | tail -8
+			return 1
+		fi
+		mv "$d/update.log" "$d/update-broken.log"
+		log "apt: $g: left out $(paste -sd' ' <<<"$bad"), its index broken on the mirror" \
+			"($d/update-broken.log)"
+		group_sources "$g" | grep -vF -f <(sed 's/.*/ & main/' <<<"$bad") >"$d/sources.list"
+		if ! apt-get "${APT[@]}" -qq --error-on=any update >"$d/update.log" 2>&1; then
+			sed 's/^/    /' "$d/update.log" | tail -8
+			return 1
+		fi
+	fi
 	APT_UPDATED[$g]=1
 }
 
