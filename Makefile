@@ -40,10 +40,12 @@ test: lint deps test-host test-race test-386 test-vm
 
 # What the tests need beyond Go, from Debian's packages, installed if
 # missing: bpftool (the inspector's tests compare with it), gcc, libc6-dev,
-# systemtap-sdt-dev, gcc-aarch64-linux-gnu and libc6-dev-arm64-cross (the
-# USDT test programs, for amd64, i386 and arm64), binutils (readelf),
-# python3 (a real program's USDT probes).
-TEST_PACKAGES := bpftool gcc libc6-dev systemtap-sdt-dev binutils python3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+# systemtap-sdt-dev, gcc-aarch64-linux-gnu and libc6-dev-arm64-cross,
+# gcc-arm-linux-gnueabihf and libc6-dev-armhf-cross (the USDT test
+# programs, for amd64, i386, arm64 and armhf), binutils (readelf), python3
+# (a real program's USDT probes).
+TEST_PACKAGES := bpftool gcc libc6-dev systemtap-sdt-dev binutils python3 \
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
 deps:
 	@missing=$$(for p in $(TEST_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
