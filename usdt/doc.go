@@ -3,9 +3,9 @@
 // libstdcxx:throw, ...) and attaches BPF programs to them.
 //
 // Open reads an ELF file's .note.stapsdt notes: each probe's call sites,
-// file offsets, semaphores and argument strings, which ParseArgs reads (x86
-// or arm64 syntax) into a register, memory at a register plus an offset, or
-// a constant, with size and signedness. Probe.ParseArgs also reads x86-64's
+// file offsets, semaphores and argument strings, which ParseArgs reads (x86,
+// arm64 or 32-bit arm syntax) into a register, memory at a register plus an
+// offset, or a constant, with size and signedness. Probe.ParseArgs also reads x86-64's
 // global variables ("-4@counter+8(%rip)") through the file's symbols, and
 // gives an argument it cannot read an Err rather than failing the probe.
 //
@@ -18,4 +18,9 @@
 // of argument descriptions as in libbpf's usdt.bpf.h. Before 5.15, each
 // site gets a program built for its arguments (Attachment.Cookies says
 // which).
+//
+// The arguments are read from the kernel's struct pt_regs, whose layout
+// is the architecture's: a file's are read on the kernel its machine runs
+// on (x86 files on x86_64, 32-bit arm files on a 32-bit arm kernel, whose
+// registers are 4 bytes, an 8-byte argument in two).
 package usdt

@@ -93,7 +93,8 @@ func checkFile(t *testing.T, path string, adjust uint64) *File {
 		t.Fatal(err)
 	}
 	defer ef.Close()
-	nop := map[elf.Machine][]byte{elf.EM_X86_64: {0x90}, elf.EM_386: {0x90}, elf.EM_AARCH64: {0x1f, 0x20, 0x03, 0xd5}}[f.Machine]
+	nop := map[elf.Machine][]byte{elf.EM_X86_64: {0x90}, elf.EM_386: {0x90},
+		elf.EM_AARCH64: {0x1f, 0x20, 0x03, 0xd5}, elf.EM_ARM: {0x00, 0xf0, 0x20, 0xe3}}[f.Machine]
 	n := 0
 	for _, p := range f.Probes {
 		for _, s := range p.Sites {
@@ -260,6 +261,9 @@ func checkSDTArgs(t *testing.T, f *File, ptr int, field []int64) {
 		if w.kind == ArgReg && a.Kind == ArgDeref && i == 11 {
 			w.kind = D // i386 passes the string pointer on the stack
 		}
+		if i == 8 && a.Kind == ArgReg && f.Machine == elf.EM_ARM {
+			w.kind, w.value = R, 0 // arm's gcc reads the volatile local into a register
+		}
 		if a.Kind != w.kind || size != w.size || (w.value != 0 && w.value != -1 && a.Value != w.value) || (w.value == -1 && a.Reg != "rsp" && a.Reg != "esp" && a.Reg != "sp") {
 			t.Errorf("argument %d %+v, want kind %d, size %d, value %d (-1: on the stack)", i, a, w.kind, w.size, w.value)
 		}
@@ -279,6 +283,18 @@ func TestSDTArm64(t *testing.T) {
 	path := buildSDT(t, "aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu", "-nostdlib", "-static", "-ffreestanding", "-DSDT_FREESTANDING")
 	f := checkFile(t, path, 0)
 	checkSDTArgs(t, f, 8, []int64{0, 12, 14, 16})
+}
+
+// TestSDTArm cross-builds it for 32-bit arm in ARM code (-marm: "-4@[r0]",
+// "8@[r0, #16]", "-4@#-42"), freestanding.
+func TestSDTArm(t *testing.T) {
+	path := buildSDT(t, "arm-linux-gnueabihf-gcc", "gcc-arm-linux-gnueabihf", "-marm",
+		"-nostdlib", "-static", "-ffreestanding", "-DSDT_FREESTANDING")
+	f := checkFile(t, path, 0)
+	if f.Machine != elf.EM_ARM {
+		t.Fatalf("machine %v", f.Machine)
+	}
+	checkSDTArgs(t, f, 4, []int64{0, 8, 10, 16})
 }
 
 // TestSDT386 builds it as a 32-bit ELF file, freestanding (no 32-bit
