@@ -278,6 +278,9 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 			return fail(fmt.Errorf(read, p.file.Machine, want, regs.Arch, sys.ErrNotSupported))
 		}
 	}
+	if err := p.armCode(); err != nil {
+		return fail(err)
+	}
 	if !o.NoCookies {
 		// The descriptions, for arguments that differ between sites.
 		differ := slices.ContainsFunc(sites, func(args []Arg) bool { return !slices.EqualFunc(args, sites[0], Arg.same) })

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/sys"
 )
 
 // readelfNote is one probe descriptor as readelf -n prints it.
@@ -286,15 +287,45 @@ func TestSDTArm64(t *testing.T) {
 }
 
 // TestSDTArm cross-builds it for 32-bit arm in ARM code (-marm: "-4@[r0]",
-// "8@[r0, #16]", "-4@#-42"), freestanding.
+// "8@[r0, #16]", "-4@#-42"), freestanding: its sites are ARM code, which
+// arm's uprobes can probe.
 func TestSDTArm(t *testing.T) {
 	path := buildSDT(t, "arm-linux-gnueabihf-gcc", "gcc-arm-linux-gnueabihf", "-marm",
 		"-nostdlib", "-static", "-ffreestanding", "-DSDT_FREESTANDING")
 	f := checkFile(t, path, 0)
-	if f.Machine != elf.EM_ARM {
-		t.Fatalf("machine %v", f.Machine)
+	if f.Machine != elf.EM_ARM || len(f.thumb) != 0 {
+		t.Fatalf("machine %v, sites in Thumb code %v", f.Machine, f.thumb)
 	}
 	checkSDTArgs(t, f, 4, []int64{0, 8, 10, 16})
+	for _, p := range f.Probes {
+		if err := p.armCode(); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+// TestSDTThumb: built in Thumb-2, as Debian's armhf gcc builds by default,
+// its sites are Thumb code, and Attach refuses them, saying why, before
+// anything is loaded (the kernel would refuse a site not 4-aligned and
+// misread one that is).
+func TestSDTThumb(t *testing.T) {
+	path := buildSDT(t, "arm-linux-gnueabihf-gcc", "gcc-arm-linux-gnueabihf", "-mthumb",
+		"-nostdlib", "-static", "-ffreestanding", "-DSDT_FREESTANDING")
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Probes {
+		for _, s := range p.Sites {
+			if !f.thumb[s.Offset] {
+				t.Errorf("%s site %#x: not found to be Thumb code", p, s.Address)
+			}
+		}
+		err := p.armCode()
+		if !errors.Is(err, sys.ErrNotSupported) || !strings.Contains(fmt.Sprint(err), "is Thumb") {
+			t.Errorf("%s: %v, want ErrNotSupported saying Thumb", p, err)
+		}
+	}
 }
 
 // TestSDT386 builds it as a 32-bit ELF file, freestanding (no 32-bit
