@@ -79,6 +79,12 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, swap bool) error {
 	if err != nil {
 		return err
 	}
+	// args is unsigned long[6]: of 4-byte words on a 32-bit kernel, read
+	// zero-extended into the event's u64s.
+	argSize, ok := map[int]Size{6 * 8: BPF_DW, 6 * 4: BPF_W}[argsField.Size]
+	if !ok {
+		return fmt.Errorf("raw_syscalls:sys_enter args: %d bytes, not six longs", argsField.Size)
+	}
 	progs, err := mapfd.Create(mapfd.Spec{Type: mapfd.ProgArray, MaxEntries: slots, Name: "syscalls"})
 	if err != nil {
 		return err
@@ -103,7 +109,9 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, swap bool) error {
 			Call(BPF_FUNC_get_current_pid_tgid), ALU64Imm(BPF_RSH, R0, 32), StoreMem(BPF_W, R10, -eventSize, R0),
 			StoreImm(BPF_W, R10, -eventSize+4, id)}
 		for i := range 6 {
-			items = append(items, LoadMem(BPF_DW, R1, R6, int16(argsField.Offset+8*i)), StoreMem(BPF_DW, R10, int16(-eventSize+8+8*i), R1))
+			at := int16(argsField.Offset + argsField.Size/6*i)
+			items = append(items, LoadMem(argSize, R1, R6, at),
+				StoreMem(BPF_DW, R10, int16(-eventSize+8+8*i), R1))
 		}
 		items = append(items, StoreImm(BPF_DW, R10, -dataSize-8, 0), // padding
 			StoreImm(BPF_DW, R10, -dataSize, 0), // an empty string when nothing is read
