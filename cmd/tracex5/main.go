@@ -160,6 +160,12 @@ func run(ctx context.Context, t *tool.Tool, pid uint32, swap bool) error {
 	self := uint32(unix.Getpid())
 	items := []Item{Mov64Reg(R6, R1), Call(BPF_FUNC_get_current_pid_tgid), ALU64Imm(BPF_RSH, R0, 32),
 		JumpImm(BPF_JEQ, R0, int32(self), "out")}
+	// The handlers run on the dispatcher's stack, which must hold their
+	// event: Debian's armhf 6.12 and 7.2, whose BPF runs interpreted,
+	// sized the interpreter's stack by the dispatcher's 16 bytes, and a
+	// handler's 144 corrupted the kernel stack (7.2 panicked in
+	// ___bpf_prog_run, 6.12 oopsed in trace_call_bpf).
+	items = append(items, StoreImm(BPF_DW, R10, -eventSize, 0))
 	if pid != 0 {
 		items = append(items, JumpImm(BPF_JNE, R0, int32(pid), "out"))
 	}
