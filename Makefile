@@ -30,9 +30,11 @@ example:
 
 # Every test, as root: gofmt and vet, the kernel tests on this machine
 # (tests needing a feature this kernel lacks, kprobes say, skip and say so),
-# the unsafe packages' tests again under the race detector, then the integration tests and perfring's in VMs booted from Debian's 5.10,
-# 6.1, 6.12 and 7.2 kernels, which have kprobes, x86-64 then arm64 (built
-# with GOARCH=arm64, under qemu's emulation). test-vm installs
+# the unsafe packages' tests again under the race detector, then the
+# integration tests and perfring's in VMs booted from Debian's 5.10, 6.1,
+# 6.12 and 7.2 kernels, which have kprobes, for x86-64, arm64 (built with
+# GOARCH=arm64) and 32-bit arm (armhf, GOARCH=arm GOARM=7), under qemu's
+# emulation; armhf's take about as long as x86-64's. test-vm installs
 # qemu-system-x86, qemu-system-arm, busybox-static and cpio if missing and
 # caches the kernels outside the repository (/var/cache/bpfkit-vm); see
 # tests/vm/README.md.
@@ -79,6 +81,8 @@ test-vm:
 	tests/vm/run.sh -p ./perfring/
 	tests/vm/run.sh -a arm64
 	tests/vm/run.sh -a arm64 -p ./perfring/
+	tests/vm/run.sh -a arm
+	tests/vm/run.sh -a arm -p ./perfring/
 
 # Benchmarks, each beside its reference in the same run: maps and loads
 # beside a bare system call ("x-bare" is bpfkit's time over the bare
