@@ -13,7 +13,7 @@ build:
 
 # tools: every command of cmd/ as a static binary in bin/.
 tools:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o bin/ ./cmd/...
 
 # dropmon: count the packets the kernel drops, by reason and location, every
 # second until Ctrl-C. DROPMON_FLAGS passes flags and arguments ("-top 20 5",
@@ -45,9 +45,13 @@ test: lint deps test-host test-race test-386 test-vm
 # systemtap-sdt-dev, gcc-aarch64-linux-gnu and libc6-dev-arm64-cross,
 # gcc-arm-linux-gnueabihf and libc6-dev-armhf-cross (the USDT test
 # programs, for amd64, i386, arm64 and armhf), binutils (readelf), python3
-# (a real program's USDT probes).
+# (a real program's USDT probes), prometheus (promtool checks the tools'
+# /metrics, and its server scrapes them; the package's service is not
+# started here, the tests run their own server on a free port), tmux (a
+# terminal of known size, in which bpfkit top's screen is read back).
 TEST_PACKAGES := bpftool gcc libc6-dev systemtap-sdt-dev binutils python3 \
-	gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross \
+	prometheus tmux
 deps:
 	@missing=$$(for p in $(TEST_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
@@ -62,7 +66,7 @@ test-host:
 # detector, which also turns on checkptr: a pointer or slice that strays
 # outside its allocation (the journal once read 256 bytes of a 4-byte
 # string) fails the test instead of reading unrelated memory unseen.
-RACE_PACKAGES := ./sys ./mapfd ./perfring ./prog ./usdt
+RACE_PACKAGES := ./sys ./mapfd ./perfring ./prog ./usdt ./btf
 test-race:
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the tests load BPF programs"; exit 1; }
 	$(GO) test -race -count=1 $(RACE_PACKAGES)
@@ -71,7 +75,7 @@ test-race:
 # which takes their system calls through its compat layer: attrs, pointers
 # and 64-bit atomics as a 32-bit program lays them out.
 test-386:
-	@for p in sys insn mapfd prog tracefs perfring; do \
+	@for p in sys insn mapfd prog tracefs perfring btf; do \
 	  echo "GOARCH=386 $$p"; \
 	  GOARCH=386 CGO_ENABLED=0 $(GO) test -c -o bin/386/$$p.test ./$$p && (cd $$p && ../bin/386/$$p.test) || exit 1; \
 	done

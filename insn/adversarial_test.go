@@ -26,12 +26,11 @@ func assembleErr(t *testing.T, name string, items []Item, sentinel error, want s
 
 var hostileRegs = []Register{11, 15, 16, 255}
 
-// TestAdversarialRegisters gives every builder that takes a register each
-// register above r10, in each position, behind a label so that the item
-// index (1) and the instruction index (0) differ.
-func TestAdversarialRegisters(t *testing.T) {
+// dstBuilders are the builders that take a register as dst, each with
+// that register in it.
+func dstBuilders() map[string]func(r Register) Item {
 	m := fakeMap(3)
-	dst := map[string]func(r Register) Item{
+	return map[string]func(r Register) Item{
 		"ALU64Imm": func(r Register) Item { return ALU64Imm(BPF_ADD, r, 1) }, "ALU64Reg": func(r Register) Item { return ALU64Reg(BPF_ADD, r, R1) },
 		"ALU32Imm": func(r Register) Item { return ALU32Imm(BPF_OR, r, 1) }, "ALU32Reg": func(r Register) Item { return ALU32Reg(BPF_OR, r, R1) },
 		"Mov64Imm": func(r Register) Item { return Mov64Imm(r, 1) }, "Mov64Reg": func(r Register) Item { return Mov64Reg(r, R1) },
@@ -64,8 +63,15 @@ func TestAdversarialRegisters(t *testing.T) {
 		"Jump32Reg":     func(r Register) Item { return Jump32Reg(BPF_JEQ, r, R1, "top") },
 		"Raw":           func(r Register) Item { return Raw(Instruction{Code: 0xb7, Dst: r}) },
 		"Log2":          func(r Register) Item { return Log2(r, R1, R2)[0] },
+		"FuncArg":       func(r Register) Item { return FuncArg(r, R1, 0) },
+		"FuncRet":       func(r Register) Item { return FuncRet(r, R1, 2) },
 	}
-	src := map[string]func(r Register) Item{
+}
+
+// srcBuilders are the builders that take a register as src, each with
+// that register in it.
+func srcBuilders() map[string]func(r Register) Item {
+	return map[string]func(r Register) Item{
 		"ALU64Reg": func(r Register) Item { return ALU64Reg(BPF_ADD, R1, r) }, "ALU32RegOff": func(r Register) Item { return ALU32RegOff(BPF_DIV, R1, r, 1) },
 		"Mov64Reg": func(r Register) Item { return Mov64Reg(R1, r) }, "Mov32Reg": func(r Register) Item { return Mov32Reg(R1, r) },
 		"SDiv64Reg":     func(r Register) Item { return SDiv64Reg(R1, r) },
@@ -79,7 +85,16 @@ func TestAdversarialRegisters(t *testing.T) {
 		"LoadInd":       func(r Register) Item { return LoadInd(BPF_B, r, 0) },
 		"JumpReg":       func(r Register) Item { return JumpReg(BPF_JEQ, R1, r, "top") },
 		"Jump32RegOff":  func(r Register) Item { return Jump32RegOff(BPF_JSET, R1, r, 0) },
+		"FuncArg ctx":   func(r Register) Item { return FuncArg(R0, r, 1) },
 	}
+}
+
+// TestAdversarialRegisters gives every builder that takes a register each
+// register above r10, in each position, behind a label so that the item
+// index (1) and the instruction index (0) differ.
+func TestAdversarialRegisters(t *testing.T) {
+	m := fakeMap(3)
+	dst, src := dstBuilders(), srcBuilders()
 	for _, r := range hostileRegs {
 		for name, build := range dst {
 			assembleErr(t, fmt.Sprintf("%s dst r%d", name, r), []Item{Label("top"), build(r), Exit()},
@@ -100,6 +115,50 @@ func TestAdversarialRegisters(t *testing.T) {
 	for src := Register(0); src <= BPF_PSEUDO_MAP_IDX_VALUE; src++ {
 		if _, err := Assemble([]Item{LoadImm64Raw(R1, src, 0), Exit()}); err != nil {
 			t.Errorf("pseudo source %d: %v", src, err)
+		}
+	}
+}
+
+// TestFramePointerReadOnly: r10 in each builder's dst, and in each's src,
+// is refused where the verifier refuses a write to it ("frame pointer is
+// read only", check_reg_arg's DST_OP), with the item and instruction
+// index: the destination of an ALU operation or a load, and the src of an
+// atomic that fetches the old value into it. A store's or an atomic's dst,
+// an address, and any other src, are read, and accepted.
+func TestFramePointerReadOnly(t *testing.T) {
+	reads := map[string]bool{"StoreMem": true, "StoreImm": true, "Atomic": true,
+		"StoreRelease": true, "JumpImmOff": true, "JumpRegOff": true, "Jump32ImmOff": true,
+		"Jump32RegOff": true, "JumpImm": true, "JumpReg": true, "Jump32Imm": true,
+		"Jump32Reg": true}
+	for name, build := range dstBuilders() {
+		items := []Item{Label("top"), build(R10), Exit()}
+		if reads[name] {
+			if _, err := Assemble(items); err != nil {
+				t.Errorf("%s with dst r10: %v", name, err)
+			}
+			continue
+		}
+		assembleErr(t, name+" dst r10", items, ErrRegister, "insn: item 1 (insn 0): "+
+			"invalid register: r10 as destination: the frame pointer is read-only")
+	}
+	for name, build := range srcBuilders() {
+		items := []Item{Label("top"), build(R10), Exit()}
+		if name != "Atomic" { // BPF_XCHG: src gets the old value
+			if _, err := Assemble(items); err != nil {
+				t.Errorf("%s with src r10: %v", name, err)
+			}
+			continue
+		}
+		assembleErr(t, name+" src r10", items, ErrRegister, "insn: item 1 (insn 0): "+
+			"invalid register: r10 as the source a fetch writes the old value to: "+
+			"the frame pointer is read-only")
+	}
+	for op, refused := range map[AtomicOp]bool{BPF_ADD.Atomic(): false,
+		BPF_ADD.Atomic() | BPF_FETCH: true, BPF_XOR.Atomic() | BPF_FETCH: true,
+		BPF_XCHG: true, BPF_CMPXCHG: false} {
+		_, err := Assemble([]Item{Mov64Imm(R0, 0), Atomic(BPF_DW, op, R10, R10, -8), Exit()})
+		if refused != errors.Is(err, ErrRegister) {
+			t.Errorf("atomic %#x of r10 into the stack: %v", op, err)
 		}
 	}
 }
@@ -233,6 +292,16 @@ func TestAdversarialJumps(t *testing.T) {
 		{"value min", MapIncrement(fakeMap(3), -8, math.MinInt16), ErrArgument,
 			"insn: item 0: invalid argument: map increment: key at r10-8, value at r10-32768: the stack is r10-512 to r10-1, the value 8-byte aligned"},
 		{"log2 same", Log2(R1, R2, R1), ErrArgument, "insn: item 0: invalid argument: Log2: dst r1, src r2 and tmp r1 must differ"},
+		{"func arg -1", []Item{FuncArg(R0, R1, -1)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncArg: argument -1 is not in 0 to 11"},
+		{"func arg 12", []Item{FuncArg(R0, R1, 12)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncArg: argument 12 is not in 0 to 11"},
+		{"func arg huge", []Item{FuncArg(R0, R1, math.MaxInt32)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncArg: argument 2147483647 is not in 0 to 11"},
+		{"func arg min", []Item{FuncArg(R0, R1, math.MinInt32)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncArg: argument -2147483648 is not in 0 to 11"},
+		{"func ret 13", []Item{FuncRet(R0, R1, 13)}, ErrArgument,
+			"insn: item 0: invalid argument: FuncRet: 13 arguments is not in 0 to 12"},
 	}
 	for _, c := range cases {
 		assembleErr(t, c.name, c.items, c.sentinel, c.want)

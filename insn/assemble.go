@@ -116,6 +116,27 @@ func Assemble(items []Item) ([]Instruction, error) {
 	return out, nil
 }
 
+// written is the register that in writes and what it is to in, as the verifier
+// calls check_reg_arg(DST_OP) on it, which refuses r10 ("frame pointer is
+// read only"): the destination of an ALU operation, a load (LDX, a 64-bit
+// immediate, a load-acquire), and the src of an atomic with BPF_FETCH,
+// which gets the old value (BPF_XCHG too; BPF_CMPXCHG's goes to r0). A
+// store's dst is an address, read; so is an atomic's. what is "" for none.
+func written(in Instruction) (r Register, what string) {
+	switch a, class := AtomicOp(in.Imm), in.Class(); {
+	case class == BPF_ALU || class == BPF_ALU64 || class == BPF_LDX || in.IsLoadImm64():
+		return in.Dst, "destination"
+	case class != BPF_STX || in.Mode() != BPF_ATOMIC:
+	case a == BPF_LOAD_ACQ:
+		return in.Dst, "destination"
+	case a == BPF_CMPXCHG:
+		return R0, "destination"
+	case a&BPF_FETCH != 0:
+		return in.Src, "the source a fetch writes the old value to"
+	}
+	return 0, ""
+}
+
 // itemError is an error of Assemble or Encode: where, then what, without a
 // second "insn: " from the sentinel it wraps.
 type itemError struct {
@@ -152,8 +173,9 @@ func jumpOffset(in Instruction) (int, bool) {
 // check returns why the verifier would refuse in for its encoding alone, as
 // kernel/bpf/verifier.c of 6.18 does (check_reg_arg, check_alu_op,
 // check_atomic, check_ld_imm, check_ld_abs, do_check). r11 is the kernel's
-// BPF_REG_AX; a 64-bit load's or call's src is a pseudo source. wide: in is
-// the first of two slots, hi the second's imm. It allocates only to fail.
+// BPF_REG_AX; r10, the frame pointer, is read-only; a 64-bit load's or
+// call's src is a pseudo source. wide: in is the first of two slots, hi the
+// second's imm. It allocates only to fail.
 func check(in Instruction, wide bool, hi int32) error {
 	call := in.Code == BPF_JMP|uint8(BPF_CALL)
 	switch {
@@ -165,6 +187,9 @@ func check(in Instruction, wide bool, hi int32) error {
 		return fmt.Errorf("%w: pseudo source %d of a call (0 to %d)", ErrRegister, in.Src, BPF_PSEUDO_KFUNC_CALL)
 	case !in.IsLoadImm64() && !call && in.Src > R10:
 		return fmt.Errorf("%w: r%d as source (r0 to r10)", ErrRegister, in.Src)
+	}
+	if r, what := written(in); r == R10 {
+		return fmt.Errorf("%w: r10 as %s: the frame pointer is read-only", ErrRegister, what)
 	}
 	why := ""
 	need := func(ok bool, problem string) {

@@ -167,6 +167,28 @@ func ExampleLog2() {
 	//    5: (bf) r2 = r3
 }
 
+// FuncArg and FuncRet read an fexit program's context: on
+// vfs_read(file, buf, count, pos), the count asked for (argument 2) and
+// what the function returned (the slot after its 4 arguments).
+func ExampleFuncRet() {
+	prog, err := insn.Assemble([]insn.Item{
+		insn.FuncArg(insn.R6, insn.R1, 2), // r6 = count
+		insn.FuncRet(insn.R7, insn.R1, 4), // r7 = the bytes read, or an error
+		insn.Mov64Imm(insn.R0, 0),
+		insn.Exit(),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(insn.Disassemble(prog))
+	// Output:
+	//    0: (79) r6 = *(u64 *)(r1 +16)
+	//    1: (79) r7 = *(u64 *)(r1 +32)
+	//    2: (b7) r0 = 0
+	//    3: (95) exit
+}
+
 // Encode gives the bytes the kernel takes; Decode reads them back.
 func ExampleEncode() {
 	b, _ := insn.Encode([]insn.Instruction{

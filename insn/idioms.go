@@ -39,13 +39,17 @@ func mapAdd(m MapFD, key, scratch int16, by Register) []Item {
 	lookup := []Item{Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), LoadMapFD(R1, m), Call(BPF_FUNC_map_lookup_elem)}
 	n := int16(len(found))
 	// lookup; if found: add, done. Else insert; if another CPU inserted
-	// first: lookup again; if found: add.
-	items := append(append([]Item{}, lookup...), JumpImmOff(BPF_JEQ, R0, 0, n+1))
+	// first: lookup again; if found: add. (Each run of instructions is a
+	// slice of its own, appended whole: an Item appended alone is copied
+	// with write barriers, which costs every tool using this some KB.)
+	items := make([]Item, 0, 2*len(lookup)+2*len(found)+12)
+	items = append(items, lookup...)
+	items = append(items, JumpImmOff(BPF_JEQ, R0, 0, n+1))
 	items = append(items, found...)
-	items = append(items, JaOff(9+1+5+1+n), // over the slots below
+	items = append(items, []Item{JaOff(9 + 1 + 5 + 1 + n), // over the slots below
 		store, Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), Mov64Reg(R3, R10), ALU64Imm(BPF_ADD, R3, int32(scratch)),
 		Mov64Imm(R4, BPF_NOEXIST), LoadMapFD(R1, m), Call(BPF_FUNC_map_update_elem),
-		JumpImmOff(BPF_JEQ, R0, 0, 5+1+n))
+		JumpImmOff(BPF_JEQ, R0, 0, 5+1+n)}...)
 	items = append(items, lookup...)
 	items = append(items, JumpImmOff(BPF_JEQ, R0, 0, n))
 	return append(items, found...)
@@ -69,4 +73,33 @@ func Log2(dst, src, tmp Register) []Item {
 			Mov64Reg(src, tmp), ALU64Imm(BPF_ADD, dst, s))
 	}
 	return items
+}
+
+// MaxFuncArgs is MAX_BPF_FUNC_ARGS, the most arguments of a traced
+// function the verifier takes from its BTF; the trampoline may pass fewer
+// (arm64's 8), which the attach refuses.
+const MaxFuncArgs = 12
+
+// FuncArg is dst = ctx[i] in a tracing program (fentry, fexit, tp_btf):
+// argument i of the traced function or tracepoint, *(u64 *)(ctx + 8*i),
+// as libbpf's BPF_PROG reads it and bpf_get_func_arg(ctx, i, &v) returns
+// it. It is a plain load, not that helper (5.17): it works wherever fentry
+// does, and the verifier checks i against the function's prototype at
+// load (a helper's out-of-range i is -EINVAL at run time). ctx is the
+// program's r1 or a copy.
+func FuncArg(dst, ctx Register, i int) Item {
+	if i < 0 || i >= MaxFuncArgs {
+		return bad("FuncArg: argument %d is not in 0 to %d", i, MaxFuncArgs-1)[0]
+	}
+	return LoadMem(BPF_DW, dst, ctx, int16(8*i))
+}
+
+// FuncRet is dst = the return value of the function an fexit program
+// traces, which has nargs arguments: the slot after the last,
+// *(u64 *)(ctx + 8*nargs), what bpf_get_func_ret returns.
+func FuncRet(dst, ctx Register, nargs int) Item {
+	if nargs < 0 || nargs > MaxFuncArgs {
+		return bad("FuncRet: %d arguments is not in 0 to %d", nargs, MaxFuncArgs)[0]
+	}
+	return LoadMem(BPF_DW, dst, ctx, int16(8*nargs))
 }

@@ -512,3 +512,84 @@ func TestAdversarialIDsAndTypes(t *testing.T) {
 		t.Errorf("CreateTyped of type MaxUint32: %v, want EINVAL", err)
 	}
 }
+
+// TestUnnamed: messages name a map without a name "(unnamed)", not "":
+// a map the kernel refuses, its String, a key of the wrong size.
+func TestUnnamed(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	_, err := mapfd.Create(mapfd.Spec{Type: mapfd.Hash, KeySize: 4, ValueSize: 8})
+	wantErr(t, "an unnamed map of no entries", err, "mapfd: map create (unnamed)")
+	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if s := m.String(); !strings.HasPrefix(s, "map (unnamed) (array, ") {
+		t.Errorf("String of an unnamed map: %s", s)
+	}
+	err = m.Lookup([]byte{1}, make([]byte, 4))
+	wantErr(t, "a short key of an unnamed map", err, "mapfd: map (unnamed): key of 1 bytes")
+}
+
+// TestRefusedMaps: a map whose sizes break its type's rule is refused
+// before the kernel is asked, naming its type and the rule, as EINVAL; a
+// map the kernel refuses for another reason names its type and says the
+// kernel does not take its sizes or flags.
+func TestRefusedMaps(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	for _, c := range []struct {
+		spec mapfd.Spec
+		says string
+	}{
+		{mapfd.Spec{Type: mapfd.RingBuf, MaxEntries: 1000, Name: "rb"},
+			`map create "rb" (ringbuf, key 0, value 0, 1000 entries, flags 0x0): ` +
+				"a ringbuf map: its size (MaxEntries, in bytes) must be a power of two " +
+				"and a multiple of the page size, " + strconv.Itoa(os.Getpagesize()) +
+				": invalid argument"},
+		{mapfd.Spec{Type: mapfd.RingBuf, MaxEntries: 3 << 12}, "must be a power of two"},
+		{mapfd.Spec{Type: mapfd.RingBuf, KeySize: 4, MaxEntries: 1 << 16},
+			"KeySize and ValueSize must be 0"},
+		{mapfd.Spec{Type: mapfd.Array, KeySize: 8, ValueSize: 8, MaxEntries: 1},
+			"an array map: its key must be 4 bytes"},
+		{mapfd.Spec{Type: mapfd.Hash, KeySize: 4, ValueSize: 8},
+			"a hash map: it must have an entry or more"},
+		{mapfd.Spec{Type: mapfd.Queue, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+			"KeySize must be 0"},
+		{mapfd.Spec{Type: mapfd.StackTrace, KeySize: 4, ValueSize: 12, MaxEntries: 1},
+			"8-byte addresses"},
+		{mapfd.Spec{Type: mapfd.ProgArray, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+			"4-byte fds"},
+	} {
+		var journal strings.Builder
+		sys.SetJournal(&journal)
+		_, err := mapfd.Create(c.spec)
+		sys.SetJournal(nil)
+		wantErr(t, fmt.Sprintf("%+v", c.spec), err, c.says)
+		if !errors.Is(err, unix.EINVAL) || journal.Len() > 0 {
+			t.Errorf("%+v: %v is not EINVAL, or the kernel was asked:\n%s",
+				c.spec, err, journal.String())
+		}
+	}
+	unknownFlag := mapfd.Spec{Type: mapfd.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	unknownFlag.Flags = 1 << 30
+	_, err := mapfd.Create(unknownFlag)
+	wantErr(t, "a hash map with an unknown flag", err, "flags 0x40000000): "+
+		"the kernel does not take these sizes or flags for a hash map: BPF_MAP_CREATE")
+	if !errors.Is(err, unix.EINVAL) {
+		t.Errorf("%v is not EINVAL", err)
+	}
+	for _, ok := range []mapfd.Spec{
+		{Type: mapfd.RingBuf, MaxEntries: uint32(os.Getpagesize())},
+		{Type: mapfd.StackTrace, KeySize: 4, ValueSize: 8 * 127, MaxEntries: 1},
+		{Type: mapfd.PerfEventArray},
+	} {
+		m, err := mapfd.Create(ok)
+		if err != nil {
+			t.Errorf("%+v: %v", ok, err)
+			continue
+		}
+		m.Close()
+	}
+}

@@ -11,5 +11,9 @@
 // (sys.MapElemNoSleep).
 //
 // A missing key is ErrKeyNotExist, which also matches unix.ENOENT. Every
-// other error keeps the errno of the bpf(2) call beneath it.
+// other error keeps the errno of the bpf(2) call beneath it. Create
+// checks a map's sizes against what the kernel requires of its type (a
+// ring buffer's size a power of two and a multiple of the page size, an
+// array's key 4 bytes) before asking, and a refusal names the map's type
+// and the rule broken, or says what the errno means for that type.
 package mapfd

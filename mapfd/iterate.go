@@ -52,7 +52,8 @@ func (m *Map) All(errp *error) iter.Seq2[[]byte, []byte] {
 				return
 			}
 		}
-		setErr(fmt.Errorf("mapfd: map %q: iteration did not end after %d steps", m.name, 2*uint64(m.maxEntries)+1))
+		setErr(fmt.Errorf("mapfd: map %s: iteration did not end after %d steps",
+			sys.QuoteName(m.name), 2*uint64(m.maxEntries)+1))
 	}
 }
 
@@ -77,10 +78,11 @@ func (m *Map) LookupBatch(c *BatchCursor, keys, values []byte) (int, error) {
 		return 0, ErrClosed
 	}
 	if c == nil {
-		return 0, fmt.Errorf("mapfd: map %q: lookup batch: nil cursor", m.name)
+		return 0, fmt.Errorf("mapfd: map %s: lookup batch: nil cursor", sys.QuoteName(m.name))
 	}
 	if m.keySize == 0 {
-		return 0, fmt.Errorf("mapfd: map %q: lookup batch: a %s map has no keys to walk", m.name, m.typ)
+		return 0, fmt.Errorf("mapfd: map %s: lookup batch: a %s map has no keys to walk",
+			sys.QuoteName(m.name), m.typ)
 	}
 	// In 64 bits: in 32 the product wraps, and the kernel writes past values.
 	n := min(uint64(len(keys))/uint64(m.keySize), uint64(len(values))/max(uint64(m.valueSize), 1), math.MaxUint32)

@@ -78,7 +78,7 @@ func (m *Map) wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return sys.Wrap("mapfd", err, "map %q %s", m.name, op)
+	return sys.Wrap("mapfd", err, "map %s %s", sys.QuoteName(m.name), op)
 }
 
 // Spec describes a map to create.
@@ -107,7 +107,10 @@ type Map struct {
 	noSleep    bool // element operations never sleep: see sys.MapElemNoSleep
 }
 
-// Create makes a new map.
+// Create makes a new map. One whose sizes break its type's rule (a ring
+// buffer's size a power of two and a multiple of the page size, an
+// array's key 4 bytes, ...) is refused before the kernel is asked, with
+// an error that says the rule and wraps EINVAL, as the kernel's would.
 func Create(spec Spec) (*Map, error) {
 	name, err := sys.NewObjName(spec.Name)
 	if err != nil {
@@ -119,15 +122,18 @@ func Create(spec Spec) (*Map, error) {
 	if spec.Type == PerfEventArray && spec.MaxEntries == 0 {
 		n, err := sys.PossibleCPUs()
 		if err != nil {
-			return nil, fmt.Errorf("mapfd: map create %q: %w", spec.Name, err)
+			return nil, fmt.Errorf("mapfd: map create %s: %w", sys.QuoteName(spec.Name), err)
 		}
 		spec.MaxEntries = uint32(n)
+	}
+	if err := checkSizes(spec); err != nil {
+		return nil, err
 	}
 	attr := sys.MapCreateAttr{MapType: uint32(spec.Type), KeySize: spec.KeySize, ValueSize: spec.ValueSize,
 		MaxEntries: spec.MaxEntries, MapFlags: spec.Flags, MapName: name}
 	if spec.InnerMap != nil {
 		if spec.InnerMap.fd.Int() < 0 {
-			return nil, fmt.Errorf("%w: the inner map of %q", ErrClosed, spec.Name)
+			return nil, fmt.Errorf("%w: the inner map of %s", ErrClosed, sys.QuoteName(spec.Name))
 		}
 		attr.InnerMapFD = uint32(spec.InnerMap.fd.Int())
 	}
@@ -136,8 +142,7 @@ func Create(spec Spec) (*Map, error) {
 		fd, err = sys.MapCreate(&attr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("mapfd: map create %q (type %d, key %d, value %d, entries %d): %w",
-			spec.Name, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, err)
+		return nil, refused(spec, err)
 	}
 	return newMap(fd, spec.Type, spec.KeySize, spec.ValueSize, spec.MaxEntries, attr.MapName.String())
 }
@@ -157,7 +162,7 @@ func newMap(fd int, typ Type, key, value, max uint32, name string) (*Map, error)
 		}
 		if err != nil {
 			unix.Close(fd)
-			return nil, fmt.Errorf("mapfd: map %q: %w", name, err)
+			return nil, fmt.Errorf("mapfd: map %s: %w", sys.QuoteName(name), err)
 		}
 		m.valueSize = uint32(size)
 	}
@@ -216,7 +221,8 @@ func (m *Map) String() string {
 	if m.fd.Int() < 0 {
 		fd = "closed"
 	}
-	return fmt.Sprintf("map %q (%s, key %d, value %d, %d entries, %s)", m.name, m.typ, m.keySize, m.valueSize, m.maxEntries, fd)
+	return fmt.Sprintf("map %s (%s, key %d, value %d, %d entries, %s)",
+		sys.QuoteName(m.name), m.typ, m.keySize, m.valueSize, m.maxEntries, fd)
 }
 
 // Type is the map's type.
@@ -247,7 +253,8 @@ func (m *Map) check(key, value []byte, takesValue bool) error {
 		return ErrClosed
 	}
 	if len(key) != int(m.keySize) || (takesValue && len(value) != int(m.valueSize)) {
-		return fmt.Errorf("mapfd: map %q: key of %d bytes and value of %d, want %d and %d", m.name, len(key), len(value), m.keySize, m.valueSize)
+		return fmt.Errorf("mapfd: map %s: key of %d bytes and value of %d, want %d and %d",
+			sys.QuoteName(m.name), len(key), len(value), m.keySize, m.valueSize)
 	}
 	return nil
 }
@@ -340,7 +347,8 @@ func (m *Map) NextKey(key, next []byte) error {
 		return err
 	}
 	if key != nil && len(key) != int(m.keySize) {
-		return fmt.Errorf("mapfd: map %q: key of %d bytes, want %d", m.name, len(key), m.keySize)
+		return fmt.Errorf("mapfd: map %s: key of %d bytes, want %d",
+			sys.QuoteName(m.name), len(key), m.keySize)
 	}
 	return m.nextKey(ptr(key), ptr(next))
 }
@@ -385,7 +393,7 @@ func (m *Map) SetFD(index uint32, fd int) error {
 		return ErrClosed
 	}
 	if m.keySize != 4 || m.valueSize != 4 {
-		return fmt.Errorf("mapfd: map %q is not an fd array", m.name)
+		return fmt.Errorf("mapfd: map %s is not an fd array", sys.QuoteName(m.name))
 	}
 	v := uint32(fd)
 	if int(int32(fd)) != fd {

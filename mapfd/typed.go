@@ -30,19 +30,23 @@ func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
 	}
 	kt, vt := reflect.TypeFor[K](), reflect.TypeFor[V]()
 	if err := cmp.Or(sys.CheckPlain(kt), sys.CheckPlain(vt)); err != nil {
-		return nil, fmt.Errorf("mapfd: map %q: %w", m.name, err)
+		return nil, fmt.Errorf("mapfd: map %s: %w", sys.QuoteName(m.name), err)
 	}
 	vs := uint64(vt.Size())
 	if m.typ.PerCPU() {
 		n, _ := sys.PossibleCPUs()
 		if vs%8 != 0 || vs*uint64(n) != uint64(m.valueSize) {
-			return nil, fmt.Errorf("mapfd: map %q: per-CPU value type of %d bytes, want a multiple of 8 that times %d CPUs is %d", m.name, vs, n, m.valueSize)
+			return nil, fmt.Errorf("mapfd: map %s: per-CPU value type of %d bytes, "+
+				"want a multiple of 8 that times %d CPUs is %d",
+				sys.QuoteName(m.name), vs, n, m.valueSize)
 		}
 	} else if vs != uint64(m.valueSize) {
-		return nil, fmt.Errorf("mapfd: map %q: value type of %d bytes, the map's values are %d", m.name, vs, m.valueSize)
+		return nil, fmt.Errorf("mapfd: map %s: value type of %d bytes, the map's values are %d",
+			sys.QuoteName(m.name), vs, m.valueSize)
 	}
 	if ks := uint64(kt.Size()); ks != uint64(m.keySize) {
-		return nil, fmt.Errorf("mapfd: map %q: key type of %d bytes, the map's keys are %d", m.name, ks, m.keySize)
+		return nil, fmt.Errorf("mapfd: map %s: key type of %d bytes, the map's keys are %d",
+			sys.QuoteName(m.name), ks, m.keySize)
 	}
 	return &Typed[K, V]{m}, nil
 }
@@ -52,7 +56,9 @@ func NewTyped[K, V any](m *Map) (*Typed[K, V], error) {
 func CreateTyped[K, V any](spec Spec) (*Typed[K, V], error) {
 	ks, vs := uint32(unsafe.Sizeof(*new(K))), uint32(unsafe.Sizeof(*new(V)))
 	if spec.KeySize != 0 && spec.KeySize != ks || spec.ValueSize != 0 && spec.ValueSize != vs {
-		return nil, fmt.Errorf("mapfd: map %q: key and value sizes %d and %d, the types' are %d and %d", spec.Name, spec.KeySize, spec.ValueSize, ks, vs)
+		return nil, fmt.Errorf("mapfd: map %s: key and value sizes %d and %d, "+
+			"the types' are %d and %d",
+			sys.QuoteName(spec.Name), spec.KeySize, spec.ValueSize, ks, vs)
 	}
 	spec.KeySize, spec.ValueSize = ks, vs
 	m, err := Create(spec)
@@ -103,7 +109,8 @@ func (t *Typed[K, V]) open() (*Map, error) {
 func (t *Typed[K, V]) single(call string) (*Map, error) {
 	m, err := t.open()
 	if err == nil && m.typ.PerCPU() {
-		err = fmt.Errorf("mapfd: map %q: %s needs one value per CPU on a per-CPU map: use %sPerCPU", m.name, call, call)
+		err = fmt.Errorf("mapfd: map %s: %s needs one value per CPU on a per-CPU map: use %sPerCPU",
+			sys.QuoteName(m.name), call, call)
 	}
 	return m, err
 }
@@ -137,7 +144,8 @@ func (t *Typed[K, V]) perCPU(out []V) (*Map, error) {
 	var v V
 	size := uint64(unsafe.Sizeof(v))
 	if !m.typ.PerCPU() || size == 0 || uint64(len(out))*size != uint64(m.valueSize) {
-		return nil, fmt.Errorf("mapfd: map %q: per-CPU access needs a per-CPU map and %d values", m.name, uint64(m.valueSize)/max(size, 1))
+		return nil, fmt.Errorf("mapfd: map %s: per-CPU access needs a per-CPU map and %d values",
+			sys.QuoteName(m.name), uint64(m.valueSize)/max(size, 1))
 	}
 	return m, nil
 }

@@ -188,7 +188,7 @@ func TestLateWakeWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wakefd := p.wakefd
+	wakefd := p.wakefd.Int()
 	p.shutdown()
 	var f *os.File
 	for i := 0; f == nil && i < 256; i++ {
@@ -212,7 +212,7 @@ func TestLateWakeWritesNothing(t *testing.T) {
 
 // closedPoller is a poller whose waits fail at once: a test that reaches
 // one has delivered too little.
-func closedPoller() *poller { return &poller{epfd: -1, wakefd: -1, events: make([]unix.EpollEvent, 2)} }
+func closedPoller() *poller { return &poller{epfd: -1, events: make([]unix.EpollEvent, 2)} }
 
 // TestCallbackPanic: a callback that panics, its panic recovered by the
 // caller, made the next read deliver the same records again (the fast

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -35,6 +36,7 @@ const maxRingBytes = 1 << 30
 // from any other, or from a ReadFunc callback.
 type PerfReader struct {
 	array   *mapfd.Map
+	arrayID uint32 // the array's kernel-wide id, which owners is kept by
 	rings   []*perfRing
 	poll    *poller
 	scratch []byte          // a wrapped record, copied
@@ -65,6 +67,14 @@ const (
 // online CPU and stores them at their CPU in array, a PerfEventArray of
 // sys.PossibleCPUs entries or more, for bpf_perf_event_output(ctx, array,
 // BPF_F_CURRENT_CPU, data, size).
+//
+// An array's entry holds one event: a second reader on the array takes the
+// entries over, and the first receives nothing more. Close clears only the
+// entries still the reader's own, so that the newer reader keeps receiving
+// when the older one closes. The kernel lets no one read a perf event
+// array's entries (a lookup answers ENOTSUPP), so this process keeps the
+// record of whose each is: a reader in another process that takes entries
+// over is beyond it, and loses them when this process's reader closes.
 func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
 	err := checkMap(array, mapfd.PerfEventArray)
 	var r *PerfReader
@@ -127,12 +137,20 @@ func newPerfReader(array *mapfd.Map, ev Event, o Options) (*PerfReader, error) {
 	}
 	r := &PerfReader{array: array, poll: poll, lost: make([]atomic.Uint64, len(cpus))}
 	poll.release, poll.stop = r.release, r.stop
+	if array != nil {
+		var info sys.MapInfo
+		if err := sys.InfoByFD(array.FD(), &info); err != nil {
+			poll.free()
+			return nil, err
+		}
+		r.arrayID = info.ID
+	}
 	for i, cpu := range cpus {
 		ring, err := openRing(cpu, size, page, ev, array == nil, o)
 		if err == nil {
 			r.rings = append(r.rings, ring)
 			if array != nil {
-				err = array.SetFD(uint32(cpu), ring.fd)
+				err = r.install(ring)
 			}
 			if err == nil {
 				err = poll.add(ring.fd, int32(i))
@@ -205,13 +223,47 @@ func openRing(cpu, size, page int, ev Event, disabled bool, o Options) (*perfRin
 	return ring, nil
 }
 
-// release clears our entries from the map, so it points at no dead event,
-// then unmaps and closes the rings. The map itself stays the caller's.
+// entry is a perf event array's entry: the array's id and the CPU.
+type entry struct {
+	array uint32
+	cpu   int
+}
+
+// owners says, for each entry of this process's readers' arrays, which
+// reader's event it holds: the kernel keeps that to itself.
+var owners struct {
+	sync.Mutex
+	of map[entry]*PerfReader
+}
+
+// install stores ring's event at its CPU in the array and records it as
+// the reader's, both at once for other readers.
+func (r *PerfReader) install(ring *perfRing) error {
+	owners.Lock()
+	defer owners.Unlock()
+	if err := r.array.SetFD(uint32(ring.cpu), ring.fd); err != nil {
+		return err
+	}
+	if owners.of == nil {
+		owners.of = map[entry]*PerfReader{}
+	}
+	owners.of[entry{r.arrayID, ring.cpu}] = r
+	return nil
+}
+
+// release clears from the map the entries still ours, so that it points
+// at no dead event and a newer reader's stay, then unmaps and closes the
+// rings. The map itself stays the caller's.
 func (r *PerfReader) release() {
+	owners.Lock()
 	for _, ring := range r.rings {
-		if r.array != nil {
+		if e := (entry{r.arrayID, ring.cpu}); r.array != nil && owners.of[e] == r {
 			r.array.ClearFD(uint32(ring.cpu))
+			delete(owners.of, e)
 		}
+	}
+	owners.Unlock()
+	for _, ring := range r.rings {
 		sys.Munmap(ring.mem)
 		unix.Close(ring.fd)
 	}
@@ -225,9 +277,10 @@ func (r *PerfReader) stop() {
 }
 
 // Close stops the reader: blocked and later reads return ErrClosed, and
-// the rings are freed and the map's entries cleared (the map stays open)
-// once no read uses them; during a ReadFunc callback, by that ReadFunc
-// after the callback. Closing twice is harmless.
+// the rings are freed and the map's entries still the reader's cleared (a
+// newer reader's stay; the map stays open) once no read uses them; during
+// a ReadFunc callback, by that ReadFunc after the callback. Closing twice
+// is harmless.
 func (r *PerfReader) Close() error {
 	r.poll.shutdown()
 	return nil

@@ -440,3 +440,41 @@ func testPerfCloseUnblocks(t *testing.T) {
 		t.Fatalf("map entry for CPU 0 after Close: %v, want it cleared already", err)
 	}
 }
+
+// TestPerfSecondReader: two readers on one array, the second taking the
+// entries over; closing the first leaves the second's entries, and it
+// receives every record (the first's Close cleared them: the outputs
+// failed, and it received nothing). Closing the second clears them.
+func TestPerfSecondReader(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	array := perfArray(t)
+	e := emitter(t, array, os.Getpid(), false)
+	first, err := perfring.NewPerfReader(array, perfring.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := perfring.NewPerfReader(array, perfring.Options{})
+	if err != nil {
+		first.Close()
+		t.Fatal(err)
+	}
+	defer second.Close()
+	first.Close()
+	cpus, _ := sys.OnlineCPUs()
+	for _, cpu := range cpus {
+		getppidOn(t, cpu, 10)
+	}
+	c := newChecker(t)
+	readUntilDeadline(t, second, c, 200*time.Millisecond)
+	if len(c.seen) != 10*len(cpus) || e.failed() != 0 {
+		t.Fatalf("the second reader got %d records of %d, %d outputs failed",
+			len(c.seen), 10*len(cpus), e.failed())
+	}
+	second.Close()
+	for _, cpu := range cpus {
+		if err := array.ClearFD(uint32(cpu)); !errors.Is(err, mapfd.ErrKeyNotExist) {
+			t.Fatalf("CPU %d's entry after the second reader's Close: %v, want none", cpu, err)
+		}
+	}
+}

@@ -28,12 +28,13 @@ var ErrReentrant = errors.New("perfring: Read or ReadFunc called while a ReadFun
 // a cancelled context or SetDeadline write to wake a blocked reader; it
 // says who may read, and when the rings are freed.
 type poller struct {
-	epfd, wakefd int
-	events       []unix.EpollEvent
-	deadline     atomic.Int64  // unix nanoseconds, 0 for none
-	yielded      time.Duration // when epollWait last yielded to the scheduler, since epoch
-	oneP         bool          // GOMAXPROCS is 1, as of the last yield
-	waitedAt     time.Duration // when epollWait last began a wait, since epoch
+	epfd     int
+	wakefd   *sys.EventFD
+	events   []unix.EpollEvent
+	deadline atomic.Int64  // unix nanoseconds, 0 for none
+	yielded  time.Duration // when epollWait last yielded to the scheduler, since epoch
+	oneP     bool          // GOMAXPROCS is 1, as of the last yield
+	waitedAt time.Duration // when epollWait last began a wait, since epoch
 
 	closed     atomic.Bool
 	delivering atomic.Bool // a ReadFunc is calling its callback, which may call Close
@@ -50,11 +51,12 @@ var errDeadline = fmt.Errorf("perfring: %w", os.ErrDeadlineExceeded)
 const wakeIndex = -1 // the epoll data of the eventfd
 
 func newPoller(n int) (*poller, error) {
-	p := &poller{epfd: -1, wakefd: -1, events: make([]unix.EpollEvent, n+1), release: func() {}, stop: func() {}}
+	p := &poller{epfd: -1, events: make([]unix.EpollEvent, n+1),
+		release: func() {}, stop: func() {}}
 	var err error
 	if p.epfd, err = sys.EpollCreate(); err == nil {
 		if p.wakefd, err = sys.Eventfd(0, unix.EFD_NONBLOCK); err == nil {
-			err = p.add(p.wakefd, wakeIndex)
+			err = p.add(p.wakefd.Int(), wakeIndex)
 		}
 	}
 	if err != nil {
@@ -77,9 +79,7 @@ func (p *poller) wake() {
 }
 
 func (p *poller) wakeLocked() {
-	if p.wakefd >= 0 {
-		sys.EventfdWrite(p.wakefd, 1)
-	}
+	p.wakefd.Write(1) // closed: EBADF, reaching no other file
 }
 
 // enter begins a read, or says why it cannot.
@@ -146,7 +146,7 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 		ready := 0
 		for _, ev := range p.events[:n] {
 			if ev.Fd == wakeIndex {
-				sys.EventfdRead(p.wakefd)
+				p.wakefd.Read()
 				continue
 			}
 			p.events[ready] = ev
@@ -272,12 +272,11 @@ func (p *poller) free() {
 		p.release()
 		p.release = nil
 	}
-	for _, fd := range []*int{&p.epfd, &p.wakefd} {
-		if *fd >= 0 {
-			unix.Close(*fd)
-			*fd = -1
-		}
+	if p.epfd >= 0 {
+		unix.Close(p.epfd)
+		p.epfd = -1
 	}
+	p.wakefd.Close()
 }
 
 // goyield is runtime.goyield: Gosched onto the goroutine's own P's queue,

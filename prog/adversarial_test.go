@@ -224,7 +224,7 @@ func TestWrongType(t *testing.T) {
 		},
 	} {
 		_, err := attach(p)
-		wantErr(t, what, err, `program "" is a socket filter; `+what)
+		wantErr(t, what, err, `program (unnamed) is a socket filter; `+what)
 		if !errors.Is(err, prog.ErrWrongType) {
 			t.Errorf("%s: %v is not ErrWrongType", what, err)
 		}
@@ -433,4 +433,33 @@ func TestAdversarialFeatureProbes(t *testing.T) {
 			t.Errorf("HaveHelper(socket_filter, %d) = %v, %v; want false", int32(h), ok, err)
 		}
 	}
+}
+
+// TestUnnamed: messages name a program without a name "(unnamed)", not
+// "": a load the verifier refuses, an attach of the program closed, its
+// String.
+func TestUnnamed(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	spec := retZeroSpec(prog.SocketFilter)
+	spec.Name = ""
+	spec.Insns = []insn.Item{insn.Exit()} // r0 not set
+	_, err := prog.Load(spec)
+	wantErr(t, "an unnamed program refused", err, "prog: load (unnamed): ")
+	p, err := prog.Load(retZeroSpec(prog.SocketFilter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.String(); !strings.HasPrefix(s, "program (unnamed) (socket_filter, fd ") {
+		t.Errorf("String of an unnamed program: %s", s)
+	}
+	p.Close()
+	if s := p.String(); s != "program (unnamed) (socket_filter, closed)" {
+		t.Errorf("String of an unnamed program closed: %s", s)
+	}
+	l, err := prog.AttachRawTracepoint(p, "sys_enter", prog.AttachOptions{})
+	if err == nil {
+		l.Close()
+	}
+	wantErr(t, "attach an unnamed program closed", err, "attach (unnamed) to ")
 }

@@ -10,27 +10,97 @@ import (
 
 // PtRegs is where a kprobe program finds a function's arguments and return
 // value in its context, struct pt_regs, on one architecture: offsets from
-// its uapi asm/ptrace.h, for the calling convention's registers.
+// its uapi asm/ptrace.h, for the calling convention's registers. A raw
+// tracepoint on raw_syscalls finds the system call's registers there too.
 type PtRegs struct {
 	Arch string    // the kernel's uname machine: "x86_64", "aarch64", ...
 	Args []int16   // offsets of the registers holding arguments 0, 1, ...
 	Ret  int16     // offset of the register holding the return value
 	Size insn.Size // register width: BPF_DW, or BPF_W on 32-bit kernels
+	// SyscallNr is the offset of what holds the number of the system call
+	// in progress, syscall_get_nr's source, until it returns (where
+	// raw_syscalls:sys_exit, unlike sys_enter, does not pass it); -1 where
+	// it is not in pt_regs (32-bit arm keeps it in thread_info).
+	SyscallNr int16
+	// Compat tells a compat (32-bit) task's system calls apart.
+	Compat CompatTest
 }
+
+// CompatTest says how a system call of a compat (32-bit) task on a 64-bit
+// kernel shows in its pt_regs: the register at Offset, read with Size, and
+// Mask, equals Value. The kernel's syscalls:* tracepoints skip those calls
+// (ARCH_TRACE_IGNORE_COMPAT_SYSCALLS, x86-64 and arm64), while
+// raw_syscalls passes them with the 32-bit ABI's numbers: getppid of a
+// 386 process is 64, semget's number on x86-64.
+type CompatTest struct {
+	Offset int16     // the register's offset; -1: no compat test
+	Size   insn.Size // its width to read
+	Mask   int32     // the bits that tell
+	Value  int32     // what they are in a compat system call
+}
+
+// noCompat is the CompatTest of architectures without one.
+var noCompat = CompatTest{Offset: -1}
 
 // ptRegs lists the layouts bpfkit knows, by uname machine.
 var ptRegs = []PtRegs{
-	// struct pt_regs: r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di ...
-	{"x86_64", []int16{112, 104, 96, 88, 72, 64}, 80, insn.BPF_DW},
-	// struct user_pt_regs: regs[31] (x0-x30) first; arguments in x0-x7
-	{"aarch64", []int16{0, 8, 16, 24, 32, 40, 48, 56}, 0, insn.BPF_DW},
-	// struct user_regs_struct: pc ra sp gp tp t0 t1 t2 s0 s1 a0-a7 ...
-	{"riscv64", []int16{80, 88, 96, 104, 112, 120, 128, 136}, 80, insn.BPF_DW},
-	// struct pt_regs: bx cx dx si di bp ax ...; the kernel is built with
-	// -mregparm=3: arguments in ax, dx, cx
-	{"i686", []int16{24, 8, 4}, 24, insn.BPF_W},
-	// struct pt_regs: uregs[18], r0-r15 first; arguments in r0-r3
-	{"armv7l", []int16{0, 4, 8, 12}, 0, insn.BPF_W},
+	// struct pt_regs: r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di
+	// orig_ax ip cs flags sp ss. A system call entered from 32-bit code
+	// (int $0x80, sysenter, or syscall in compat mode) has cs ==
+	// __USER32_CS, 0x23: the kernel's in_ia32_syscall() for all but
+	// int $0x80 made by 64-bit code, which the tracepoints skip and the
+	// test does not see (its cs is __USER_CS). cs is read as its 16 bits:
+	// FRED (6.9) keeps more in the u64 around it.
+	{
+		Arch:      "x86_64",
+		Args:      []int16{112, 104, 96, 88, 72, 64},
+		Ret:       80,
+		Size:      insn.BPF_DW,
+		SyscallNr: 120,
+		Compat:    CompatTest{Offset: 136, Size: insn.BPF_H, Mask: 0xffff, Value: 0x23},
+	},
+	// struct user_pt_regs: regs[31] (x0-x30) first, then sp pc pstate;
+	// arguments in x0-x7. struct pt_regs goes on with orig_x0 and the s32
+	// syscallno. A compat task runs in AArch32: PSR_MODE32_BIT (0x10) of
+	// pstate, exactly the kernel's is_compat_task() for a task at EL0.
+	{
+		Arch:      "aarch64",
+		Args:      []int16{0, 8, 16, 24, 32, 40, 48, 56},
+		Ret:       0,
+		Size:      insn.BPF_DW,
+		SyscallNr: 280,
+		Compat:    CompatTest{Offset: 264, Size: insn.BPF_W, Mask: 0x10, Value: 0x10},
+	},
+	// struct user_regs_struct: pc ra sp gp tp t0 t1 t2 s0 s1 a0-a7 ...;
+	// the number in a7. riscv's tracepoints do not skip compat calls.
+	{
+		Arch:      "riscv64",
+		Args:      []int16{80, 88, 96, 104, 112, 120, 128, 136},
+		Ret:       80,
+		Size:      insn.BPF_DW,
+		SyscallNr: 136,
+		Compat:    noCompat,
+	},
+	// struct pt_regs: bx cx dx si di bp ax ds es fs gs orig_ax ...; the
+	// kernel is built with -mregparm=3: arguments in ax, dx, cx
+	{
+		Arch:      "i686",
+		Args:      []int16{24, 8, 4},
+		Ret:       24,
+		Size:      insn.BPF_W,
+		SyscallNr: 44,
+		Compat:    noCompat,
+	},
+	// struct pt_regs: uregs[18], r0-r15 first; arguments in r0-r3. The
+	// number is in thread_info (abi_syscall), not here.
+	{
+		Arch:      "armv7l",
+		Args:      []int16{0, 4, 8, 12},
+		Ret:       0,
+		Size:      insn.BPF_W,
+		SyscallNr: -1,
+		Compat:    noCompat,
+	},
 }
 
 // KernelPtRegs is the layout of the running kernel's architecture (uname's
@@ -46,18 +116,25 @@ func KernelPtRegs() (PtRegs, error) {
 // PtRegsOf is the layout of the architecture named as uname names it
 // (i386 to i686 and armv6l to armv8l count as i686 and armv7l).
 func PtRegsOf(machine string) (PtRegs, error) {
-	switch machine {
-	case "i386", "i486", "i586":
-		machine = "i686"
-	case "armv6l", "armv8l":
-		machine = "armv7l"
-	}
+	machine = canonicalMachine(machine)
 	for _, r := range ptRegs {
 		if r.Arch == machine {
 			return r, nil
 		}
 	}
 	return PtRegs{}, fmt.Errorf("prog: kprobe arguments: no pt_regs layout for %q: %w", machine, sys.ErrNotSupported)
+}
+
+// canonicalMachine names uname machines alike that bpfkit treats alike:
+// i386 to i586 as i686, armv6l and armv8l (a 32-bit kernel) as armv7l.
+func canonicalMachine(machine string) string {
+	switch machine {
+	case "i386", "i486", "i586":
+		return "i686"
+	case "armv6l", "armv8l":
+		return "armv7l"
+	}
+	return machine
 }
 
 // Arg is dst = argument n (from 0) of the probed function, read from the

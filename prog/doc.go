@@ -2,7 +2,8 @@
 //
 // Load assembles an insn program and hands it to the verifier; when the
 // verifier says no, it loads it again with a log and returns a
-// *VerifierError with the log's last lines and the failing instruction. A
+// *VerifierError with the log's last lines and the failing instruction
+// (what fails after the verifier said yes, EMFILE say, is a plain error). A
 // Program can be test-run, pinned, and asked for its Info, including the
 // instructions as the kernel rewrote them.
 //
@@ -10,12 +11,36 @@
 // and uprobes (and their return probes) through a perf event of the perf
 // PMUs where the kernel has them, of tracefs otherwise; and raw
 // tracepoints. A perf event takes a BPF perf link (5.15), which carries a
-// bpf_cookie, or PERF_EVENT_IOC_SET_BPF before (HavePerfLink). A *Link's
-// Close undoes all the attachment created.
+// bpf_cookie, or PERF_EVENT_IOC_SET_BPF before (HavePerfLink). A
+// kprobe_multi link (AttachKprobeMulti, 5.18 with CONFIG_FPROBE) runs a
+// program on many kernel functions at once, a cookie each, attached and
+// detached in one call; a uprobe_multi link (AttachUprobeMulti, 6.6) does
+// the same for many places of one binary. Tracing programs (fentry,
+// fexit, tp_btf) name their target in Spec.AttachTo, which Load looks up
+// in the kernel's BTF (package btf: the one use of BTF in bpfkit; the
+// programs carry none), and AttachTracing links them with
+// BPF_LINK_CREATE, which carries a cookie, or BPF_RAW_TRACEPOINT_OPEN
+// before (HaveTracingLink). A *Link's Close undoes all the attachment
+// created.
 //
-// Feature probes (HaveProgType, HaveMapType, HaveHelper, ..., Features for
-// all) try once and cache the answer with the errno it rests on. NextID,
+// EnableStats keeps the kernel's run statistics on (BPF_ENABLE_STATS, or
+// the sysctl kernel.bpf_stats_enabled before 5.8, set back at Close), and
+// StatsByID reads a program's runs, run time and recursion misses in one
+// call. The statistics cost every run: MeasureStatsCost measures how much
+// (the time they count for a program that does nothing, and how much
+// longer a run takes with them on), so that a program's own time can be
+// told from the measuring.
+//
+// Feature probes (HaveProgType, HaveMapType, HaveHelper, HaveTracing, ...,
+// Features for all) try once and cache the answer with the errno it rests
+// on, and a note where the errno does not say enough (Probed). NextID,
 // NextLinkID, LinkByID and QueryFD walk what is loaded and attached.
-// Kallsyms names kernel addresses ("__udp4_lib_rcv+0x8f4"); SyscallSymbol
-// names the kernel function of a system call of this process.
+// A Symbolizer names kernel addresses ("__udp4_lib_rcv+0x8f4") on demand,
+// reading /proc/kallsyms once per batch of new addresses and keeping only
+// their names; Kallsyms reads the whole table once and keeps it, for
+// lookups by name too. SyscallSymbol names the kernel function of a system
+// call of this process; KernelSyscalls numbers the system calls as
+// raw_syscalls passes them, named as the syscalls:* tracepoints name them;
+// KernelPtRegs says where a program finds arguments, a system call's
+// number and whether it came from a compat task.
 package prog

@@ -245,9 +245,18 @@ func ExampleAttachKprobe() {
 	// getppid calls: 3 <nil>
 }
 
-// uprobed is the function ExampleAttachUprobe probes.
+// uprobed is the function ExampleAttachUprobe probes. It is nosplit: a
+// function may start with a stack check (386 builds give uprobed one),
+// which, when the runtime has asked the goroutine to stop (preemption, a
+// GC's stack scan) or its stack must grow, calls morestack, and the
+// function runs again from that first instruction when the goroutine
+// resumes: the uprobe there fires twice for one call. The kernel repeats
+// nothing: a signal arriving while it steps the probed instruction waits
+// until the step is done (uprobe_deny_signal), and GODEBUG=asyncpreemptoff=1
+// changed nothing.
 //
 //go:noinline
+//go:nosplit
 func uprobed(x int) int { return x*2 + 1 }
 
 // A uprobe program runs when a process executes an instruction of a
@@ -354,6 +363,107 @@ func ExampleAttachRawTracepoint() {
 
 	// As root, it prints:
 	// getppid calls: 3 <nil>
+}
+
+// A Tracing program names its target, looked up in the kernel's BTF at
+// load: here tp_btf on
+// the sys_enter tracepoint, whose arguments (struct pt_regs *regs, long
+// id) it reads as they are passed, FuncArg(1) the system call's number. It
+// counts this process's getppid calls.
+func ExampleAttachTracing() {
+	calls, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: mapfd.Array, MaxEntries: 1, Name: "calls"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer calls.Close()
+	items := []insn.Item{
+		insn.FuncArg(insn.R6, insn.R1, 1), // id
+		insn.JumpImm(insn.BPF_JNE, insn.R6, unix.SYS_GETPPID, "out"),
+		insn.Call(insn.BPF_FUNC_get_current_pid_tgid),
+		insn.ALU64Imm(insn.BPF_RSH, insn.R0, 32),
+		insn.JumpImm(insn.BPF_JNE, insn.R0, int32(os.Getpid()), "out"),
+		insn.StoreImm(insn.BPF_W, insn.R10, -4, 0),
+	}
+	items = append(items, insn.MapIncrement(calls, -4, -16)...)
+	items = append(items, insn.Label("out"), insn.Mov64Imm(insn.R0, 0), insn.Exit())
+	p, err := prog.Load(prog.Spec{Type: prog.Tracing, Name: "sys_enter", License: "GPL",
+		Insns:    items,
+		AttachTo: prog.TpBTF("sys_enter")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	l, err := prog.AttachTracing(p, prog.AttachOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	for range 3 {
+		os.Getppid()
+	}
+	n, err := calls.Lookup(0)
+	fmt.Println(l, "getppid calls:", n, err)
+
+	// As root, it prints:
+	// tp_btf sys_enter getppid calls: 3 <nil>
+}
+
+// An fexit program sees the function's arguments and its return value,
+// the slot after the last argument: here vfs_read(file, buf, count, pos)
+// reading 5 bytes of /dev/zero, for this process. The verifier checks the
+// slots against the function's prototype in BTF; the program has no BTF.
+func ExampleAttachTracing_fexit() {
+	reads, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: mapfd.Array, MaxEntries: 2,
+		Name: "reads"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer reads.Close()
+	items := []insn.Item{
+		insn.Mov64Reg(insn.R6, insn.R1),
+		insn.Call(insn.BPF_FUNC_get_current_pid_tgid),
+		insn.ALU64Imm(insn.BPF_RSH, insn.R0, 32),
+		insn.JumpImm(insn.BPF_JNE, insn.R0, int32(os.Getpid()), "out"),
+		insn.FuncArg(insn.R7, insn.R6, 2), // count
+		insn.JumpImm(insn.BPF_JNE, insn.R7, 5, "out"),
+		insn.StoreImm(insn.BPF_W, insn.R10, -4, 0),
+		insn.Mov64Reg(insn.R2, insn.R10), insn.ALU64Imm(insn.BPF_ADD, insn.R2, -4),
+		insn.LoadMapFD(insn.R1, reads), insn.Call(insn.BPF_FUNC_map_lookup_elem),
+		insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, "out"),
+		insn.FuncRet(insn.R7, insn.R6, 4), // what vfs_read returned
+		insn.StoreMem(insn.BPF_DW, insn.R0, 0, insn.R7),
+		insn.Label("out"), insn.Mov64Imm(insn.R0, 0), insn.Exit(),
+	}
+	p, err := prog.Load(prog.Spec{Type: prog.Tracing, Name: "vfs_read_ret", License: "GPL",
+		Insns:    items,
+		AttachTo: prog.Fexit("vfs_read")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	l, err := prog.AttachTracing(p, prog.AttachOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	zero, err := os.Open("/dev/zero")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	zero.Read(make([]byte, 5))
+	zero.Close()
+	n, err := reads.Lookup(0)
+	fmt.Println(l, "returned", n, err)
+
+	// As root, it prints:
+	// fexit vfs_read returned 5 <nil>
 }
 
 // A PerfEvent program runs at each sample of a perf event the caller
@@ -528,6 +638,11 @@ func rootExamples(t *testing.T) []testutil.RootExample {
 		// (ARCH_TRACE_IGNORE_COMPAT_SYSCALLS).
 		cookies = "sys_enter_getppid does not fire for a 32-bit process on a 64-bit kernel"
 	}
+	fentry := ""
+	if ok, _ := prog.HaveTracing(prog.BPF_TRACE_FEXIT); !ok {
+		f, _ := prog.Probed("tracing trace_fexit")
+		fentry = "fexit: " + f.Note
+	}
 	var u unix.Utsname
 	unix.Uname(&u)
 	notX86 := ""
@@ -540,6 +655,7 @@ func rootExamples(t *testing.T) []testutil.RootExample {
 		{F: ExampleAttachKprobe, Want: noKprobes}, {F: ExampleAttachUprobe}, {F: ExampleAttachRawTracepoint},
 		{F: ExampleSyscallSymbol, Skip: notX86}, {F: ExampleSymbols_Name}, {F: ExampleKernelPtRegs, Skip: notX86},
 		{F: ExampleAttachPerfEvent}, {F: ExampleHaveMapType}, {F: ExampleFeatures},
+		{F: ExampleAttachTracing}, {F: ExampleAttachTracing_fexit, Skip: fentry},
 	}
 }
 

@@ -25,6 +25,11 @@ type Feature struct {
 	Errno unix.Errno // the kernel's answer to the probe: 0 when it simply accepted it
 	Value int        // a measurement: the tail-call limit
 	Err   error      // the probe could not tell (no privilege, an answer it did not expect)
+	// Note says what the answer means where its errno alone does not: why
+	// a no is a no (EPERM to root from a kernel that refuses trampolines),
+	// or why a yes rests on an error the probe provoked (perf_link's
+	// EBADF).
+	Note string
 }
 
 var features struct {
@@ -51,34 +56,64 @@ func probe(name string, try func(f *Feature)) Feature {
 	return f
 }
 
-// answer sets f from the kernel's answer err: yes on success or errno yes,
-// no on an errno of no, else f.Err.
+// answer sets f from the kernel's answer err: yes on success or errno yes
+// (with a Note that says why an error is a yes), no on an errno of no,
+// else f.Err.
 func (f *Feature) answer(err error, yes unix.Errno, no ...unix.Errno) {
 	f.Errno, _ = errors.AsType[unix.Errno](err)
 	switch {
-	case err == nil || yes != 0 && f.Errno == yes:
+	case err == nil:
 		f.OK = true
+	case yes != 0 && f.Errno == yes:
+		f.OK, f.Note = true, yesBecause[yes]
 	case f.Errno == 0 || !slices.Contains(no, f.Errno):
 		f.Err = wrap(err, "probe for %s", f.Name)
 	}
 }
 
+// yesBecause says, for each errno a probe provokes on purpose, why that
+// error is a yes: the kernel got past the feature to the probe's fault.
+var yesBecause = map[unix.Errno]string{
+	unix.EBADF:   "an answer to the probe's bad fd: the kernel got past the feature",
+	unix.ESRCH:   "an answer to the probe's function: the kernel got past the link type",
+	unix.EINVAL:  "the verifier refused the probe's target, BTF id 1: it knows the type",
+	sys.ENOTSUPP: "an answer to the target or BTF type the probe left out: it knows the type",
+}
+
 func (f Feature) result() (bool, error) { return f.OK, f.Err }
+
+// Probed returns the answer of the probe name ("tracing trace_fentry"),
+// if it ran: its Note or Errno say why a no is a no, to tell a user.
+func Probed(name string) (Feature, bool) {
+	features.Lock()
+	defer features.Unlock()
+	f, ok := features.m[name]
+	return f, ok
+}
 
 // Features runs the probes without arguments, HaveProgType and HaveMapType
 // for every type the journal names, HaveHelper for bpf_get_attach_cookie in
-// kprobe and raw tracepoint programs (bpf_cookie: 5.15 and 6.10), and for
-// every helper insn names and type of helpersOf; it returns every answer
-// cached, by name.
+// kprobe and raw tracepoint programs (bpf_cookie: 5.15 and 6.10),
+// HaveTracing, HaveTracingLink and HaveTracingCookie for fentry, fexit and
+// tp_btf, and HaveHelper for every helper insn names and type of
+// helpersOf; it returns every answer cached, by name.
 func Features(helpersOf ...Type) []Feature {
 	HavePerfLink()
 	HaveKprobeMulti()
+	HaveUprobeMulti()
+	HaveUprobeMultiPIDFilter()
+	HaveAtomicFetch()
 	HaveBTF()
 	HavePMU(tracefs.Kprobe)
 	HavePMU(tracefs.Uprobe)
 	TailCallLimit()
 	HaveHelper(Kprobe, insn.BPF_FUNC_get_attach_cookie)
 	HaveHelper(RawTracepoint, insn.BPF_FUNC_get_attach_cookie)
+	for _, at := range []uint32{BPF_TRACE_FENTRY, BPF_TRACE_FEXIT, BPF_TRACE_RAW_TP} {
+		HaveTracing(at)
+		HaveTracingLink(at)
+		HaveTracingCookie(at)
+	}
 	for v := 2; v <= 4; v++ {
 		HaveISA(v)
 	}
@@ -135,6 +170,72 @@ func HaveKprobeMulti() (bool, error) {
 	}).result()
 }
 
+// HaveUprobeMulti reports whether the kernel has uprobe_multi links (6.6),
+// by linking one to "/": EBADF (not a regular file) is the yes, the
+// kernel having read the attr as a uprobe_multi link's; EINVAL (an
+// unknown attach type) or EOPNOTSUPP (a 32-bit kernel) the no.
+func HaveUprobeMulti() (bool, error) {
+	return probe("uprobe_multi", func(f *Feature) {
+		f.answer(uprobeMultiRoot(0)[0], unix.EBADF, unix.EINVAL, unix.EOPNOTSUPP)
+	}).result()
+}
+
+// HaveUprobeMultiPIDFilter reports whether the kernel has uprobe_multi
+// links that run a PID's program in all of its threads, as
+// UprobeMultiOptions.PID means: the first kernels with them ran it in the
+// process's main thread only (fixed in 6.10 and the stable series by "bpf:
+// fix multi-uprobe PID filtering logic"). The fix refuses pid -1 (EINVAL)
+// before it looks at the path, which a kernel without it reaches (EBADF).
+func HaveUprobeMultiPIDFilter() (bool, error) {
+	return probe("uprobe_multi_pid_filter", func(f *Feature) {
+		errs := uprobeMultiRoot(0, -1)
+		if f.answer(errs[0], unix.EBADF, unix.EINVAL, unix.EOPNOTSUPP); f.OK {
+			f.OK = false
+			f.answer(errs[1], unix.EINVAL, unix.EBADF)
+		}
+	}).result()
+}
+
+// uprobeMultiRoot loads a program that does nothing for uprobe_multi
+// links and links it to offset 0 of "/" for each pid, which no kernel
+// accepts ("/" is no regular file): what it refuses the attr for tells
+// what it checked first. It returns the answers, or for each the load's
+// error (EINVAL before 6.6, which knows no such attach type).
+func uprobeMultiRoot(pids ...int32) []error {
+	errs := make([]error, len(pids))
+	p, err := Load(Spec{
+		Type:               Kprobe,
+		Name:               "probe_umulti",
+		License:            "GPL",
+		Insns:              retZero,
+		ExpectedAttachType: unix.BPF_TRACE_UPROBE_MULTI,
+	})
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	defer p.Close()
+	root, _ := sys.StringPointer("/")
+	offset := uint64(0)
+	for i, pid := range pids {
+		fd, err := sys.LinkCreateUprobeMulti(&sys.LinkCreateUprobeMultiAttr{
+			ProgFD:     uint32(p.fd.Int()),
+			AttachType: unix.BPF_TRACE_UPROBE_MULTI,
+			Path:       root,
+			Offsets:    sys.NewPointer(unsafePointer(&offset)),
+			Cnt:        1,
+			PID:        uint32(pid),
+		})
+		if err == nil {
+			unix.Close(fd)
+		}
+		errs[i] = err
+	}
+	return errs
+}
+
 // HaveISA reports whether the verifier accepts ISA version v, by loading
 // one of its instructions: 2 (4.14) adds the jumps <, <=, s< and s<=; 3
 // (5.1) 32-bit jumps; 4 (6.6) sign extension, signed division, bswap, gotol.
@@ -152,6 +253,23 @@ func HaveISA(v int) (bool, error) {
 
 // HaveISAv4 is HaveISA(4).
 func HaveISAv4() (bool, error) { return HaveISA(4) }
+
+// HaveAtomicFetch reports whether the verifier accepts the atomic
+// operations that return the old value (5.12): BPF_XCHG, BPF_CMPXCHG and
+// BPF_FETCH with an arithmetic operation, by loading a compare-exchange
+// on the stack. Before, the only atomic was an add (BPF_XADD).
+func HaveAtomicFetch() (bool, error) {
+	return probe("atomic_fetch", func(f *Feature) {
+		_, err := tryLoad(SocketFilter,
+			insn.StoreImm(insn.BPF_DW, insn.R10, -8, 0),
+			insn.Mov64Imm(insn.R0, 0),
+			insn.Mov64Imm(insn.R1, 1),
+			insn.Atomic(insn.BPF_DW, insn.BPF_CMPXCHG, insn.R10, insn.R1, -8),
+			insn.Mov64Imm(insn.R0, 0),
+			insn.Exit())
+		f.answer(err, 0, unix.EINVAL)
+	}).result()
+}
 
 // HaveBTF reports whether the kernel describes its types in BTF, at
 // /sys/kernel/btf/vmlinux (5.4, CONFIG_DEBUG_INFO_BTF).
@@ -210,12 +328,15 @@ func TailCallLimit() (int, error) {
 
 // loadAttrs are the expected attach type and flags a program type's load
 // needs; tracing, lsm and ext also get attach_btf_id 1, which names no
-// function in the kernel's BTF: the verifier saying so is the yes.
+// function (nor tracepoint) in the kernel's BTF: the verifier saying so is
+// the yes. Tracing is probed as tp_btf: a kernel may refuse fentry's
+// trampolines to root with EPERM (HaveTracing) and still have the type.
 var loadAttrs = map[Type][2]uint32{
 	unix.BPF_PROG_TYPE_CGROUP_SOCK_ADDR: {unix.BPF_CGROUP_INET4_CONNECT}, unix.BPF_PROG_TYPE_CGROUP_SOCKOPT: {unix.BPF_CGROUP_GETSOCKOPT},
 	unix.BPF_PROG_TYPE_SK_LOOKUP: {unix.BPF_SK_LOOKUP}, unix.BPF_PROG_TYPE_LIRC_MODE2: {unix.BPF_LIRC_MODE2},
 	unix.BPF_PROG_TYPE_NETFILTER: {unix.BPF_NETFILTER}, unix.BPF_PROG_TYPE_SYSCALL: {0, unix.BPF_F_SLEEPABLE},
-	unix.BPF_PROG_TYPE_TRACING: {unix.BPF_TRACE_FENTRY}, unix.BPF_PROG_TYPE_LSM: {unix.BPF_LSM_MAC}, unix.BPF_PROG_TYPE_EXT: {},
+	unix.BPF_PROG_TYPE_TRACING: {unix.BPF_TRACE_RAW_TP}, unix.BPF_PROG_TYPE_LSM: {unix.BPF_LSM_MAC},
+	unix.BPF_PROG_TYPE_EXT: {},
 }
 
 // tryLoad loads code, not assembled (a helper insn does not know is no
@@ -263,14 +384,20 @@ func HaveProgType(t Type) (bool, error) {
 		yes := map[Type]unix.Errno{unix.BPF_PROG_TYPE_TRACING: unix.EINVAL, unix.BPF_PROG_TYPE_LSM: unix.EINVAL,
 			unix.BPF_PROG_TYPE_EXT: unix.EINVAL, unix.BPF_PROG_TYPE_STRUCT_OPS: sys.ENOTSUPP}[t]
 		// What the verifier says of the target when it knows the type: ext's
-		// has no BTF; tracing's and lsm's id 1 is no function of the kernel's
-		// BTF. A kernel without BTF (Debian's armhf 5.10) says ext's words
-		// of those: they cannot load there.
-		said := "attach_btf_id 1 is not a function"
+		// has no BTF; tracing's (probed as tp_btf) and lsm's id 1 is no
+		// function, nor tracepoint typedef, of the kernel's BTF. A kernel
+		// without BTF (Debian's armhf 5.10) says ext's words of those: they
+		// cannot load there.
+		said := []string{"attach_btf_id 1 is not a function", "attach_btf_id 1 is not a typedef",
+			"attach_btf_id 1 points to wrong type name"}
 		if t == unix.BPF_PROG_TYPE_EXT {
-			said = "can only be attached to another program annotated with BTF"
+			said = []string{"can only be attached to another program annotated with BTF"}
 		}
-		if yes == unix.EINVAL && !strings.Contains(log, said) {
+		refusedTarget := false
+		for _, s := range said {
+			refusedTarget = refusedTarget || strings.Contains(log, s)
+		}
+		if yes == unix.EINVAL && !refusedTarget {
 			yes = 0
 		}
 		f.answer(err, yes, unix.EINVAL, unix.EOPNOTSUPP, sys.ENOTSUPP)
@@ -297,10 +424,15 @@ func HaveHelper(t Type, h insn.Helper) (bool, error) {
 		case f.Errno == 0 || f.Errno == unix.EPERM:
 			f.Err = wrap(err, "probe for %s", f.Name)
 		case log != "": // else the kernel refused the program type itself
-			f.OK = !strings.Contains(log, "invalid func ") && !strings.Contains(log, "unknown func ") &&
-				!strings.Contains(log, "program of this type cannot use helper ")
+			f.OK = !helperRefused(log)
 		}
 	}).result()
+}
+
+// helperRefused says whether the verifier's log refuses a helper call.
+func helperRefused(log string) bool {
+	return strings.Contains(log, "invalid func ") || strings.Contains(log, "unknown func ") ||
+		strings.Contains(log, "program of this type cannot use helper ")
 }
 
 // HaveMapType reports whether the kernel creates maps of type t (a

@@ -39,7 +39,9 @@ func TestFeatureAnswer(t *testing.T) {
 	} {
 		f := Feature{Name: "x"}
 		f.answer(c.err, c.yes, c.no...)
-		if f.OK != c.ok || f.Errno != c.errno || (f.Err != nil) != c.failed {
+		explained := f.Note != "" // a yes that rests on an errno says why
+		if f.OK != c.ok || f.Errno != c.errno || (f.Err != nil) != c.failed ||
+			explained != (c.ok && c.errno != 0) {
 			t.Errorf("answer(%v, yes %v, no %v) = %+v, want ok %v errno %v failed %v", c.err, c.yes, c.no, f, c.ok, c.errno, c.failed)
 		}
 	}

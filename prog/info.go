@@ -7,21 +7,28 @@ import (
 
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/sys"
+	"golang.org/x/sys/unix"
 )
 
 // Info is what the kernel reports about a loaded program.
 type Info struct {
-	ID            uint32             // the kernel's id of the program, as bpftool shows it
-	Type          Type               // tracepoint, kprobe, ...
-	Name          string             // up to 15 bytes
-	Tag           string             // the hex SHA1 prefix bpftool shows
-	MapIDs        []uint32           // the maps it uses
-	UID           uint32             // of the process that loaded it
-	Xlated        []insn.Instruction // as the verifier rewrote it; empty without CAP_SYS_ADMIN or under bpf_jit_harden
-	LoadTime      time.Duration      // since boot
-	RunCount      uint64             // with statistics on (BPF_ENABLE_STATS, 5.8)
-	RunTime       time.Duration      // spent running it, with statistics on
-	VerifiedInsns uint32             // 5.16
+	ID     uint32   // the kernel's id of the program, as bpftool shows it
+	Type   Type     // tracepoint, kprobe, ...
+	Name   string   // up to 15 bytes
+	Tag    string   // the hex SHA1 prefix bpftool shows
+	MapIDs []uint32 // the maps it uses
+	UID    uint32   // of the process that loaded it
+	// Xlated is the program as the verifier rewrote it; empty without
+	// CAP_SYS_ADMIN or under kernel.bpf_jit_harden.
+	Xlated   []insn.Instruction
+	LoadTime time.Duration // since boot
+	RunCount uint64        // with statistics on (BPF_ENABLE_STATS, 5.8)
+	RunTime  time.Duration // spent running it, with statistics on
+	// RecursionMisses counts the runs the kernel skipped because the
+	// program was already running on that CPU (5.12): a tracing program
+	// that triggers its own event, an NMI in the middle of a run.
+	RecursionMisses uint64
+	VerifiedInsns   uint32 // 5.16
 }
 
 // Info asks the kernel about the program, once for the sizes, once for the
@@ -32,7 +39,7 @@ func (p *Program) Info() (*Info, error) {
 	}
 	var si sys.ProgInfo
 	if err := sys.InfoByFD(p.fd.Int(), &si); err != nil {
-		return nil, fmt.Errorf("prog: info of %q: %w", p.name, err)
+		return nil, fmt.Errorf("prog: info of %s: %w", sys.QuoteName(p.name), err)
 	}
 	xlated := make([]byte, si.XlatedProgLen)
 	mapIDs := make([]uint32, si.NrMapIDs)
@@ -41,18 +48,50 @@ func (p *Program) Info() (*Info, error) {
 		si.MapIDs = sys.NewPointer(unsafePointer(&mapIDs[0]))
 	}
 	if err := sys.InfoByFD(p.fd.Int(), &si); err != nil {
-		return nil, fmt.Errorf("prog: info of %q: %w", p.name, err)
+		return nil, fmt.Errorf("prog: info of %s: %w", sys.QuoteName(p.name), err)
 	}
 	insns, err := insn.Decode(xlated[:min(int(si.XlatedProgLen), len(xlated))])
 	if err != nil {
-		return nil, fmt.Errorf("prog: xlated instructions of %q: %w", p.name, err)
+		return nil, fmt.Errorf("prog: xlated instructions of %s: %w", sys.QuoteName(p.name), err)
 	}
+	info := infoOf(&si)
+	info.MapIDs, info.Xlated = mapIDs[:min(int(si.NrMapIDs), len(mapIDs))], insns
+	return info, nil
+}
+
+// infoOf is the Info of the kernel's answer si, but for the arrays it
+// points to (map ids, instructions).
+func infoOf(si *sys.ProgInfo) *Info {
 	return &Info{
-		ID: si.ID, Type: Type(si.Type), Name: si.Name.String(), Tag: hex.EncodeToString(si.Tag[:]),
-		MapIDs: mapIDs[:min(int(si.NrMapIDs), len(mapIDs))], UID: si.CreatedByUID, Xlated: insns,
-		LoadTime: time.Duration(si.LoadTime), RunCount: si.RunCnt, RunTime: time.Duration(si.RunTimeNs),
-		VerifiedInsns: si.VerifiedInsns,
-	}, nil
+		ID:              si.ID,
+		Type:            Type(si.Type),
+		Name:            si.Name.String(),
+		Tag:             hex.EncodeToString(si.Tag[:]),
+		UID:             si.CreatedByUID,
+		LoadTime:        time.Duration(si.LoadTime),
+		RunCount:        si.RunCnt,
+		RunTime:         time.Duration(si.RunTimeNs),
+		RecursionMisses: si.RecursionMisses,
+		VerifiedInsns:   si.VerifiedInsns,
+	}
+}
+
+// StatsByID is the Info of the program with the kernel-wide id, without
+// its instructions and map ids (Xlated and MapIDs are nil), in one
+// BPF_OBJ_GET_INFO_BY_FD: what a monitor that samples every program's
+// run statistics at each interval needs (needs CAP_SYS_ADMIN). A program
+// unloaded meanwhile is an error that matches unix.ENOENT.
+func StatsByID(id uint32) (*Info, error) {
+	fd, err := sys.ProgGetFDByID(&sys.GetIDAttr{ID: id})
+	if err != nil {
+		return nil, wrap(err, "open program id %d", id)
+	}
+	defer unix.Close(fd)
+	var si sys.ProgInfo
+	if err := sys.InfoByFD(fd, &si); err != nil {
+		return nil, wrap(err, "info of program id %d", id)
+	}
+	return infoOf(&si), nil
 }
 
 // Listing disassembles Xlated as bpftool prog dump xlated does, naming the
@@ -78,21 +117,3 @@ func (i *Info) Listing() string {
 		return ""
 	})
 }
-
-// Stats is BPF_ENABLE_STATS (5.8): while open, the kernel counts every
-// program's runs and run time (Info's RunCount and RunTime).
-type Stats struct{ fd sys.FD }
-
-// EnableStats turns the statistics on until Close.
-func EnableStats() (*Stats, error) {
-	fd, err := sys.EnableStats(&sys.EnableStatsAttr{Type: 0}) // BPF_STATS_RUN_TIME
-	if err != nil {
-		return nil, fmt.Errorf("prog: enable statistics: %w", err)
-	}
-	s := &Stats{}
-	s.fd.Set(fd)
-	return s, nil
-}
-
-// Close turns the statistics off, unless something else keeps them on.
-func (s *Stats) Close() error { return wrap(s.fd.Close(), "disable statistics") }

@@ -138,19 +138,6 @@ func TestSyscallPrefix(t *testing.T) {
 	}
 }
 
-func FuzzKallsymsLine(f *testing.F) {
-	for _, l := range []string{"ffffffff81234560 T do_sys_openat2", "ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]",
-		"0000000000000000 D jiffies", "zz T x", "1 T"} {
-		f.Add(l)
-	}
-	f.Fuzz(func(t *testing.T, line string) {
-		addr, name, ok := parseKallsymsLine(line)
-		if ok && (name == "" || strings.ContainsAny(name, " \t\n") || !strings.Contains(strings.ToLower(line), strconv.FormatUint(addr, 16))) {
-			t.Fatalf("parseKallsymsLine(%q) = %#x, %q", line, addr, name)
-		}
-	})
-}
-
 // TestNameOf: on 32-bit, int(v) of a kernel value past 1<<31 was negative,
 // passed the bound and indexed out of range (or printed negative).
 func TestNameOf(t *testing.T) {

@@ -56,7 +56,9 @@ func (l *Link) Close() error {
 // AttachOptions apply to every attachment made through a perf event.
 type AttachOptions struct {
 	Cookie uint64 // what bpf_get_attach_cookie reads; needs BPF perf links (5.15), else an ErrNotSupported error
-	Legacy bool   // attach with PERF_EVENT_IOC_SET_BPF, without a cookie, even where perf links exist
+	// Legacy attaches with PERF_EVENT_IOC_SET_BPF (a tracing program: with
+	// BPF_RAW_TRACEPOINT_OPEN), even where the kernel has links.
+	Legacy bool
 }
 
 // attachPerf attaches p to the perf event perfFD (unless err says why it
@@ -67,7 +69,7 @@ func attachPerf(p *Program, perfFD int, err error, event remover, desc string, o
 	l := &Link{desc: desc, event: event}
 	fail := func(err error) (*Link, error) {
 		l.Close()
-		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %s to %s: %w", sys.QuoteName(p.name), desc, err)
 	}
 	if err != nil {
 		return fail(err)
@@ -107,16 +109,32 @@ func usable(p *Program, what string, types ...Type) error {
 	case p == nil:
 		return fmt.Errorf("prog: attach a nil program to %s", what)
 	case p.fd.Int() < 0:
-		return wrap(ErrClosed, "attach %q to %s", p.name, what)
+		return wrap(ErrClosed, "attach %s to %s", sys.QuoteName(p.name), what)
 	case !slices.Contains(types, p.typ):
-		return fmt.Errorf("%w: program %q is a %s; %s needs type %s", ErrWrongType, p.name,
-			strings.ReplaceAll(p.typ.String(), "_", " "), what, typeNames[types[0]])
+		return fmt.Errorf("%w: program %s is a %s; %s needs type %s",
+			ErrWrongType, sys.QuoteName(p.name),
+			strings.ReplaceAll(p.typ.String(), "_", " "), what, goName(types[0]))
 	}
 	return nil
 }
 
-// typeNames are the Go names of the types attach functions need.
-var typeNames = map[Type]string{Tracepoint: "Tracepoint", Kprobe: "Kprobe", RawTracepoint: "RawTracepoint", PerfEvent: "PerfEvent"}
+// goName is the Go name of a type attach functions need. A switch, not a
+// map: a package map is made at start-up, code and types every tool links.
+func goName(t Type) string {
+	switch t {
+	case Tracepoint:
+		return "Tracepoint"
+	case Kprobe:
+		return "Kprobe"
+	case RawTracepoint:
+		return "RawTracepoint"
+	case PerfEvent:
+		return "PerfEvent"
+	case Tracing:
+		return "Tracing"
+	}
+	return t.String()
+}
 
 // AttachPerfEvent runs p on the perf event perfFD, which the caller keeps
 // (perfring.NewEventReader's, say): a Tracepoint program on a tracepoint,
@@ -136,8 +154,19 @@ func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 // openTracepointEvent opens a disabled perf event on the tracepoint (or
 // tracefs probe event) id: for all processes (pid -1) on cpu 0, since the
 // program runs on every CPU anyway; for one process on cpu -1.
+//
+// The event counts and does not sample (sample_period 0), as the kprobe
+// and uprobe PMUs' events here do: a program that returns non-zero hands
+// the record on to the tracepoint's perf events, this one among them,
+// and a sampling event would then prepare a sample for a ring it does not
+// have, on each hit on its CPU (cmd/tracex2's BenchmarkWriteSizes
+// measures both).
 func openTracepointEvent(id uint64, pid, cpu int) (int, error) {
-	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_TRACEPOINT, Config: id, Sample: 1, Wakeup: 1, Bits: unix.PerfBitDisabled}
+	attr := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_TRACEPOINT,
+		Config: id,
+		Bits:   unix.PerfBitDisabled,
+	}
 	return sys.PerfEventOpen(&attr, pid, cpu, -1, 0)
 }
 
@@ -165,15 +194,17 @@ func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error
 		return nil, err
 	}
 	tp, err := sys.StringPointer(name)
-	if err != nil {
-		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
+	fd := -1
+	if err == nil {
+		attr := sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie}
+		fd, err = sys.RawTracepointOpen(&attr)
 	}
-	fd, err := sys.RawTracepointOpen(&sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie})
 	if o.Cookie != 0 && errors.Is(err, unix.EINVAL) {
-		return nil, fmt.Errorf("prog: attach %q to %s: %w (a raw tracepoint cookie needs Linux 6.10: %w)", p.name, desc, err, sys.ErrNotSupported)
+		err = fmt.Errorf("%w (a raw tracepoint cookie needs Linux 6.10: %w)",
+			err, sys.ErrNotSupported)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err)
+		return nil, fmt.Errorf("prog: attach %s to %s: %w", sys.QuoteName(p.name), desc, err)
 	}
 	l := &Link{desc: desc}
 	l.linkFD.Set(fd)

@@ -22,7 +22,9 @@ func attachProbe(p *Program, spec tracefs.ProbeSpec, pid int, useTracefs bool, o
 	if spec.Kind.IsUprobe() {
 		desc = fmt.Sprintf("%s %s:%#x", spec.Kind, spec.Path, spec.Offset)
 	}
-	fail := func(err error) (*Link, error) { return nil, fmt.Errorf("prog: attach %q to %s: %w", p.name, desc, err) }
+	fail := func(err error) (*Link, error) {
+		return nil, fmt.Errorf("prog: attach %s to %s: %w", sys.QuoteName(p.name), desc, err)
+	}
 	if err := spec.Check(); err != nil {
 		return fail(err)
 	}

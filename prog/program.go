@@ -24,6 +24,7 @@ const (
 	PerfEvent     Type = unix.BPF_PROG_TYPE_PERF_EVENT     // sampling perf events
 	CgroupSKB     Type = unix.BPF_PROG_TYPE_CGROUP_SKB     // a cgroup's packets
 	RawTracepoint Type = unix.BPF_PROG_TYPE_RAW_TRACEPOINT // tracepoints' raw arguments (4.17)
+	Tracing       Type = unix.BPF_PROG_TYPE_TRACING        // fentry, fexit, tp_btf (5.5)
 )
 
 // String is the type's name as in the uapi's enum bpf_prog_type, without
@@ -44,6 +45,10 @@ type Spec struct {
 	Flags              uint32 // prog_flags: BPF_F_STRICT_ALIGNMENT, BPF_F_SLEEPABLE, ...
 	LogLevel           uint32 // above zero: keep the verifier's log (Program.Log); a failed load gets one at level 1 anyway
 	LogSize            int    // the log buffer's first size (zero: 64 KiB), grown on ENOSPC up to MaxLogSize
+	// AttachTo is a Tracing program's target, Fentry, Fexit or TpBTF,
+	// looked up in the kernel's BTF at load; it sets the attach type. The
+	// program itself needs no BTF.
+	AttachTo Target
 }
 
 // Flags for Spec.Flags (prog_flags), as in the uapi header.
@@ -61,16 +66,26 @@ const MaxLogSize = 64 << 20
 
 // Program is a loaded program.
 type Program struct {
-	fd   sys.FD
-	name string
-	typ  Type
-	log  string
+	fd         sys.FD
+	name       string
+	typ        Type
+	attachType uint32 // the expected attach type it was loaded with, or attachUnknown
+	log        string
+	target     Target // Spec.AttachTo, or nil
 }
 
+// attachUnknown is the attach type of a program opened by id or pin: the
+// kernel's program info does not say what it was loaded with.
+const attachUnknown = ^uint32(0)
+
 // Load assembles spec.Insns (or takes spec.Instructions) and loads the
-// program; one the verifier rejects is a *VerifierError.
+// program; one the verifier rejects is a *VerifierError. Another failure,
+// one after the verifier accepted the program (EMFILE: no fd left for it)
+// or before it ran (EPERM), is not, and is not loaded again for a log.
 func Load(spec Spec) (*Program, error) {
-	fail := func(err error) (*Program, error) { return nil, wrap(err, "load %q", spec.Name) }
+	fail := func(err error) (*Program, error) {
+		return nil, wrap(err, "load %s", sys.QuoteName(spec.Name))
+	}
 	insns := spec.Instructions
 	if len(spec.Insns) > 0 {
 		if len(insns) > 0 {
@@ -102,6 +117,19 @@ func Load(spec Spec) (*Program, error) {
 	if spec.Type == Kprobe && attr.KernVersion == 0 {
 		attr.KernVersion, _ = KernelVersion()
 	}
+	var done func(error) error
+	if spec.Type == Tracing && spec.AttachTo == nil {
+		return fail(errors.New("a Tracing program names its target in Spec.AttachTo: " +
+			"Fentry, Fexit or TpBTF"))
+	}
+	if spec.AttachTo != nil {
+		at := &attr.ExpectedAttachType
+		*at, attr.AttachBTFID, attr.AttachProgFD, done, err =
+			spec.AttachTo.resolve(uint32(spec.Type), *at)
+		if err != nil {
+			return fail(err)
+		}
+	}
 	logSize := min(max(spec.LogSize, 128), MaxLogSize)
 	if spec.LogSize <= 0 {
 		logSize = 64 << 10
@@ -118,18 +146,27 @@ func Load(spec Spec) (*Program, error) {
 	if errors.Is(err, unix.EPERM) && sys.RaiseMemlock() {
 		fd, err = sys.ProgLoad(&attr)
 	}
-	if err != nil && spec.LogLevel == 0 { // the fast path had no log: load again with one to say why
+	if refusal(err) && spec.LogLevel == 0 { // the fast path had no log: again, with one to say why
 		setLog(1, logSize)
 		fd, err = sys.ProgLoad(&attr)
 	}
-	for errors.Is(err, unix.ENOSPC) && len(log) < MaxLogSize {
+	for errors.Is(err, unix.ENOSPC) && len(log) > 0 && len(log) < MaxLogSize { // not an id's ENOSPC
 		setLog(attr.LogLevel, min(len(log)*4, MaxLogSize))
 		fd, err = sys.ProgLoad(&attr)
+	}
+	if done != nil {
+		err = done(err)
 	}
 	if err != nil {
 		return nil, newVerifierError(spec.Name, err, unix.ByteSliceToString(log))
 	}
-	p := &Program{name: attr.ProgName.String(), typ: spec.Type, log: unix.ByteSliceToString(log)}
+	p := &Program{
+		name:       attr.ProgName.String(),
+		typ:        spec.Type,
+		attachType: attr.ExpectedAttachType,
+		log:        unix.ByteSliceToString(log),
+		target:     spec.AttachTo,
+	}
 	p.fd.Set(fd)
 	return p, nil
 }
@@ -140,9 +177,9 @@ var codePool = sync.Pool{New: func() any { return new([]byte) }}
 // String says what the program is: `program "dropmon" (tracepoint, fd 5)`.
 func (p *Program) String() string {
 	if p.fd.Int() < 0 {
-		return fmt.Sprintf("program %q (%s, closed)", p.name, p.typ)
+		return fmt.Sprintf("program %s (%s, closed)", sys.QuoteName(p.name), p.typ)
 	}
-	return fmt.Sprintf("program %q (%s, fd %d)", p.name, p.typ, p.fd.Int())
+	return fmt.Sprintf("program %s (%s, fd %d)", sys.QuoteName(p.name), p.typ, p.fd.Int())
 }
 
 // FD is the program's file descriptor; -1 once closed.
@@ -159,7 +196,7 @@ func (p *Program) Log() string { return p.log }
 
 // Close releases the program's fd (attachments and pins keep the program);
 // closing twice is harmless.
-func (p *Program) Close() error { return wrap(p.fd.Close(), "close %q", p.name) }
+func (p *Program) Close() error { return wrap(p.fd.Close(), "close %s", sys.QuoteName(p.name)) }
 
 // Pin makes the program outlive the process at path in a BPF file system;
 // mapfd.Unpin removes it.
@@ -167,7 +204,7 @@ func (p *Program) Pin(path string) error {
 	if p.fd.Int() < 0 {
 		return ErrClosed
 	}
-	return wrap(sys.Pin(p.fd.Int(), path), "pin %q at %s", p.name, path)
+	return wrap(sys.Pin(p.fd.Int(), path), "pin %s at %s", sys.QuoteName(p.name), path)
 }
 
 // Open opens the program pinned at path.
@@ -191,7 +228,7 @@ func fromFD(fd int, err error) (*Program, error) {
 		unix.Close(fd)
 		return nil, wrap(err, "program info")
 	}
-	p := &Program{name: info.Name.String(), typ: Type(info.Type)}
+	p := &Program{name: info.Name.String(), typ: Type(info.Type), attachType: attachUnknown}
 	p.fd.Set(fd)
 	return p, nil
 }

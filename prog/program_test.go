@@ -185,6 +185,44 @@ func TestLogGrows(t *testing.T) {
 	}
 }
 
+// TestLoadEMFILE: the kernel makes the program's fd after the verifier
+// accepted it, so with no fd left (RLIMIT_NOFILE at the lowest free one)
+// the load fails with EMFILE. That is no *VerifierError: it was one, "the
+// verifier rejected it", with the log of the pass that accepted it.
+func TestLoadEMFILE(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	free, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0) // the lowest free fd
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(free)
+	spec := prog.Spec{Type: prog.SocketFilter, Name: "nofd", License: "GPL",
+		Insns: []Item{Mov64Imm(R0, 0), Exit()}}
+	low := unix.Rlimit{Cur: uint64(free), Max: old.Max}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	p, err := prog.Load(spec)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil {
+		p.Close()
+		t.Fatalf("loaded with RLIMIT_NOFILE %d", free)
+	}
+	var ve *prog.VerifierError
+	if errors.As(err, &ve) || !errors.Is(err, unix.EMFILE) ||
+		strings.Contains(err.Error(), "verifier") {
+		t.Fatalf("load with no fd left: %v, want EMFILE and no VerifierError", err)
+	}
+	t.Log(err)
+}
+
 func TestAssembleErrorBeforeKernel(t *testing.T) {
 	_, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "nolabel", License: "GPL", Insns: []Item{Ja("nowhere"), Exit()}})
 	if !errors.Is(err, insn.ErrUnknownLabel) {

@@ -40,7 +40,7 @@ func (p *Program) TestRun(o RunOptions) (RunResult, error) {
 		DataIn: sys.SlicePointer(o.Data), DataSizeIn: uint32(len(o.Data)), DataOut: sys.SlicePointer(o.DataOut), DataSizeOut: uint32(len(o.DataOut)),
 		CtxIn: sys.SlicePointer(o.Ctx), CtxSizeIn: uint32(len(o.Ctx)), CtxOut: sys.SlicePointer(o.CtxOut), CtxSizeOut: uint32(len(o.CtxOut))}
 	if err := sys.ProgTestRun(&attr); err != nil {
-		return RunResult{}, fmt.Errorf("prog: test run of %q: %w", p.name, err)
+		return RunResult{}, fmt.Errorf("prog: test run of %s: %w", sys.QuoteName(p.name), err)
 	}
 	return RunResult{Retval: attr.Retval, Duration: time.Duration(attr.Duration), // a nil DataOut or CtxOut stays nil
 		DataOut: o.DataOut[:min(int(attr.DataSizeOut), len(o.DataOut))], CtxOut: o.CtxOut[:min(int(attr.CtxSizeOut), len(o.CtxOut))]}, nil

@@ -33,7 +33,8 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 		kind = tracefs.Uretprobe
 	}
 	fail := func(err error) (*Link, error) {
-		return nil, fmt.Errorf("prog: attach %q to %s %s: %w", p.name, kind, path, err)
+		return nil, fmt.Errorf("prog: attach %s to %s %s: %w",
+			sys.QuoteName(p.name), kind, path, err)
 	}
 	if strings.IndexByte(path+o.Symbol, 0) >= 0 || path == "" {
 		return fail(fmt.Errorf("%w: empty path, or a NUL in path %q or symbol %q", tracefs.ErrInvalid, path, o.Symbol))
@@ -70,24 +71,46 @@ func SymbolOffset(path, symbol string) (uint64, error) {
 const armUprobes = "32-bit arm's uprobes probe ARM instructions only (4-aligned, not Thumb)"
 
 // fileOffset returns the file offset off bytes into the function symbol, or
-// off without one, checking it lies in the function (of known size) and in
-// the file part of an executable PT_LOAD segment: a uprobe elsewhere is
-// accepted by the kernel and never fires.
+// off without one (fileOffsets).
 func fileOffset(path, symbol string, off uint64) (uint64, error) {
-	file, err := sys.OpenRegular(path)
+	offs, err := fileOffsets(path, []string{symbol}, []uint64{off})
 	if err != nil {
 		return 0, err
+	}
+	return offs[0], nil
+}
+
+// fileOffsets returns, for each place, the file offset offs[i] bytes into
+// the function symbols[i], or offs[i] where the symbol is "", checking it
+// lies in the function (of known size) and in the file part of an
+// executable PT_LOAD segment: a uprobe elsewhere is accepted by the kernel
+// and never fires. The file is read once for all.
+func fileOffsets(path string, symbols []string, offs []uint64) ([]uint64, error) {
+	file, err := sys.OpenRegular(path)
+	if err != nil {
+		return nil, err
 	}
 	defer file.Close()
 	// The kernel probes any file: one that is not ELF is a mistake to report.
 	fi, err := file.Stat()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	f, err := readELF(file, fi.Size())
 	if err != nil {
-		return 0, fmt.Errorf("not an ELF binary: %w", err)
+		return nil, fmt.Errorf("not an ELF binary: %w", err)
 	}
+	out := make([]uint64, len(offs))
+	for i := range offs {
+		if out[i], err = f.fileOffset(symbols[i], offs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// fileOffset is fileOffsets for one place of f.
+func (f *elfFile) fileOffset(symbol string, off uint64) (uint64, error) {
 	addr, isAddr := off, symbol != ""
 	if isAddr {
 		s, found, err := f.funcSymbol(symbol)

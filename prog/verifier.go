@@ -7,13 +7,17 @@ import (
 	"strings"
 
 	"github.com/bpfkit/bpfkit/sys"
+	"golang.org/x/sys/unix"
 )
 
 // ErrClosed is returned by operations on a closed Program or attachment.
 var ErrClosed = errors.New("prog: closed")
 
-// VerifierError is a load the kernel refused, with the verifier's log.
-// errors.Is(err, unix.EACCES) and the like see the errno.
+// VerifierError is a load the verifier refused, with its log: EACCES (the
+// program is unsafe), EINVAL (malformed) or E2BIG (too complex), or ENOSPC
+// (its log outgrew MaxLogSize), with a log that says more than the
+// verifier's closing statistics. errors.Is(err, unix.EACCES) and the like
+// see the errno.
 type VerifierError struct {
 	Name string // the program's name
 	Err  error  // the bpf(2) error, with its errno
@@ -25,7 +29,7 @@ type VerifierError struct {
 // Error shows the errno, the failing instruction and the log's last lines.
 func (e *VerifierError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "prog: load %q: %v: the verifier rejected it", e.Name, e.Err)
+	fmt.Fprintf(&b, "prog: load %s: %v: the verifier rejected it", sys.QuoteName(e.Name), e.Err)
 	if e.Insn >= 0 {
 		fmt.Fprintf(&b, " at instruction %d: %s", e.Insn, e.Text)
 	}
@@ -43,9 +47,40 @@ func (e *VerifierError) Error() string {
 // Unwrap is the bpf(2) error, for errors.Is(err, unix.EACCES).
 func (e *VerifierError) Unwrap() error { return e.Err }
 
+// refusal says whether err is an errno the verifier refuses a program
+// with (besides ENOSPC, which only a log brings). What the kernel answers
+// after the verifier accepted the program is none of them: EMFILE or
+// ENFILE (no fd for it: bpf_prog_new_fd runs after bpf_check), ENOMEM (the
+// JIT).
+func refusal(err error) bool {
+	return errors.Is(err, unix.EACCES) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.E2BIG)
+}
+
+// verdict is the log less the statistics the verifier ends it with, which
+// it writes whether it accepted the program or not ("processed 5 insns
+// ...", and at BPF_LOG_STATS "verification time", "stack depth"): what is
+// left of a level 1 log of an accepted program is "". A refusal says why.
+func verdict(log string) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	stats := func(line string) bool {
+		for _, prefix := range []string{"processed ", "verification time ", "stack depth "} {
+			if strings.HasPrefix(line, prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	for len(lines) > 0 && stats(lines[len(lines)-1]) {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// newVerifierError is the error of a failed load: a *VerifierError if the
+// verifier refused the program, with its log.
 func newVerifierError(name string, err error, log string) error {
-	if log == "" {
-		return fmt.Errorf("prog: load %q: %w", name, err)
+	if !refusal(err) && !errors.Is(err, unix.ENOSPC) || verdict(log) == "" {
+		return fmt.Errorf("prog: load %s: %w", sys.QuoteName(name), err)
 	}
 	e := &VerifierError{Name: name, Err: err, Log: log, Insn: -1}
 	for line := range strings.SplitSeq(log, "\n") {

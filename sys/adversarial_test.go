@@ -118,6 +118,9 @@ func TestNilAttrs(t *testing.T) {
 		"ObjGetInfoByFD":  func() error { return sys.ObjGetInfoByFD(nil) },
 		"RawTracepoint":   func() error { _, err := sys.RawTracepointOpen(nil); return err },
 		"LinkCreate":      func() error { _, err := sys.LinkCreate(nil); return err },
+		"LinkCreateTr":    func() error { _, err := sys.LinkCreateTracing(nil); return err },
+		"BTFGetNextID":    func() error { return sys.BTFGetNextID(nil) },
+		"BTFGetFDByID":    func() error { _, err := sys.BTFGetFDByID(nil); return err },
 		"LinkDetach":      func() error { return sys.LinkDetach(nil) },
 		"EnableStats":     func() error { _, err := sys.EnableStats(nil); return err },
 		"PerfEventOpen":   func() error { _, err := sys.PerfEventOpen(nil, -1, 0, -1, 0); return err },
@@ -417,11 +420,12 @@ func TestAdversarialFDCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(ep)
-	efd, err := sys.Eventfd(0, unix.EFD_NONBLOCK)
+	eventfd, err := sys.Eventfd(0, unix.EFD_NONBLOCK)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(efd)
+	defer eventfd.Close()
+	efd := eventfd.Int()
 	events := make([]unix.EpollEvent, 1)
 	for _, fd := range h.bad() {
 		what := fmt.Sprintf("fd %d", fd)
@@ -436,9 +440,6 @@ func TestAdversarialFDCalls(t *testing.T) {
 		ebadf("EpollWait on "+what, err, "epoll_wait")
 		_, err = sys.EpollWaitHoldingP(fd, events, 0)
 		ebadf("EpollWaitHoldingP on "+what, err, "epoll_wait")
-		_, err = sys.EventfdRead(fd)
-		ebadf("EventfdRead of "+what, err, "eventfd read")
-		ebadf("EventfdWrite of "+what, sys.EventfdWrite(fd, 1), "eventfd write")
 		mem, err := sys.Mmap(fd, 0, 4096, unix.PROT_READ)
 		if err == nil {
 			sys.Munmap(mem)
@@ -450,6 +451,8 @@ func TestAdversarialFDCalls(t *testing.T) {
 		ebadf("PerfEventSetBPF of "+what, sys.PerfEventSetBPF(fd, -1), "PERF_EVENT_IOC_SET_BPF")
 		var info sys.MapInfo
 		ebadf("InfoByFD of "+what, sys.InfoByFD(fd, &info), "BPF_OBJ_GET_INFO_BY_FD")
+		var btfInfo sys.BTFInfo
+		ebadf("InfoByFD of "+what+" as BTF", sys.InfoByFD(fd, &btfInfo), "BPF_OBJ_GET_INFO_BY_FD")
 		if _, err := sys.ObjKind(fd); err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("sys: kind of fd %d: readlink /proc/self/fd/%d: ", fd, fd)) {
 			t.Errorf("ObjKind of %s: %v", what, err)
 		}
@@ -469,23 +472,10 @@ func TestAdversarialFDCalls(t *testing.T) {
 		"PerfEventEnable of a file": {sys.PerfEventEnable(h.file), unix.ENOTTY},
 		"PerfEventSetBPF of a file": {sys.PerfEventSetBPF(h.file, h.file), unix.ENOTTY},
 		"InfoByFD of a file":        {sys.InfoByFD(h.file, &sys.ProgInfo{}), unix.EINVAL},
-		"EventfdRead of an empty pipe's end": {func() error {
-			var p [2]int
-			unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK)
-			defer unix.Close(p[0])
-			defer unix.Close(p[1])
-			_, err := sys.EventfdRead(p[0])
-			return err
-		}(), unix.EAGAIN},
 	} {
 		if !errors.Is(c.err, c.errno) {
 			t.Errorf("%s: %v, want %s", what, c.err, unix.ErrnoName(c.errno))
 		}
-	}
-	// A short read is no eventfd's: a file at its end reads 0 bytes.
-	unix.Seek(h.file, 0, io.SeekEnd)
-	if n, err := sys.EventfdRead(h.file); err == nil || err.Error() != "eventfd read: invalid argument (read 0 of 8 bytes: not an eventfd)" {
-		t.Errorf("EventfdRead of a file at its end: %d, %v", n, err)
 	}
 	// Ops, flags and counts past 32 bits or out of range.
 	for what, err := range map[string]error{
@@ -514,10 +504,15 @@ func TestAdversarialFDCalls(t *testing.T) {
 	}
 	if strconv.IntSize == 64 {
 		big := int64(1) << 32
+		eventfdErr := func(initval uint, flags int) error {
+			e, err := sys.Eventfd(initval, flags)
+			e.Close()
+			return err
+		}
 		for what, err := range map[string]error{
 			"EpollCtl op 1<<32 + EPOLL_CTL_ADD": sys.EpollCtl(ep, int(big)+unix.EPOLL_CTL_ADD, efd, unix.EPOLLIN, 0),
-			"Eventfd flags 1<<32":               func() error { fd, err := sys.Eventfd(0, int(big)); unix.Close(fd); return err }(),
-			"Eventfd count 1<<32":               func() error { fd, err := sys.Eventfd(uint(big), 0); unix.Close(fd); return err }(),
+			"Eventfd flags 1<<32":               eventfdErr(0, int(big)),
+			"Eventfd count 1<<32":               eventfdErr(uint(big), 0),
 		} {
 			if !errors.Is(err, unix.EINVAL) {
 				t.Errorf("%s: %v, want EINVAL", what, err)
@@ -526,7 +521,8 @@ func TestAdversarialFDCalls(t *testing.T) {
 		// A wait of 1<<32 ms (or of -1<<32: none) is a wait, not a look.
 		for _, msec := range []int64{1 << 32, -1 << 32, 1<<32 + 1, math.MaxInt64, math.MinInt64} {
 			for _, wait := range []func(int, []unix.EpollEvent, int) (int, error){sys.EpollWait, sys.EpollWaitHoldingP} {
-				w := waitReady(t, ep, efd, events, func() (int, error) { return wait(ep, events, int(msec)) })
+				wait := func() (int, error) { return wait(ep, events, int(msec)) }
+				w := waitReady(t, ep, eventfd, events, wait)
 				if w != 1 {
 					t.Errorf("a wait of %d ms returned %d events before the eventfd was written", msec, w)
 				}
@@ -548,24 +544,25 @@ func TestAdversarialFDCalls(t *testing.T) {
 
 // waitReady runs wait while another goroutine writes efd, registered in ep,
 // after 50 ms, and returns what wait returned: 1 for a wait, 0 for a look.
-func waitReady(t *testing.T, ep, efd int, events []unix.EpollEvent, wait func() (int, error)) int {
+func waitReady(t *testing.T, ep int, efd *sys.EventFD, events []unix.EpollEvent,
+	wait func() (int, error)) int {
 	t.Helper()
-	if err := sys.EpollCtl(ep, unix.EPOLL_CTL_ADD, efd, unix.EPOLLIN, 0); err != nil {
+	if err := sys.EpollCtl(ep, unix.EPOLL_CTL_ADD, efd.Int(), unix.EPOLLIN, 0); err != nil {
 		t.Fatal(err)
 	}
-	defer sys.EpollCtl(ep, unix.EPOLL_CTL_DEL, efd, 0, 0)
+	defer sys.EpollCtl(ep, unix.EPOLL_CTL_DEL, efd.Int(), 0, 0)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		time.Sleep(50 * time.Millisecond)
-		sys.EventfdWrite(efd, 1)
+		efd.Write(1)
 	}()
 	n, err := wait()
 	for errors.Is(err, unix.EINTR) {
 		n, err = wait()
 	}
 	<-done
-	sys.EventfdRead(efd)
+	efd.Read()
 	if err != nil {
 		t.Fatal(err)
 	}

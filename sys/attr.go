@@ -3,6 +3,7 @@ package sys
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -78,6 +79,15 @@ func NewObjName(name string) (ObjName, error) {
 
 // String is the name up to its NUL.
 func (n ObjName) String() string { return unix.ByteSliceToString(n[:]) }
+
+// QuoteName is a program's or map's name as messages show it: quoted, or
+// (unnamed) for none, where "" would read as a name lost.
+func QuoteName(name string) string {
+	if name == "" {
+		return "(unnamed)"
+	}
+	return strconv.Quote(name)
+}
 
 // MapCreateAttr is union bpf_attr for BPF_MAP_CREATE, fields as the uapi names them.
 type MapCreateAttr struct {
@@ -240,6 +250,22 @@ type LinkCreateAttr struct {
 	_          [AttrSize - 24]byte
 }
 
+// LinkCreateTracingAttr is union bpf_attr's link_create for a tracing
+// program (fentry, fexit, tp_btf, fields as the uapi names them), with
+// tracing.cookie (5.19) at offset 24, not where perf_event.bpf_cookie
+// lies: TargetFD and TargetBTFID name another BPF program's function to
+// trace, or are zero for the kernel function the program was loaded for.
+type LinkCreateTracingAttr struct {
+	ProgFD      uint32
+	TargetFD    uint32
+	AttachType  uint32
+	Flags       uint32
+	TargetBTFID uint32 // tracing.target_btf_id
+	_           uint32
+	Cookie      uint64 // tracing.cookie
+	_           [AttrSize - 32]byte
+}
+
 // LinkCreateKprobeMultiAttr is union bpf_attr's link_create with
 // kprobe_multi (5.18), fields as the uapi names them: one link, through
 // fprobe, on Cnt kernel functions: Syms points at C string pointers, or
@@ -255,6 +281,26 @@ type LinkCreateKprobeMultiAttr struct {
 	Addrs       Pointer
 	Cookies     Pointer
 	_           [AttrSize - 48]byte
+}
+
+// LinkCreateUprobeMultiAttr is union bpf_attr's link_create with
+// uprobe_multi (6.6), fields as the uapi names them: one link on Cnt
+// places of the file at Path (a NUL-terminated path), given as file
+// offsets; RefCtrOffsets (USDT semaphores) and Cookies, if set, hold Cnt
+// values too. PID, if not 0, runs the program for that process only.
+type LinkCreateUprobeMultiAttr struct {
+	ProgFD        uint32
+	TargetFD      uint32
+	AttachType    uint32
+	Flags         uint32
+	Path          Pointer // uprobe_multi.path
+	Offsets       Pointer // uprobe_multi.offsets: u64 each
+	RefCtrOffsets Pointer // uprobe_multi.ref_ctr_offsets: u64 each
+	Cookies       Pointer // uprobe_multi.cookies: u64 each
+	Cnt           uint32  // uprobe_multi.cnt
+	UprobeFlags   uint32  // uprobe_multi.flags: BPF_F_UPROBE_MULTI_RETURN
+	PID           uint32  // uprobe_multi.pid
+	_             [AttrSize - 60]byte
 }
 
 // LinkDetachAttr is union bpf_attr's link_detach, fields as the uapi names them.

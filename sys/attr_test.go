@@ -59,11 +59,20 @@ var wantOffsets = map[string]uintptr{
 	"RawTracepointAttr.Name": 0, "RawTracepointAttr.ProgFD": 8, "RawTracepointAttr.Cookie": 16,
 	"LinkCreateAttr.ProgFD": 0, "LinkCreateAttr.TargetFD": 4, "LinkCreateAttr.AttachType": 8,
 	"LinkCreateAttr.Flags": 12, "LinkCreateAttr.Cookie": 16,
+	"LinkCreateTracingAttr.ProgFD": 0, "LinkCreateTracingAttr.TargetFD": 4,
+	"LinkCreateTracingAttr.AttachType": 8, "LinkCreateTracingAttr.Flags": 12,
+	"LinkCreateTracingAttr.TargetBTFID": 16, "LinkCreateTracingAttr.Cookie": 24,
 	"LinkCreateKprobeMultiAttr.ProgFD": 0, "LinkCreateKprobeMultiAttr.TargetFD": 4,
 	"LinkCreateKprobeMultiAttr.AttachType": 8, "LinkCreateKprobeMultiAttr.Flags": 12,
 	"LinkCreateKprobeMultiAttr.KprobeFlags": 16, "LinkCreateKprobeMultiAttr.Cnt": 20,
 	"LinkCreateKprobeMultiAttr.Syms": 24, "LinkCreateKprobeMultiAttr.Addrs": 32, "LinkCreateKprobeMultiAttr.Cookies": 40,
-	"TaskFDQueryAttr.PID": 0, "TaskFDQueryAttr.FD": 4, "TaskFDQueryAttr.Flags": 8, "TaskFDQueryAttr.BufLen": 12,
+	"LinkCreateUprobeMultiAttr.ProgFD": 0, "LinkCreateUprobeMultiAttr.TargetFD": 4,
+	"LinkCreateUprobeMultiAttr.AttachType": 8, "LinkCreateUprobeMultiAttr.Flags": 12,
+	"LinkCreateUprobeMultiAttr.Path": 16, "LinkCreateUprobeMultiAttr.Offsets": 24,
+	"LinkCreateUprobeMultiAttr.RefCtrOffsets": 32, "LinkCreateUprobeMultiAttr.Cookies": 40,
+	"LinkCreateUprobeMultiAttr.Cnt": 48, "LinkCreateUprobeMultiAttr.UprobeFlags": 52,
+	"LinkCreateUprobeMultiAttr.PID": 56,
+	"TaskFDQueryAttr.PID":           0, "TaskFDQueryAttr.FD": 4, "TaskFDQueryAttr.Flags": 8, "TaskFDQueryAttr.BufLen": 12,
 	"TaskFDQueryAttr.Buf": 16, "TaskFDQueryAttr.ProgID": 24, "TaskFDQueryAttr.FDType": 28,
 	"TaskFDQueryAttr.ProbeOffset": 32, "TaskFDQueryAttr.ProbeAddr": 40,
 	"LinkDetachAttr.LinkFD": 0,
@@ -86,10 +95,12 @@ var wantOffsets = map[string]uintptr{
 	"MapInfo.BTFKeyTypeID": 68, "MapInfo.BTFValueTypeID": 72, "MapInfo.BTFVmlinuxID": 76,
 	"MapInfo.MapExtra": 80, "MapInfo.Hash": 88, "MapInfo.HashSize": 96,
 	"LinkInfo.Type": 0, "LinkInfo.ID": 4, "LinkInfo.ProgID": 8, "LinkInfo.Union": 16,
+	"BTFInfo.BTF": 0, "BTFInfo.BTFSize": 8, "BTFInfo.ID": 12, "BTFInfo.Name": 16,
+	"BTFInfo.NameLen": 24, "BTFInfo.KernelBTF": 28,
 }
 
 // wantSizes are the sizes of the info structs (the attrs are all AttrSize).
-var wantSizes = map[string]uintptr{"ProgInfo": 232, "MapInfo": 104, "LinkInfo": 64}
+var wantSizes = map[string]uintptr{"ProgInfo": 232, "MapInfo": 104, "LinkInfo": 64, "BTFInfo": 32}
 
 // layoutAsserts holds one compile-time check per entry of wantOffsets and
 // wantSizes: [1]struct{}{}[x - want] is out of range unless x == want.
@@ -121,8 +132,14 @@ var layoutAsserts = [...]struct{}{
 	[1]struct{}{}[unsafe.Offsetof(InfoAttr{}.Info)-8],
 	[1]struct{}{}[unsafe.Offsetof(RawTracepointAttr{}.ProgFD)-8], [1]struct{}{}[unsafe.Offsetof(RawTracepointAttr{}.Cookie)-16],
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateAttr{}.Cookie)-16],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateTracingAttr{}.TargetBTFID)-16],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateTracingAttr{}.Cookie)-24],
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Cnt)-20], [1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Syms)-24],
 	[1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Addrs)-32], [1]struct{}{}[unsafe.Offsetof(LinkCreateKprobeMultiAttr{}.Cookies)-40],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.Path)-16],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.Cookies)-40],
+	[1]struct{}{}[unsafe.Offsetof(LinkCreateUprobeMultiAttr{}.PID)-56],
+	[1]struct{}{}[unsafe.Sizeof(LinkCreateUprobeMultiAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.Buf)-16], [1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProgID)-24],
 	[1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProbeOffset)-32], [1]struct{}{}[unsafe.Offsetof(TaskFDQueryAttr{}.ProbeAddr)-40],
 	[1]struct{}{}[unsafe.Offsetof(ProgInfo{}.JitedProgInsns)-24], [1]struct{}{}[unsafe.Offsetof(ProgInfo{}.XlatedProgInsns)-32],
@@ -138,8 +155,14 @@ var layoutAsserts = [...]struct{}{
 	[1]struct{}{}[unsafe.Offsetof(MapInfo{}.MapExtra)-80], [1]struct{}{}[unsafe.Offsetof(MapInfo{}.Hash)-88],
 	[1]struct{}{}[unsafe.Offsetof(MapInfo{}.HashSize)-96],
 	[1]struct{}{}[unsafe.Offsetof(LinkInfo{}.Union)-16],
+	[1]struct{}{}[unsafe.Offsetof(BTFInfo{}.BTFSize)-8],
+	[1]struct{}{}[unsafe.Offsetof(BTFInfo{}.Name)-16],
+	[1]struct{}{}[unsafe.Offsetof(BTFInfo{}.NameLen)-24],
+	[1]struct{}{}[unsafe.Offsetof(BTFInfo{}.KernelBTF)-28],
 	[1]struct{}{}[unsafe.Sizeof(Pointer{})-8],
 	[1]struct{}{}[unsafe.Sizeof(ProgInfo{})-232], [1]struct{}{}[unsafe.Sizeof(MapInfo{})-104], [1]struct{}{}[unsafe.Sizeof(LinkInfo{})-64],
+	[1]struct{}{}[unsafe.Sizeof(BTFInfo{})-32],
+	[1]struct{}{}[unsafe.Sizeof(LinkCreateTracingAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Sizeof(MapCreateAttr{})-AttrSize], [1]struct{}{}[unsafe.Sizeof(MapElemAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Sizeof(MapBatchAttr{})-AttrSize], [1]struct{}{}[unsafe.Sizeof(ProgLoadAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Sizeof(ObjAttr{})-AttrSize], [1]struct{}{}[unsafe.Sizeof(ProgQueryAttr{})-AttrSize],
@@ -151,9 +174,11 @@ var layoutAsserts = [...]struct{}{
 }
 
 var layoutTypes = []any{MapCreateAttr{}, MapElemAttr{}, MapBatchAttr{}, ProgLoadAttr{}, ObjAttr{}, ProgQueryAttr{},
-	TestRunAttr{}, GetIDAttr{}, InfoAttr{}, RawTracepointAttr{}, LinkCreateAttr{}, LinkCreateKprobeMultiAttr{}, LinkDetachAttr{},
-	EnableStatsAttr{}, TaskFDQueryAttr{},
-	ProgInfo{}, MapInfo{}, LinkInfo{}}
+	TestRunAttr{}, GetIDAttr{}, InfoAttr{}, RawTracepointAttr{}, LinkCreateAttr{},
+	LinkCreateTracingAttr{}, LinkCreateKprobeMultiAttr{}, LinkCreateUprobeMultiAttr{},
+	LinkDetachAttr{}, EnableStatsAttr{},
+	TaskFDQueryAttr{},
+	ProgInfo{}, MapInfo{}, LinkInfo{}, BTFInfo{}}
 
 // TestLayout checks every named field against wantOffsets on this port,
 // and that the table names them all.
@@ -192,16 +217,25 @@ func TestLayout(t *testing.T) {
 // cNames are the uapi names of the fields whose Go name is not their C name
 // in CamelCase, as a path through nested named members.
 var cNames = map[string]string{
-	"GetIDAttr.ID":                          "start_id",
-	"LinkCreateAttr.Cookie":                 "perf_event.bpf_cookie",
-	"RawTracepointAttr.Cookie":              "cookie",
-	"LinkCreateKprobeMultiAttr.KprobeFlags": "kprobe_multi.flags",
-	"LinkCreateKprobeMultiAttr.Cnt":         "kprobe_multi.cnt",
-	"LinkCreateKprobeMultiAttr.Syms":        "kprobe_multi.syms",
-	"LinkCreateKprobeMultiAttr.Addrs":       "kprobe_multi.addrs",
-	"LinkCreateKprobeMultiAttr.Cookies":     "kprobe_multi.cookies",
-	"TaskFDQueryAttr.PID":                   "pid",
-	"LinkInfo.Union":                        "", // the union by link type: its members are checked where used
+	"GetIDAttr.ID":                            "start_id",
+	"LinkCreateAttr.Cookie":                   "perf_event.bpf_cookie",
+	"LinkCreateTracingAttr.TargetBTFID":       "tracing.target_btf_id",
+	"LinkCreateTracingAttr.Cookie":            "tracing.cookie",
+	"RawTracepointAttr.Cookie":                "cookie",
+	"LinkCreateKprobeMultiAttr.KprobeFlags":   "kprobe_multi.flags",
+	"LinkCreateKprobeMultiAttr.Cnt":           "kprobe_multi.cnt",
+	"LinkCreateKprobeMultiAttr.Syms":          "kprobe_multi.syms",
+	"LinkCreateKprobeMultiAttr.Addrs":         "kprobe_multi.addrs",
+	"LinkCreateKprobeMultiAttr.Cookies":       "kprobe_multi.cookies",
+	"LinkCreateUprobeMultiAttr.Path":          "uprobe_multi.path",
+	"LinkCreateUprobeMultiAttr.Offsets":       "uprobe_multi.offsets",
+	"LinkCreateUprobeMultiAttr.RefCtrOffsets": "uprobe_multi.ref_ctr_offsets",
+	"LinkCreateUprobeMultiAttr.Cookies":       "uprobe_multi.cookies",
+	"LinkCreateUprobeMultiAttr.Cnt":           "uprobe_multi.cnt",
+	"LinkCreateUprobeMultiAttr.UprobeFlags":   "uprobe_multi.flags",
+	"LinkCreateUprobeMultiAttr.PID":           "uprobe_multi.pid",
+	"TaskFDQueryAttr.PID":                     "pid",
+	"LinkInfo.Union":                          "", // the union by link type: its members are checked where used
 }
 
 // cName turns a Go field name into the uapi's: "BTFVmlinuxValueTypeID" is
@@ -263,7 +297,9 @@ func TestLayoutBTF(t *testing.T) {
 		// The C struct: an info struct by name, or the member of the
 		// union holding every field.
 		var members map[string]btfMember
-		if info, ok := map[string]string{"ProgInfo": "bpf_prog_info", "MapInfo": "bpf_map_info", "LinkInfo": "bpf_link_info"}[typ.Name()]; ok {
+		if info, ok := map[string]string{"ProgInfo": "bpf_prog_info", "MapInfo": "bpf_map_info",
+			"LinkInfo": "bpf_link_info",
+			"BTFInfo":  "bpf_btf_info"}[typ.Name()]; ok {
 			id := b.byName(4, info)
 			if id == 0 {
 				t.Fatalf("struct %s not in the kernel's BTF", info)

@@ -134,7 +134,8 @@ func bpfError(cmd int, attr unsafe.Pointer, errno unix.Errno) error {
 		case unix.BPF_LINK_CREATE, unix.BPF_RAW_TRACEPOINT_OPEN:
 			e.Hint = permHint(CAP_BPF, CAP_PERFMON)
 		case unix.BPF_PROG_GET_FD_BY_ID, unix.BPF_MAP_GET_FD_BY_ID, unix.BPF_LINK_GET_FD_BY_ID,
-			unix.BPF_PROG_GET_NEXT_ID, unix.BPF_MAP_GET_NEXT_ID, unix.BPF_LINK_GET_NEXT_ID,
+			unix.BPF_BTF_GET_FD_BY_ID, unix.BPF_PROG_GET_NEXT_ID, unix.BPF_MAP_GET_NEXT_ID,
+			unix.BPF_LINK_GET_NEXT_ID, unix.BPF_BTF_GET_NEXT_ID,
 			unix.BPF_ENABLE_STATS, unix.BPF_PROG_QUERY:
 			e.Hint = permHint(CAP_SYS_ADMIN)
 		case unix.BPF_OBJ_PIN, unix.BPF_OBJ_GET:
@@ -287,6 +288,16 @@ func MapGetNextID(a *GetIDAttr) error { return do(unix.BPF_MAP_GET_NEXT_ID, unsa
 // LinkGetNextID is BPF_LINK_GET_NEXT_ID (5.8).
 func LinkGetNextID(a *GetIDAttr) error { return do(unix.BPF_LINK_GET_NEXT_ID, unsafe.Pointer(a)) }
 
+// BTFGetNextID is BPF_BTF_GET_NEXT_ID (5.4): the smallest BTF object id
+// above ID, in NextID (the kernel's, each module's, each program's).
+func BTFGetNextID(a *GetIDAttr) error { return do(unix.BPF_BTF_GET_NEXT_ID, unsafe.Pointer(a)) }
+
+// BTFGetFDByID is BPF_BTF_GET_FD_BY_ID (5.0): an fd for BTF object ID,
+// which a tracing program's load names as attach_btf_obj_fd.
+func BTFGetFDByID(attr *GetIDAttr) (int, error) {
+	return callFD(unix.BPF_BTF_GET_FD_BY_ID, unsafe.Pointer(attr))
+}
+
 // ProgGetFDByID is BPF_PROG_GET_FD_BY_ID.
 func ProgGetFDByID(attr *GetIDAttr) (int, error) {
 	return callFD(unix.BPF_PROG_GET_FD_BY_ID, unsafe.Pointer(attr))
@@ -305,13 +316,15 @@ func LinkGetFDByID(attr *GetIDAttr) (int, error) {
 // ObjGetInfoByFD is BPF_OBJ_GET_INFO_BY_FD; InfoByFD fills the typed structs.
 func ObjGetInfoByFD(a *InfoAttr) error { return do(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(a)) }
 
-// InfoByFD fills info for the program, map or link fd.
-func InfoByFD[T ProgInfo | MapInfo | LinkInfo](fd int, info *T) error {
+// InfoByFD fills info for the program, map, link or BTF object fd.
+func InfoByFD[T ProgInfo | MapInfo | LinkInfo | BTFInfo](fd int, info *T) error {
 	attr := InfoAttr{BPFFD: uint32(arg32(fd)), InfoLen: uint32(unsafe.Sizeof(*info)), Info: NewPointer(unsafe.Pointer(info))}
 	return ObjGetInfoByFD(&attr)
 }
 
-// RawTracepointOpen is BPF_RAW_TRACEPOINT_OPEN (4.17); it returns a link fd.
+// RawTracepointOpen is BPF_RAW_TRACEPOINT_OPEN (4.17); it returns a link
+// fd. With a nil Name it attaches a tracing program (fentry, fexit,
+// tp_btf: 5.5) to the target it was loaded for.
 func RawTracepointOpen(attr *RawTracepointAttr) (int, error) {
 	return callFD(unix.BPF_RAW_TRACEPOINT_OPEN, unsafe.Pointer(attr))
 }
@@ -321,10 +334,27 @@ func LinkCreate(attr *LinkCreateAttr) (int, error) {
 	return callFD(unix.BPF_LINK_CREATE, unsafe.Pointer(attr))
 }
 
+// LinkCreateTracing is BPF_LINK_CREATE for a tracing program (6.1 has it
+// for fentry, fexit and tp_btf, 5.10 not; AttachType must be the
+// program's expected attach type; Cookie is read from 5.19, for tp_btf
+// from 6.10); it returns the link's fd. A kernel without it answers
+// EINVAL, and such a program is attached by RawTracepointOpen with a nil
+// Name.
+func LinkCreateTracing(attr *LinkCreateTracingAttr) (int, error) {
+	return callFD(unix.BPF_LINK_CREATE, unsafe.Pointer(attr))
+}
+
 // LinkCreateKprobeMulti is BPF_LINK_CREATE with the kprobe_multi member
 // (5.18; AttachType must be BPF_TRACE_KPROBE_MULTI); it returns the link's
 // fd. Kernels without CONFIG_FPROBE answer EOPNOTSUPP.
 func LinkCreateKprobeMulti(attr *LinkCreateKprobeMultiAttr) (int, error) {
+	return callFD(unix.BPF_LINK_CREATE, unsafe.Pointer(attr))
+}
+
+// LinkCreateUprobeMulti is BPF_LINK_CREATE with the uprobe_multi member
+// (6.6; AttachType must be BPF_TRACE_UPROBE_MULTI); it returns the link's
+// fd.
+func LinkCreateUprobeMulti(attr *LinkCreateUprobeMultiAttr) (int, error) {
 	return callFD(unix.BPF_LINK_CREATE, unsafe.Pointer(attr))
 }
 

@@ -605,3 +605,96 @@ func TestJournalEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestBTFObjects walks the kernel's BTF objects: the first is vmlinux's,
+// kernel_btf set, and its raw BTF from BPF_OBJ_GET_INFO_BY_FD is the file
+// /sys/kernel/btf/vmlinux byte for byte.
+func TestBTFObjects(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	file, err := os.ReadFile("/sys/kernel/btf/vmlinux")
+	if err != nil {
+		t.Skipf("no kernel BTF: %v", err)
+	}
+	var journal bytes.Buffer
+	sys.SetJournal(&journal)
+	defer sys.SetJournal(nil)
+	found := false
+	for a := (sys.GetIDAttr{}); !found; a.ID = a.NextID {
+		if err := sys.BTFGetNextID(&a); err != nil {
+			t.Fatalf("no BTF object named vmlinux: %v", err)
+		}
+		fd, err := sys.BTFGetFDByID(&sys.GetIDAttr{ID: a.NextID})
+		if errors.Is(err, unix.ENOENT) { // freed meanwhile
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := make([]byte, 64)
+		info := sys.BTFInfo{Name: sys.SlicePointer(name), NameLen: uint32(len(name))}
+		err = sys.InfoByFD(fd, &info)
+		if err == nil && unix.ByteSliceToString(name) == "vmlinux" && info.KernelBTF == 1 {
+			found = true
+			raw := make([]byte, info.BTFSize)
+			info = sys.BTFInfo{BTF: sys.SlicePointer(raw), BTFSize: uint32(len(raw))}
+			err = sys.InfoByFD(fd, &info)
+			if err == nil && (info.ID != a.NextID || !bytes.Equal(raw, file)) {
+				t.Errorf("BTF object %d (info id %d): %d bytes, the file %d, equal %v",
+					a.NextID, info.ID, len(raw), len(file), bytes.Equal(raw, file))
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, line := range []string{"bpf(BPF_BTF_GET_NEXT_ID, id=0) = 0",
+		"bpf(BPF_BTF_GET_FD_BY_ID, id="} {
+		if !strings.Contains(journal.String(), line) {
+			t.Errorf("journal lacks %q:\n%s", line, journal.String())
+		}
+	}
+}
+
+// TestTracingJournal: the journal names what a tracing program's load and
+// attach carry: attach_btf_id and its object, the link's target_btf_id and
+// tracing cookie (not perf_event's), BPF_RAW_TRACEPOINT_OPEN's NULL name.
+func TestTracingJournal(t *testing.T) {
+	testutil.RequireRoot(t)
+	var journal bytes.Buffer
+	sys.SetJournal(&journal)
+	defer sys.SetJournal(nil)
+	code := retZero
+	attr := sys.ProgLoadAttr{ProgType: unix.BPF_PROG_TYPE_TRACING, InsnCnt: uint32(len(code) / 8),
+		Insns: sys.SlicePointer(code), License: cstr("GPL"),
+		ExpectedAttachType: unix.BPF_TRACE_FENTRY, AttachBTFID: 1, AttachProgFD: 0}
+	if fd, err := sys.ProgLoad(&attr); err == nil {
+		unix.Close(fd)
+		t.Fatal("a tracing program loaded for BTF type 1, which is no function")
+	}
+	_, err := sys.LinkCreateTracing(&sys.LinkCreateTracingAttr{ProgFD: ^uint32(0),
+		AttachType:  unix.BPF_TRACE_FEXIT,
+		TargetBTFID: 7, Cookie: 0xc0ffee})
+	wantErrno(t, "LinkCreateTracing of prog fd -1", err, unix.EBADF)
+	_, err = sys.RawTracepointOpen(&sys.RawTracepointAttr{ProgFD: ^uint32(0)})
+	wantErrno(t, "RawTracepointOpen with no name of prog fd -1", err, unix.EBADF)
+	for _, line := range []string{
+		"prog_type=tracing insn_cnt=2 ",
+		" expected_attach_type=trace_fentry attach_btf_id=1 attach_btf_obj_fd=0) = -1 ",
+		"bpf(BPF_LINK_CREATE, prog_fd=4294967295 target_fd=0 attach_type=trace_fexit flags=0x0 " +
+			"target_btf_id=7 cookie=0xc0ffee) = -1 EBADF",
+		"bpf(BPF_RAW_TRACEPOINT_OPEN, name=NULL prog_fd=4294967295) = -1 EBADF",
+	} {
+		if !strings.Contains(journal.String(), line) {
+			t.Errorf("journal lacks %q:\n%s", line, journal.String())
+		}
+	}
+}
+
+func wantErrno(t *testing.T, what string, err error, errno unix.Errno) {
+	t.Helper()
+	if !errors.Is(err, errno) {
+		t.Errorf("%s: %v, want %v", what, err, errno)
+	}
+}

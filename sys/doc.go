@@ -26,14 +26,17 @@
 // The journal records every call for security review, one line each in
 // strace's shape: call(arguments) = result <duration>. The result is what
 // the call returned (an fd, a count, a mapped address) or -1 with the
-// errno's name and text; the duration is the call's wall-clock time. It
+// errno's name and text, the kernel's own errnos' too (ENOTSUPP), and the
+// number of one no header names; the duration is the call's wall-clock
+// time. It
 // covers bpf(2) with the attr fields a reviewer needs (and the probes that
 // size union bpf_attr), perf_event_open with the event (and a probe's
-// function or file and offset), the perf ioctls, mmap and munmap of rings,
-// epoll and eventfd, mount, unlink of pins, setrlimit, fcntl, and every
-// write to a tracefs control file, with its path and text. Closing an fd is
-// not recorded. Lines of one run of `BPFKIT_JOURNAL=1 dropmon -events 1 1`
-// on Linux 6.18, in their order, the rest left out:
+// function or file and offset), the perf ioctls, mmap and munmap of rings
+// and of the kernel's BTF, epoll and eventfd, mount, unlink of pins,
+// setrlimit, fcntl, and every write to a tracefs control file, with its
+// path and text. Closing an fd is not recorded. Lines of one run of
+// `BPFKIT_JOURNAL=1 dropmon -events 1 1` on Linux 6.18, in their order,
+// the rest left out:
 //
 //	bpf(0xbfbf (no command: sizing union bpf_attr), byte 168 set, 256) = -1 E2BIG (argument list too long) <1.4µs>
 //	bpf(BPF_MAP_CREATE, map_type=perf_event_array key_size=4 value_size=4 max_entries=2 map_flags=0x0 name="drop_events") = 8 <28µs>

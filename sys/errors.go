@@ -1,8 +1,11 @@
 package sys
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -17,11 +20,12 @@ type Error struct {
 	Hint  string     // the likely cause (a missing capability, a full map), or ""
 }
 
-// Error says which call failed, the errno and, when known, why.
+// Error says which call failed, the errno and, when known, why. An errno
+// of the kernel's own, which libc has no text for, is named as well.
 func (e *Error) Error() string {
-	msg := e.Op + ": " + e.Errno.Error()
-	if e.Errno == ENOTSUPP {
-		msg = e.Op + ": operation not supported (ENOTSUPP)"
+	msg := e.Op + ": " + cmp.Or(errnoText(e.Errno), errnoName(e.Errno))
+	if name, _, own := kernelErrno(e.Errno); own {
+		msg += " (" + name + ")"
 	}
 	if e.Hint != "" {
 		msg += " (" + e.Hint + ")"
@@ -32,6 +36,69 @@ func (e *Error) Error() string {
 // ENOTSUPP (524) is the kernel's internal "not supported", which BPF lets
 // reach user space (libc has no name for it).
 const ENOTSUPP = unix.Errno(524)
+
+// kernelErrnos are the errnos of the kernel's own (include/linux/errno.h),
+// from 512, meant never to reach user space and so named by no libc, with
+// the header's words: ENOTSUPP does reach it from bpf(2), and a kernel bug
+// may let another through. An array, which costs no code at start-up.
+var kernelErrnos = [...]struct{ name, text string }{
+	512 - 512: {"ERESTARTSYS", "restart the system call"},
+	513 - 512: {"ERESTARTNOINTR", "restart the system call, not interrupted"},
+	514 - 512: {"ERESTARTNOHAND", "restart if no handler"},
+	515 - 512: {"ENOIOCTLCMD", "no ioctl command"},
+	516 - 512: {"ERESTART_RESTARTBLOCK", "restart by calling sys_restart_syscall"},
+	517 - 512: {"EPROBE_DEFER", "driver requests probe retry"},
+	518 - 512: {"EOPENSTALE", "open found a stale dentry"},
+	519 - 512: {"ENOPARAM", "parameter not supported"},
+	521 - 512: {"EBADHANDLE", "illegal NFS file handle"},
+	522 - 512: {"ENOTSYNC", "update synchronization mismatch"},
+	523 - 512: {"EBADCOOKIE", "cookie is stale"},
+	524 - 512: {"ENOTSUPP", "operation not supported"},
+	525 - 512: {"ETOOSMALL", "buffer or request is too small"},
+	526 - 512: {"ESERVERFAULT", "an untranslatable error occurred"},
+	527 - 512: {"EBADTYPE", "type not supported by server"},
+	528 - 512: {"EJUKEBOX", "request initiated, but will not complete before timeout"},
+	529 - 512: {"EIOCBQUEUED", "iocb queued, will get completion event"},
+	530 - 512: {"ERECALLCONFLICT", "conflict with recalled state"},
+	531 - 512: {"ENOGRACE", "NFS file lock reclaim refused"},
+}
+
+// kernelErrno returns the name and text of e if it is one of the kernel's
+// own errnos.
+func kernelErrno(e unix.Errno) (name, text string, own bool) {
+	if i := int(e) - 512; i >= 0 && i < len(kernelErrnos) && kernelErrnos[i].name != "" {
+		return kernelErrnos[i].name, kernelErrnos[i].text, true
+	}
+	return "", "", false
+}
+
+// errnoName is the errno's name as strace prints it: the uapi's for
+// user-space errnos (x/sys/unix's table, of this port), the kernel's for
+// its own, or "errno N" for a number no header names.
+func errnoName(e unix.Errno) string {
+	if name, _, own := kernelErrno(e); own {
+		return name
+	}
+	switch name := unix.ErrnoName(e); {
+	case e == unix.EOPNOTSUPP:
+		return "EOPNOTSUPP" // the uapi's name of 95, which unix lists under glibc's ENOTSUP
+	case name != "":
+		return name
+	}
+	return "errno " + strconv.Itoa(int(e))
+}
+
+// errnoText is what the errno means: libc's text (strerror's, as Go has
+// it), the kernel header's for its own errnos, or "" where neither has one.
+func errnoText(e unix.Errno) string {
+	if _, text, own := kernelErrno(e); own {
+		return text
+	}
+	if text := e.Error(); !strings.HasPrefix(text, "errno ") {
+		return text
+	}
+	return ""
+}
 
 // Unwrap is the errno, for errors.Is(err, unix.EPERM).
 func (e *Error) Unwrap() error { return e.Errno }
@@ -85,7 +152,7 @@ func NeedCaps(need ...int) error {
 }
 
 // permHint explains an EPERM: the capabilities of need missing, or what
-// else refuses root.
+// else refuses root, where it can be seen.
 func permHint(need ...int) string {
 	missing, err := missingCaps(need...)
 	if err != nil {
@@ -94,15 +161,42 @@ func permHint(need ...int) string {
 	var rl unix.Rlimit
 	memlock := ""
 	if unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl) == nil && rl.Cur != unix.RLIM_INFINITY {
-		memlock = fmt.Sprintf("; kernels before 5.11 also charge BPF memory to RLIMIT_MEMLOCK, here %d KiB", rl.Cur/1024)
+		memlock = fmt.Sprintf("; kernels before 5.11 also charge BPF memory to RLIMIT_MEMLOCK, "+
+			"here %d KiB", rl.Cur/1024)
 	}
 	switch missing {
 	case "":
-		return "capabilities are present: kernel lockdown, an LSM or kernel.unprivileged_bpf_disabled may refuse it" + memlock
+		return "capabilities are present: the kernel refused it for another reason" +
+			lockdown() + memlock
 	case "CAP_SYS_ADMIN":
 		return "missing CAP_SYS_ADMIN" + memlock
 	}
-	return "missing " + missing + "; CAP_SYS_ADMIN grants all, and kernels before 5.8 require it" + memlock
+	return "missing " + missing + "; CAP_SYS_ADMIN grants all, and kernels before 5.8 require it" +
+		unprivilegedDisabled(missing) + memlock
+}
+
+// lockdown says that kernel lockdown is on, which refuses some of BPF to
+// root (reading kernel memory, in its confidentiality mode), where
+// securityfs shows it; "" where it is off or cannot be seen.
+func lockdown() string {
+	b, _ := os.ReadFile("/sys/kernel/security/lockdown") // "none [integrity] confidentiality"
+	for _, mode := range []string{"integrity", "confidentiality"} {
+		if strings.Contains(string(b), "["+mode+"]") {
+			return "; kernel lockdown is in its " + mode + " mode"
+		}
+	}
+	return ""
+}
+
+// unprivilegedDisabled names kernel.unprivileged_bpf_disabled where it is
+// set and the process lacks CAP_BPF, to which it applies; "" else.
+func unprivilegedDisabled(missing string) string {
+	b, err := os.ReadFile("/proc/sys/kernel/unprivileged_bpf_disabled")
+	value := strings.TrimSpace(string(b))
+	if err != nil || value == "0" || !strings.Contains(missing, "CAP_BPF") {
+		return ""
+	}
+	return "; kernel.unprivileged_bpf_disabled is " + value + ": without CAP_BPF, bpf() is refused"
 }
 
 // progCaps is what loading or attaching a program of a type needs: tracing

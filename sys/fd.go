@@ -1,9 +1,11 @@
 package sys
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -38,32 +40,49 @@ func Dup(fd int) (int, error) {
 	return newFD(nfd, err, "fcntl F_DUPFD_CLOEXEC")
 }
 
-// OpenRegular opens the file at path to read if it is a regular file, as
-// ELF binaries are: a FIFO, a device or a directory is refused, before
-// opening (some devices act on open) and after (the path may have changed),
-// and the open is O_NONBLOCK, so that a FIFO does not wait for a writer.
+// OpenRegular opens the file at path to read, close-on-exec, if it is a
+// regular file, as ELF binaries are. It resolves path once, with O_PATH,
+// which opens nothing (no device's open runs, a FIFO wakes no writer and
+// waits for none); checks with fstat what that found; and opens that very
+// inode, O_RDONLY|O_NONBLOCK, through /proc/self/fd, which names the file
+// already found rather than resolving path again. So a FIFO, a device, a
+// socket or a directory is refused without being opened, even when path
+// (or a symbolic link on it) is changed meanwhile: the file opened is the
+// regular file checked. It needs /proc mounted, and says so.
 func OpenRegular(path string) (*os.File, error) {
-	notRegular := &Error{Op: "open " + path, Errno: unix.EINVAL, Hint: "not a regular file"}
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-		return nil, notRegular
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	op := "open " + path
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, sysErr("open "+path, err)
+		return nil, &Error{Op: op, Errno: errnoOf(err)}
 	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = notRegular
-		if fi.IsDir() {
-			err = &Error{Op: "open " + path, Errno: unix.EISDIR}
-		}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &Error{Op: "fstat " + path, Errno: errnoOf(err)}
 	}
-	if err != nil {
-		f.Close()
-		return nil, sysErr("fstat "+path, err)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		return nil, &Error{Op: op, Errno: unix.EISDIR}
+	default:
+		return nil, &Error{Op: op, Errno: unix.EINVAL, Hint: "not a regular file"}
 	}
-	return f, nil
+	beforeReopen()
+	proc := "/proc/self/fd/" + strconv.Itoa(fd)
+	rfd, err := unix.Open(proc, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		hint := "reopening it through " + proc + ": is /proc mounted?"
+		return nil, &Error{Op: op, Errno: unix.ENOENT, Hint: hint}
+	}
+	if rfd, err = newFD(rfd, err, op); err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(rfd), path), nil
 }
+
+// beforeReopen runs between OpenRegular's check and its open: a test
+// changes the path there.
+var beforeReopen = func() {}
 
 // safeFD moves fd above 2, where no careless write or close to a standard
 // stream (closed when a daemon started) reaches it, keeping O_CLOEXEC.

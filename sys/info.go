@@ -78,3 +78,16 @@ type LinkInfo struct {
 	_      uint32
 	Union  [6]uint64
 }
+
+// BTFInfo is struct bpf_btf_info (5.0; Name, NameLen and KernelBTF 5.11),
+// its fields as the uapi names them: point BTF at a buffer of BTFSize
+// bytes for the raw BTF, Name at one of NameLen for the name ("vmlinux",
+// or a module's); KernelBTF is 1 for the kernel's and its modules' BTF.
+type BTFInfo struct {
+	BTF       Pointer
+	BTFSize   uint32
+	ID        uint32
+	Name      Pointer
+	NameLen   uint32
+	KernelBTF uint32
+}

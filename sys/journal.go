@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,30 +77,6 @@ func init() {
 	journal.Store(envJournal)
 }
 
-// errnoBase names errnos 1 to 34, the same on every Linux port
-// (asm-generic/errno-base.h), as strace does.
-const errnoBase = `EPERM ENOENT ESRCH EINTR EIO ENXIO E2BIG ENOEXEC EBADF ECHILD EAGAIN ENOMEM
-	EACCES EFAULT ENOTBLK EBUSY EEXIST EXDEV ENODEV ENOTDIR EISDIR EINVAL ENFILE EMFILE ENOTTY ETXTBSY EFBIG
-	ENOSPC ESPIPE EROFS EMLINK EPIPE EDOM ERANGE`
-
-// errnoName is errno's name: from errno-base.h, or one of the few others
-// bpf(2), perf_event_open and tracefs return, or its number.
-func errnoName(e unix.Errno) string {
-	switch base := strings.Fields(errnoBase); {
-	case e > 0 && int(e) <= len(base):
-		return base[e-1]
-	case e == unix.EOPNOTSUPP:
-		return "EOPNOTSUPP"
-	case e == unix.ENOSYS:
-		return "ENOSYS"
-	case e == unix.ELOOP:
-		return "ELOOP"
-	case e == ENOTSUPP:
-		return "ENOTSUPP"
-	}
-	return "errno " + strconv.Itoa(int(e))
-}
-
 // record writes one line; an error means the call must fail.
 func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Duration) error {
 	res := fmt.Sprint(r)
@@ -110,7 +84,10 @@ func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Durat
 		res = fmt.Sprintf("%#x", uint(r))
 	}
 	if errno != 0 {
-		res = fmt.Sprintf("-1 %s (%v)", errnoName(errno), errno)
+		res = "-1 " + errnoName(errno)
+		if text := errnoText(errno); text != "" {
+			res += " (" + text + ")"
+		}
 	}
 	line := fmt.Sprintf("%s(%s) = %s <%v>\n", op, args, res, d.Round(time.Microsecond/10))
 	if j.env != nil {
@@ -172,6 +149,10 @@ func describe(cmd int, p unsafe.Pointer) string {
 		if a.ExpectedAttachType != 0 {
 			s += " expected_attach_type=" + AttachTypeName(a.ExpectedAttachType)
 		}
+		if a.AttachBTFID != 0 {
+			s += fmt.Sprintf(" attach_btf_id=%d attach_btf_obj_fd=%d", a.AttachBTFID,
+				a.AttachProgFD)
+		}
 		return s
 	case unix.BPF_OBJ_PIN, unix.BPF_OBJ_GET:
 		a := (*ObjAttr)(p)
@@ -183,23 +164,37 @@ func describe(cmd int, p unsafe.Pointer) string {
 		a := (*TestRunAttr)(p)
 		return fmt.Sprintf("%s, prog_fd=%d data_size_in=%d ctx_size_in=%d repeat=%d", name, a.ProgFD, a.DataSizeIn, a.CtxSizeIn, a.Repeat)
 	case unix.BPF_PROG_GET_NEXT_ID, unix.BPF_MAP_GET_NEXT_ID, unix.BPF_LINK_GET_NEXT_ID,
-		unix.BPF_PROG_GET_FD_BY_ID, unix.BPF_MAP_GET_FD_BY_ID, unix.BPF_LINK_GET_FD_BY_ID:
+		unix.BPF_BTF_GET_NEXT_ID, unix.BPF_PROG_GET_FD_BY_ID, unix.BPF_MAP_GET_FD_BY_ID,
+		unix.BPF_LINK_GET_FD_BY_ID, unix.BPF_BTF_GET_FD_BY_ID:
 		return fmt.Sprintf("%s, id=%d", name, (*GetIDAttr)(p).ID)
 	case unix.BPF_OBJ_GET_INFO_BY_FD:
 		a := (*InfoAttr)(p)
 		return fmt.Sprintf("%s, bpf_fd=%d info_len=%d", name, a.BPFFD, a.InfoLen)
 	case unix.BPF_RAW_TRACEPOINT_OPEN:
 		a := (*RawTracepointAttr)(p)
+		if a.Name.ptr == nil { // a tracing program, attached where it was loaded for
+			return fmt.Sprintf("%s, name=NULL prog_fd=%d", name, a.ProgFD)
+		}
 		return fmt.Sprintf("%s, name=%q prog_fd=%d", name, cString(a.Name), a.ProgFD)
 	case unix.BPF_LINK_CREATE:
 		a := (*LinkCreateAttr)(p)
-		if a.AttachType == unix.BPF_TRACE_KPROBE_MULTI {
+		cookie := fmt.Sprintf("cookie=%#x", a.Cookie)
+		switch a.AttachType {
+		case unix.BPF_TRACE_KPROBE_MULTI:
 			k := (*LinkCreateKprobeMultiAttr)(p)
 			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s kprobe_multi.flags=%#x cnt=%d",
 				name, k.ProgFD, AttachTypeName(k.AttachType), k.KprobeFlags, k.Cnt)
+		case unix.BPF_TRACE_UPROBE_MULTI:
+			u := (*LinkCreateUprobeMultiAttr)(p)
+			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s uprobe_multi.path=%q flags=%#x cnt=%d pid=%d",
+				name, u.ProgFD, AttachTypeName(u.AttachType), cString(u.Path), u.UprobeFlags, u.Cnt, u.PID)
+		case unix.BPF_TRACE_FENTRY, unix.BPF_TRACE_FEXIT, unix.BPF_MODIFY_RETURN,
+			unix.BPF_TRACE_RAW_TP, unix.BPF_LSM_MAC:
+			tr := (*LinkCreateTracingAttr)(p)
+			cookie = fmt.Sprintf("target_btf_id=%d cookie=%#x", tr.TargetBTFID, tr.Cookie)
 		}
-		return fmt.Sprintf("%s, prog_fd=%d target_fd=%d attach_type=%s flags=%#x cookie=%#x",
-			name, a.ProgFD, int32(a.TargetFD), AttachTypeName(a.AttachType), a.Flags, a.Cookie)
+		return fmt.Sprintf("%s, prog_fd=%d target_fd=%d attach_type=%s flags=%#x %s",
+			name, a.ProgFD, int32(a.TargetFD), AttachTypeName(a.AttachType), a.Flags, cookie)
 	case unix.BPF_TASK_FD_QUERY:
 		a := (*TaskFDQueryAttr)(p)
 		return fmt.Sprintf("%s, pid=%d fd=%d buf_len=%d", name, a.PID, a.FD, a.BufLen)

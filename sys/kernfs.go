@@ -11,12 +11,28 @@ import (
 // Mmap maps length bytes of the perf event or BPF map fd at offset, shared,
 // as perf and BPF ring buffers are read.
 func Mmap(fd int, offset int64, length int, prot int) ([]byte, error) {
+	return mmap(fd, offset, length, prot, unix.MAP_SHARED)
+}
+
+// MmapReadOnly maps length bytes of the file fd from its start, private
+// and read-only, as the kernel lets /sys/kernel/btf/vmlinux be mapped
+// (6.16: it refuses a shared or writable mapping with EACCES, and older
+// kernels refuse any with EINVAL or ENODEV). Munmap unmaps it.
+func MmapReadOnly(fd int, length int) ([]byte, error) {
+	return mmap(fd, 0, length, unix.PROT_READ, unix.MAP_PRIVATE)
+}
+
+func mmap(fd int, offset int64, length, prot, flags int) ([]byte, error) {
 	var mem []byte
 	_, err := traced("mmap", func() string {
-		return fmt.Sprintf("NULL, %d, %s, MAP_SHARED, %d, %#x", length, protNames(prot), fd, offset)
+		share := "MAP_SHARED"
+		if flags == unix.MAP_PRIVATE {
+			share = "MAP_PRIVATE"
+		}
+		return fmt.Sprintf("NULL, %d, %s, %s, %d, %#x", length, protNames(prot), share, fd, offset)
 	}, func() (int, error) {
 		var err error
-		mem, err = unix.Mmap(arg32(fd), offset, length, prot, unix.MAP_SHARED)
+		mem, err = unix.Mmap(arg32(fd), offset, length, prot, flags)
 		return int(uintptr(unsafe.Pointer(unsafe.SliceData(mem)))), err // the address, for the journal
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -81,8 +82,18 @@ func epollWait(epfd int, events []unix.EpollEvent, msec int, holdP bool) (int, e
 	return 0, sysErr("epoll_wait", err)
 }
 
+// EventFD is an eventfd(2) counter. Only Eventfd makes one, so that Write
+// and Read act on an eventfd and on nothing else: given any fd, they wrote
+// 8 bytes into a file or a pipe, or read a file's bytes as a counter. A
+// zero or closed EventFD answers EBADF, never reaching a file that took its
+// number after Close.
+type EventFD struct {
+	mu sync.RWMutex // Close waits for a Write or Read using the fd
+	fd FD
+}
+
 // Eventfd is eventfd2(2) with EFD_CLOEXEC added to flags.
-func Eventfd(initval uint, flags int) (int, error) {
+func Eventfd(initval uint, flags int) (*EventFD, error) {
 	flags |= unix.EFD_CLOEXEC
 	fd, err := traced("eventfd2", func() string { return fmt.Sprintf("%d, %#x", initval, flags) },
 		func() (int, error) {
@@ -91,26 +102,71 @@ func Eventfd(initval uint, flags int) (int, error) {
 			}
 			return unix.Eventfd(initval, arg32(flags))
 		})
-	return newFD(fd, err, "eventfd2")
+	if fd, err = newFD(fd, err, "eventfd2"); err != nil {
+		return nil, err
+	}
+	e := &EventFD{}
+	e.fd.Set(fd)
+	return e, nil
 }
 
-// EventfdWrite adds n to eventfd fd's counter: write(2) of 8 bytes.
-func EventfdWrite(fd int, n uint64) error {
-	_, err := traced("write", func() string { return fmt.Sprintf("%d, %d, 8", fd, n) }, func() (int, error) {
-		return unix.Write(arg32(fd), unsafe.Slice((*byte)(unsafe.Pointer(&n)), 8))
+// Int is the eventfd's fd, for EpollCtl; -1 once closed.
+func (e *EventFD) Int() int {
+	if e == nil {
+		return -1
+	}
+	return e.fd.Int()
+}
+
+// Close closes the eventfd once; again, it returns nil.
+func (e *EventFD) Close() error {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.fd.Close()
+}
+
+// use returns the fd, held open until done is called, or op's EBADF,
+// without a system call, for a zero or closed EventFD.
+func (e *EventFD) use(op string) (fd int, done func(), err error) {
+	if e == nil {
+		return -1, func() {}, &Error{Op: op, Errno: unix.EBADF}
+	}
+	e.mu.RLock()
+	if fd = e.fd.Int(); fd < 0 {
+		err = &Error{Op: op, Errno: unix.EBADF}
+	}
+	return fd, e.mu.RUnlock, err
+}
+
+// Write adds n to the counter: write(2) of 8 bytes.
+func (e *EventFD) Write(n uint64) error {
+	fd, done, err := e.use("eventfd write")
+	defer done()
+	if err != nil {
+		return err
+	}
+	args := func() string { return fmt.Sprintf("%d, %d, 8", fd, n) }
+	_, err = traced("write", args, func() (int, error) {
+		return unix.Write(fd, unsafe.Slice((*byte)(unsafe.Pointer(&n)), 8))
 	})
 	return sysErr("eventfd write", err)
 }
 
-// EventfdRead reads and resets eventfd fd's counter: read(2) of 8 bytes.
-// A non-blocking eventfd whose counter is 0 answers EAGAIN.
-func EventfdRead(fd int) (uint64, error) {
-	var n uint64
-	got, err := traced("read", func() string { return fmt.Sprintf("%d, %d, 8", fd, n) }, func() (int, error) {
-		return unix.Read(arg32(fd), unsafe.Slice((*byte)(unsafe.Pointer(&n)), 8))
-	})
-	if err == nil && got != 8 {
-		return 0, &Error{Op: "eventfd read", Errno: unix.EINVAL, Hint: fmt.Sprintf("read %d of 8 bytes: not an eventfd", got)}
+// Read reads and resets the counter: read(2) of 8 bytes. A non-blocking
+// eventfd whose counter is 0 answers EAGAIN.
+func (e *EventFD) Read() (uint64, error) {
+	fd, done, err := e.use("eventfd read")
+	defer done()
+	if err != nil {
+		return 0, err
 	}
+	var n uint64
+	args := func() string { return fmt.Sprintf("%d, %d, 8", fd, n) }
+	_, err = traced("read", args, func() (int, error) {
+		return unix.Read(fd, unsafe.Slice((*byte)(unsafe.Pointer(&n)), 8))
+	})
 	return n, sysErr("eventfd read", err)
 }

@@ -3,6 +3,7 @@ package sys_test
 import (
 	"bytes"
 	"errors"
+	"os"
 	"regexp"
 	"testing"
 
@@ -22,11 +23,12 @@ func TestPollJournaled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(epfd)
-	efd, err := sys.Eventfd(0, unix.EFD_NONBLOCK)
+	eventfd, err := sys.Eventfd(0, unix.EFD_NONBLOCK)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(efd)
+	defer eventfd.Close()
+	efd := eventfd.Int()
 	if err := sys.EpollCtl(epfd, unix.EPOLL_CTL_ADD, efd, unix.EPOLLIN, 7); err != nil {
 		t.Fatal(err)
 	}
@@ -37,16 +39,16 @@ func TestPollJournaled(t *testing.T) {
 	if n, err := sys.EpollWait(epfd, events, 0); n != 0 || err != nil {
 		t.Fatalf("wait on a zero eventfd: %d, %v", n, err)
 	}
-	if err := sys.EventfdWrite(efd, 3); err != nil {
+	if err := eventfd.Write(3); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := sys.EpollWaitHoldingP(epfd, events, 1); n != 1 || err != nil || events[0].Fd != 7 {
 		t.Fatalf("wait on a ready eventfd: %d, %v, data %d", n, err, events[0].Fd)
 	}
-	if n, err := sys.EventfdRead(efd); n != 3 || err != nil {
+	if n, err := eventfd.Read(); n != 3 || err != nil {
 		t.Fatalf("eventfd read: %d, %v", n, err)
 	}
-	if _, err := sys.EventfdRead(efd); !errors.Is(err, unix.EAGAIN) {
+	if _, err := eventfd.Read(); !errors.Is(err, unix.EAGAIN) {
 		t.Fatalf("read of a zero non-blocking eventfd: %v, want EAGAIN", err)
 	}
 	if _, err := sys.EpollWait(-1, events, 0); !errors.Is(err, unix.EBADF) {
@@ -74,5 +76,50 @@ func TestPollJournaled(t *testing.T) {
 	sys.SetJournal(nil)
 	if a := testing.AllocsPerRun(100, func() { sys.EpollWait(epfd, events, 0) }); a != 0 {
 		t.Fatalf("EpollWait with the journal off: %.1f allocations", a)
+	}
+}
+
+// TestEventFDOnlyEventfds: Write and Read act only on an eventfd Eventfd
+// made (given any fd, they wrote 8 bytes into a regular file or a pipe). A
+// nil, zero or closed EventFD answers EBADF without a system call, so the
+// file that took a closed eventfd's number gets nothing.
+func TestEventFDOnlyEventfds(t *testing.T) {
+	if f, err := os.CreateTemp(t.TempDir(), "first"); err == nil { // the runtime's poller fds
+		f.Close()
+	}
+	closed, err := sys.Eventfd(0, unix.EFD_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := closed.Int()
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if int(f.Fd()) != fd {
+		t.Fatalf("the file got fd %d, not the closed eventfd's %d", f.Fd(), fd)
+	}
+	var buf bytes.Buffer
+	sys.SetJournal(&buf)
+	defer sys.SetJournal(nil)
+	for what, e := range map[string]*sys.EventFD{"nil": nil, "zero": {}, "closed": closed} {
+		_, rerr := e.Read()
+		for op, err := range map[string]error{"write": e.Write(1), "read": rerr} {
+			want := "eventfd " + op + ": bad file descriptor"
+			if err == nil || err.Error() != want || !errors.Is(err, unix.EBADF) {
+				t.Errorf("%s EventFD's %s: %v, want %q", what, op, err, want)
+			}
+		}
+		if e.Int() != -1 || e.Close() != nil {
+			t.Errorf("%s EventFD: fd %d", what, e.Int())
+		}
+	}
+	if st, err := f.Stat(); err != nil || st.Size() != 0 || buf.Len() != 0 {
+		t.Fatalf("the file with the closed eventfd's number: %v, %d bytes; journal %q",
+			err, st.Size(), buf.String())
 	}
 }

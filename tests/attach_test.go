@@ -35,7 +35,7 @@ func requireKprobes(t *testing.T) {
 
 // haveKprobes says whether this kernel has kprobes; in the VMs, whose
 // kernels all do, it fails the test if not.
-func haveKprobes(t *testing.T) bool {
+func haveKprobes(t testing.TB) bool {
 	t.Helper()
 	p, err := tracefs.Path()
 	if err != nil {
@@ -48,7 +48,7 @@ func haveKprobes(t *testing.T) bool {
 	return err == nil
 }
 
-func newArray(t *testing.T, n uint32) (*mapfd.Map, *mapfd.Typed[uint32, uint64]) {
+func newArray(t testing.TB, n uint32) (*mapfd.Map, *mapfd.Typed[uint32, uint64]) {
 	t.Helper()
 	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: 8, MaxEntries: n, Name: "counts"})
 	if err != nil {
@@ -247,7 +247,13 @@ func TestKretprobeReturnValue(t *testing.T) {
 	}
 }
 
+// uprobeTarget is the function the uprobe tests probe; nosplit, with no
+// stack check to run it again from its first instruction after the
+// runtime stopped the goroutine there (see prog's uprobed), so that a
+// uprobe counts each call once.
+//
 //go:noinline
+//go:nosplit
 func uprobeTarget(x int) int { return x*7 + 3 }
 
 // TestUprobeCount: a uprobe on a function of this test binary counts exactly

@@ -191,9 +191,14 @@ func expectedFeatures(t *testing.T) map[string]struct {
 	} else {
 		set("kprobe_multi", since{0x512, "FPROBE"}, 0, unix.EOPNOTSUPP)
 	}
+	set("uprobe_multi", since{0x606, "UPROBES"}, unix.EBADF, unix.EINVAL)
+	// 6.6 to 6.9 filtered a PID's threads wrong (EBADF), as the kernels
+	// here do not.
+	set("uprobe_multi_pid_filter", since{0x60a, "UPROBES"}, unix.EINVAL, unix.EINVAL)
 	set("kprobe_pmu", since{0x411, "KPROBES"}, 0, unix.ENOENT)
 	set("uprobe_pmu", since{0x411, "UPROBES"}, 0, unix.ENOENT)
 	set("btf_vmlinux", since{0x504, "DEBUG_INFO_BTF"}, 0, unix.ENOENT)
+	set("atomic_fetch", since{0x50c, ""}, 0, unix.EINVAL)
 	set("isa_v2", since{0x40e, ""}, 0, unix.EINVAL)
 	set("isa_v3", since{0x501, ""}, 0, unix.EINVAL)
 	set("isa_v4", since{0x606, ""}, 0, unix.EINVAL)
@@ -270,7 +275,10 @@ func TestFeatures(t *testing.T) {
 		name string
 		have func() (bool, error)
 	}{
-		{"perf_link", prog.HavePerfLink}, {"kprobe_multi", prog.HaveKprobeMulti}, {"btf_vmlinux", prog.HaveBTF},
+		{"perf_link", prog.HavePerfLink}, {"kprobe_multi", prog.HaveKprobeMulti},
+		{"btf_vmlinux", prog.HaveBTF}, {"uprobe_multi", prog.HaveUprobeMulti},
+		{"uprobe_multi_pid_filter", prog.HaveUprobeMultiPIDFilter},
+		{"atomic_fetch", prog.HaveAtomicFetch},
 		{"isa_v4", prog.HaveISAv4}, {"prog_type xdp", func() (bool, error) { return prog.HaveProgType(prog.XDP) }},
 		{"map_type ringbuf", func() (bool, error) { return prog.HaveMapType(uint32(unix.BPF_MAP_TYPE_RINGBUF)) }},
 	} {

@@ -2,6 +2,8 @@ package tests
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/bpfkit/bpfkit/insn"
@@ -14,9 +16,11 @@ import (
 // against the kernel's: each case is one instruction inside a program that
 // initialises every register and the stack slot r10-8. What Assemble
 // refuses, the kernel must refuse with EINVAL when the same slots are loaded
-// without Assemble; what it accepts, the kernel must load. Cases on both
-// sides of each limit keep the checks from being stricter than the kernel.
+// without Assemble (a write to r10 with EACCES: "frame pointer is read
+// only"); what it accepts, the kernel must load. Cases on both sides of
+// each limit keep the checks from being stricter than the kernel.
 func TestAssembleAgreesWithVerifier(t *testing.T) {
+	errFramePointer := errors.New("r10 written") // Assemble's ErrRegister for a write to r10
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	v4 := haveV4(t)
@@ -110,6 +114,22 @@ func TestAssembleAgreesWithVerifier(t *testing.T) {
 		{"jump before the start", JaOff(-100), ErrOffsetRange, false},
 		{"jump to the exit", JumpImmOff(BPF_JEQ, R1, 0, 1), nil, false},
 		{"call past the end", CallRel(5), ErrOffsetRange, false},
+		{"mov to r10", Mov64Imm(R10, 1), errFramePointer, false},
+		{"mov32 to r10", Mov32Reg(R10, R1), errFramePointer, false},
+		{"add to r10", ALU64Imm(BPF_ADD, R10, 8), errFramePointer, false},
+		{"neg r10", Neg64(R10), errFramePointer, false},
+		{"bswap r10", ToLE(R10, 64), errFramePointer, false},
+		{"load into r10", LoadMem(BPF_DW, R10, R10, -8), errFramePointer, false},
+		{"ld_imm64 into r10", LoadImm64(R10, 1), errFramePointer, false},
+		{"load-acquire into r10", LoadAcquire(BPF_DW, R10, R10, -8), errFramePointer, true},
+		{"fetch or into r10", Atomic(BPF_DW, BPF_OR.Atomic()|BPF_FETCH, R10, R10, -8),
+			errFramePointer, true},
+		{"xchg into r10", Atomic(BPF_DW, BPF_XCHG, R10, R10, -8), errFramePointer, true},
+		{"store r10", StoreMem(BPF_DW, R10, -8, R10), nil, false},
+		{"store into r10", StoreImm(BPF_DW, R10, -8, 1), nil, false},
+		{"atomic add of r1 into r10", Atomic(BPF_DW, BPF_ADD.Atomic(), R10, R1, -8), nil, false},
+		{"mov from r10", Mov64Reg(R1, R10), nil, false},
+		{"jump on r10", JumpImmOff(BPF_JEQ, R10, 0, 0), nil, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -121,7 +141,13 @@ func TestAssembleAgreesWithVerifier(t *testing.T) {
 			}
 			body = append(body, StoreImm(BPF_DW, R10, -8, 0), c.it, Mov64Imm(R0, 0), Exit())
 			_, err := Assemble(body)
-			if !errors.Is(err, c.bad) || (err == nil) != (c.bad == nil) {
+			want := c.bad
+			if c.bad == errFramePointer {
+				want = ErrRegister
+			}
+			readOnly := strings.Contains(fmt.Sprint(err), "the frame pointer is read-only")
+			if c.bad == errFramePointer && !readOnly || !errors.Is(err, want) ||
+				(err == nil) != (c.bad == nil) {
 				t.Fatalf("Assemble: %v, want %v", err, c.bad)
 			}
 			var slots []Instruction
@@ -132,11 +158,18 @@ func TestAssembleAgreesWithVerifier(t *testing.T) {
 				}
 			}
 			p, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "check", License: "GPL", Instructions: slots})
+			var ve *prog.VerifierError
+			fpRefused := errors.As(err, &ve) && errors.Is(err, unix.EACCES) &&
+				strings.Contains(ve.Log, "frame pointer is read only")
 			switch {
 			case c.bad != nil && err == nil:
 				p.Close()
 				t.Fatalf("the kernel loads what Assemble refuses")
-			case c.bad != nil && !errors.Is(err, unix.EINVAL):
+			case c.bad == errFramePointer && c.recent && !v4 && err != nil:
+				// An older kernel does not know the instruction at all.
+			case c.bad == errFramePointer && !fpRefused:
+				t.Fatalf("the kernel refuses with %v, not EACCES for the frame pointer", err)
+			case c.bad != nil && c.bad != errFramePointer && !errors.Is(err, unix.EINVAL):
 				t.Fatalf("the kernel refuses with %v, not EINVAL", err)
 			case c.bad == nil && c.recent && !v4:
 				if err == nil {

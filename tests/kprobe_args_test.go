@@ -74,6 +74,34 @@ func TestKprobeArguments(t *testing.T) {
 		defer l.Close()
 	}
 
+	for slot, w := range sendto(t, 1) {
+		if slot >= inRegs && slot < 6 {
+			continue
+		}
+		got, err := tm.Lookup(uint32(slot))
+		if sendtoInt(slot) {
+			got = uint64(uint32(got))
+		}
+		if err != nil || got != w {
+			t.Errorf("%s: %s (slot %d) = %#x, %v; want %#x", regs.Arch, sendtoNames[slot], slot,
+				got, err, w)
+		}
+	}
+}
+
+// sendtoNames are sendto(2)'s six arguments and its return value, in the
+// order sendto returns them.
+var sendtoNames = []string{"fd", "buff", "len", "flags", "addr", "addr_len", "return value"}
+
+// sendtoInt says whether argument i is an int (fd, flags, addr_len): the
+// calling convention leaves the upper half of its register undefined, so
+// only 32 bits count.
+func sendtoInt(i int) bool { return i == 0 || i == 3 || i == 5 }
+
+// sendto sends n datagrams of 123 bytes to a local UDP socket, with
+// sendto(2) made raw, and returns its six arguments and return value.
+func sendto(t *testing.T, n int) []uint64 {
+	t.Helper()
 	rx, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -89,28 +117,19 @@ func TestKprobeArguments(t *testing.T) {
 	sa := &unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: [4]byte{127, 0, 0, 1}}
 	pb := (*[2]byte)(unsafe.Pointer(&sa.Port)) // network byte order
 	pb[0], pb[1] = byte(port>>8), byte(port)
+	for range n {
+		r, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])),
+			uintptr(len(buf)),
+			unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, uintptr(unsafe.Pointer(sa)),
+			unix.SizeofSockaddrInet4)
+		if errno != 0 || r != uintptr(len(buf)) {
+			t.Fatalf("sendto: %d, %v", r, errno)
+		}
+	}
 	want := []uint64{uint64(fd), uint64(uintptr(unsafe.Pointer(&buf[0]))), uint64(len(buf)),
-		unix.MSG_DONTWAIT | unix.MSG_NOSIGNAL, uint64(uintptr(unsafe.Pointer(sa))), unix.SizeofSockaddrInet4, uint64(len(buf))}
-	n, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
-		unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, uintptr(unsafe.Pointer(sa)), unix.SizeofSockaddrInet4)
+		unix.MSG_DONTWAIT | unix.MSG_NOSIGNAL, uint64(uintptr(unsafe.Pointer(sa))),
+		unix.SizeofSockaddrInet4, uint64(len(buf))}
 	runtime.KeepAlive(buf)
 	runtime.KeepAlive(sa)
-	if errno != 0 || n != uintptr(len(buf)) {
-		t.Fatalf("sendto: %d, %v", n, errno)
-	}
-	// fd, flags and addr_len are ints: the calling convention leaves the
-	// upper half of their registers undefined, so only 32 bits count.
-	names := []string{"fd", "buff", "len", "flags", "addr", "addr_len", "return value"}
-	for slot, w := range want {
-		if slot >= inRegs && slot < 6 {
-			continue
-		}
-		got, err := tm.Lookup(uint32(slot))
-		if slot == 0 || slot == 3 || slot == 5 {
-			got = uint64(uint32(got))
-		}
-		if err != nil || got != w {
-			t.Errorf("%s: %s (slot %d) = %#x, %v; want %#x", regs.Arch, names[slot], slot, got, err, w)
-		}
-	}
+	return want
 }

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -15,6 +16,9 @@ import (
 func TestMain(m *testing.M) {
 	if sizes := os.Getenv("BPFKIT_TEST_WRITER"); sizes != "" {
 		os.Exit(writer(sizes))
+	}
+	if n := os.Getenv("BPFKIT_TEST_UDP_DROPS"); n != "" {
+		os.Exit(udpDropper(n))
 	}
 	os.Exit(testutil.LeakMain(m))
 }
@@ -54,6 +58,30 @@ func writer(sizes string) int {
 		}
 		time.Sleep(gap)
 		null.Write(buf[:n])
+	}
+	return 0
+}
+
+// udpDropper is this binary run as another process that drops packets
+// (BPFKIT_TEST_UDP_DROPS=n): it sends n datagrams to a closed UDP port of
+// 127.0.0.1 and exits.
+func udpDropper(n string) int {
+	count, err := strconv.Atoi(n)
+	if err != nil {
+		return 1
+	}
+	closed, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return 1
+	}
+	to := closed.LocalAddr()
+	closed.Close()
+	s, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return 1
+	}
+	for range count {
+		s.WriteTo([]byte("x"), to)
 	}
 	return 0
 }

@@ -157,7 +157,7 @@ func bkObjects(t *testing.T) (*mapfd.Map, *mapfd.Map, *prog.Program, *prog.Info)
 func TestBpfkitProgs(t *testing.T) {
 	testutil.RequireRoot(t)
 	before := time.Now().Unix()
-	h, _, _, info := bkObjects(t)
+	h, _, p, info := bkObjects(t)
 	hi, _ := h.Info()
 	r := byID(bpfkitJSON(t, "prog", "list"), "id", info.ID)
 	if r == nil {
@@ -177,8 +177,27 @@ func TestBpfkitProgs(t *testing.T) {
 		t.Errorf("run_time_ns %v with statistics on", r["run_time_ns"])
 	}
 	holdsUs(t, "prog list", r)
-	if show := bpfkitJSON(t, "prog", "show", fmt.Sprint(info.ID)); len(show) != 1 || !reflect.DeepEqual(show[0], r) {
-		t.Errorf("prog show %d: %v, prog list: %v", info.ID, show, r)
+	pin := testutil.BPFFS(t) + "/bk_prog"
+	if err := p.Pin(pin); err != nil {
+		t.Fatal(err)
+	}
+	defer mapfd.Unpin(pin)
+	// bpfkit's forms and bpftool's name the same program; a name or a
+	// tag, that of another test's program too.
+	id := fmt.Sprint(info.ID)
+	for _, args := range [][]string{
+		{"show", id},
+		{"show", "id", id},
+		{"list", "id", id},
+		{"show", "tag", info.Tag},
+		{"show", "name", "bk_prog"},
+		{"show", "pinned", pin},
+	} {
+		show := bpfkitJSON(t, append([]string{"prog"}, args...)...)
+		unique := args[1] != "tag" && args[1] != "name"
+		if unique && len(show) != 1 || !reflect.DeepEqual(byID(show, "id", info.ID), r) {
+			t.Errorf("prog %q: %v, prog list: %v", args, show, r)
+		}
 	}
 	text, _, _ := runTool(t, "bpfkit", "prog", "show", fmt.Sprint(info.ID))
 	for _, s := range []string{fmt.Sprintf("%d: socket_filter  name bk_prog  tag %s", info.ID, info.Tag), "run_cnt 7", fmt.Sprintf("map_ids %d", hi.ID),
@@ -219,8 +238,13 @@ func TestBpfkitMaps(t *testing.T) {
 			}
 		}
 		holdsUs(t, "map list", r)
-		if show := bpfkitJSON(t, "map", "show", fmt.Sprint(i.ID)); len(show) != 1 || !reflect.DeepEqual(show[0], r) {
-			t.Errorf("map show %d: %v, map list: %v", i.ID, show, r)
+		id := fmt.Sprint(i.ID)
+		for _, args := range [][]string{{id}, {"id", id}, {"name", m.Name()}} {
+			show := bpfkitJSON(t, append([]string{"map", "show"}, args...)...)
+			unique := args[0] != "name" // another test's map may have the name too
+			if unique && len(show) != 1 || !reflect.DeepEqual(byID(show, "id", i.ID), r) {
+				t.Errorf("map show %q: %v, map list: %v", args, show, r)
+			}
 		}
 		if haveBpftool {
 			sameFields(t, "map list", r, byID(bt, "id", i.ID), "id", "type", "name", "flags", "bytes_key", "bytes_value", "max_entries")
@@ -249,7 +273,7 @@ func TestBpfkitMaps(t *testing.T) {
 		id   uint32
 		want []map[string]any
 	}{{hi.ID, wantHash}, {pi.ID, wantPCPU}} {
-		got := bpfkitJSON(t, "map", "dump", fmt.Sprint(c.id))
+		got := bpfkitJSON(t, "map", "dump", "id", fmt.Sprint(c.id))
 		key := func(a, b map[string]any) int { return strings.Compare(fmt.Sprint(a["key"]), fmt.Sprint(b["key"])) }
 		slices.SortFunc(got, key)
 		if !reflect.DeepEqual(got, c.want) {
@@ -279,6 +303,26 @@ func TestBpfkitProgDump(t *testing.T) {
 	text, _, status := runTool(t, "bpfkit", "prog", "dump", id)
 	if status != 0 || text != info.Listing() {
 		t.Errorf("prog dump %s: exit %d:\n%s\nListing:\n%s", id, status, text, info.Listing())
+	}
+	forms := [][]string{{"xlated", "id", id}, {"xlated", id}, {"id", id}}
+	for _, args := range forms {
+		got, errOut, _ := runTool(t, "bpfkit", append([]string{"prog", "dump"}, args...)...)
+		if got != text {
+			t.Errorf("prog dump %q:\n%s%s\nprog dump %s:\n%s", args, got, errOut, id, text)
+		}
+	}
+	// Another bkObjects' program has the same tag: dump wants one.
+	_, _, _, twin := bkObjects(t)
+	_, errOut, status := runTool(t, "bpfkit", "prog", "dump", "tag", info.Tag)
+	if status != 1 || !strings.Contains(errOut, fmt.Sprintf("%d", twin.ID)) ||
+		!strings.Contains(errOut, "choose one by id") {
+		t.Errorf("prog dump tag %s of two programs: exit %d, %s", info.Tag, status, errOut)
+	}
+	withOpcodes, _, _ := runTool(t, "bpfkit", "prog", "dump", "-opcodes", id)
+	got, _, _ := runTool(t, "bpfkit", "prog", "dump", "xlated", "id", id, "opcodes")
+	if got != withOpcodes {
+		t.Errorf("prog dump xlated id %s opcodes:\n%s\nprog dump -opcodes %s:\n%s",
+			id, got, id, withOpcodes)
 	}
 	dump := bpfkitJSON(t, "prog", "dump", id)
 	if len(dump) != len(info.Xlated)-1 || dump[1]["disasm"] != fmt.Sprintf("(18) r1 = map[id:%d]", hi.ID) {
@@ -506,15 +550,27 @@ func TestBpfkitFeatures(t *testing.T) {
 	if !strings.Contains(text, "FEATURE") || !strings.Contains(text, "helper kprobe bpf_map_lookup_elem") {
 		t.Errorf("features -helpers kprobe:\n%s", text)
 	}
+	// A yes that rests on an errno (perf_link yes EBADF) reads as a
+	// failure unless the row says why.
+	for line := range strings.SplitSeq(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(line[min(len(line), 48):])
+		if len(f) >= 2 && f[0] == "yes" && f[1] != "-" && len(f) == 2 {
+			t.Errorf("features: a yes with an errno and no note: %s", line)
+		}
+	}
 }
 
 // TestBpfkitUsage: -h shows every command and each command's flags and
-// examples (exit 0); an unknown command, a missing or bad ID, an unknown
-// flag exit 2; as nobody, exit 1 with one line saying root is needed.
+// examples (exit 0); a missing, unknown or mistyped command is one line
+// that says what was expected (a typo, which word was meant); a missing or
+// bad ID, an unknown flag exit 2; as nobody, exit 1 with one line saying
+// root is needed.
 func TestBpfkitUsage(t *testing.T) {
 	out, _, status := runTool(t, "bpfkit", "-h")
-	for _, c := range []string{"prog list", "prog show", "prog dump", "map list", "map show", "map dump", "link list", "perf list",
-		"probes", "probes sweep", "features"} {
+	for _, c := range []string{
+		"prog list", "prog show", "prog dump", "map list", "map show", "map dump", "link list",
+		"perf list", "probes", "probes sweep", "features", "top",
+	} {
 		if status != 0 || !strings.Contains(out, "\n  "+c) {
 			t.Errorf("bpfkit -h: exit %d, no %q:\n%s", status, c, out)
 		}
@@ -524,11 +580,39 @@ func TestBpfkitUsage(t *testing.T) {
 			t.Errorf("bpfkit %s -h: exit %d:\n%s", c, status, sub)
 		}
 	}
-	for _, args := range [][]string{{}, {"prog"}, {"nope"}, {"prog", "show"}, {"prog", "show", "x"}, {"map", "dump", "1", "2"},
-		{"prog", "list", "-bogus"}, {"prog", "list", "3"}} {
-		if _, errOut, status := runTool(t, "bpfkit", args...); status != 2 || errOut == "" {
-			t.Errorf("bpfkit %q: exit %d, %q; want 2 and a message", args, status, errOut)
+	for _, c := range []struct {
+		args []string
+		want string // the one line on stderr
+	}{
+		{nil, "bpfkit: no command: bpfkit -h lists them " +
+			"(prog, map, link, perf, probes, features, top)\n"},
+		{[]string{"nope"}, `bpfkit: unknown command "nope" (bpfkit -h lists the commands)` + "\n"},
+		{[]string{"prgo", "list"}, `bpfkit: unknown command "prgo": did you mean "prog"? ` +
+			"(bpfkit -h lists the commands)\n"},
+		{[]string{"prog"}, "bpfkit prog: missing command: prog takes list, show or dump; " +
+			"bpfkit prog -h says more\n"},
+		{[]string{"prog", "lst"}, `bpfkit prog: unknown command "lst": did you mean "list"? ` +
+			"(prog takes list, show or dump; bpfkit prog -h says more)\n"},
+		{[]string{"p", "list"}, `bpfkit: ambiguous command "p": prog, perf or probes?` + "\n"},
+		{[]string{"prog", "show", "x"},
+			`bpfkit prog show: ID "x": want a number from 1 to 4294967295` + "\n"},
+		{[]string{"map", "dump", "1", "2"}, ""},
+		{[]string{"prog", "show", "id"}, ""},
+		{[]string{"prog", "dump", "jited", "1"}, ""},
+		{[]string{"map", "show", "tag", "0011223344556677"}, ""},
+		{[]string{"prog", "list", "-bogus"}, ""},
+		{[]string{"prog", "list", "3", "4"}, ""},
+	} {
+		_, errOut, status := runTool(t, "bpfkit", c.args...)
+		if status != 2 || strings.Count(errOut, "\n") != 1 || c.want != "" && errOut != c.want {
+			t.Errorf("bpfkit %q: exit %d, %q; want 2 and one line %q",
+				c.args, status, errOut, c.want)
 		}
+	}
+	group, _, status := runTool(t, "bpfkit", "prog", "-h")
+	if status != 0 || !strings.Contains(group, "bpfkit prog dump") ||
+		strings.Contains(group, "map dump") {
+		t.Errorf("bpfkit prog -h: exit %d:\n%s", status, group)
 	}
 	testutil.RequireRoot(t)
 	cmd := exec.Command(toolPath(t, "bpfkit"), "prog", "list")
@@ -538,5 +622,58 @@ func TestBpfkitUsage(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || strings.Count(string(b), "\n") != 1 ||
 		!strings.HasPrefix(string(b), "bpfkit prog list: needs root") || !strings.Contains(string(b), "CAP_SYS_ADMIN") {
 		t.Errorf("bpfkit prog list as nobody: %v, %q", err, b)
+	}
+}
+
+// TestBpfkitPerfOrder: perf list orders processes and their fds as
+// numbers, as bpftool does: fd 99 before fd 1000, pid 2 before pid 1000.
+func TestBpfkitPerfOrder(t *testing.T) {
+	testutil.RequireRoot(t)
+	p, err := prog.Load(prog.Spec{
+		Type:    prog.Tracepoint,
+		Name:    "bk_order",
+		License: "GPL",
+		Insns:   []Item{Mov64Imm(R0, 1), Exit()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	l, err := prog.AttachTracepoint(p, "syscalls", "sys_enter_getppid", prog.AttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	id, _ := p.Info()
+	perfFD := -1
+	for _, r := range bpfkitJSON(t, "perf", "list") {
+		if r["pid"] == float64(os.Getpid()) && r["prog_id"] == float64(id.ID) {
+			perfFD = int(r["fd"].(float64))
+		}
+	}
+	// The perf event's fd again at 99 and at 1000 or above: as strings,
+	// "1000" sorts before "99".
+	var dups []int
+	for _, at := range []int{99, 1000} {
+		fd, err := unix.FcntlInt(uintptr(perfFD), unix.F_DUPFD_CLOEXEC, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		dups = append(dups, fd)
+	}
+	recs := bpfkitJSON(t, "perf", "list")
+	var fds []int
+	for i, r := range recs {
+		if r["pid"] == float64(os.Getpid()) {
+			fds = append(fds, int(r["fd"].(float64)))
+		}
+		if i > 0 && recs[i-1]["pid"].(float64) > r["pid"].(float64) {
+			t.Errorf("perf list: pid %v after pid %v", r["pid"], recs[i-1]["pid"])
+		}
+	}
+	if !slices.IsSorted(fds) || !slices.Contains(fds, dups[0]) || !slices.Contains(fds, dups[1]) {
+		t.Errorf("perf list: this process's fds in the order %v, want %v among them in order",
+			fds, dups)
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/tracefs"
 )
 
@@ -28,25 +32,79 @@ func haveDropReasons(t *testing.T) bool {
 
 // TestDropmon sends 100 datagrams to a closed UDP port during an interval
 // that Ctrl-C ends: dropmon must print that interval, with exactly 100
-// drops at one UDP receive site, with reason NO_SOCKET where the kernel
-// records reasons.
+// drops at one site of the UDP receive path, named __udp4_lib_rcv+0x...
+// (udp_rcv+0x... where the compiler inlined it, as in Debian's 7.2) as
+// the whole kallsyms table names it (dropmon names it lazily, at the first
+// report), with reason NO_SOCKET where the kernel records reasons; the
+// header comes once.
 func TestDropmon(t *testing.T) {
 	testutil.RequireRoot(t)
 	r := startTool(t, "dropmon", "-top", "50", "60")
 	r.waitFor("Ctrl-C to stop")
 	dropUDP(t, 100)
 	out := r.stop()
-	site, n := udpDropSite(out, 0)
+	site, n := udpDropSite(out, 1)
 	if n != 100 {
-		skipIfDropsInKfreeSkb(t, out, 0, 100)
+		skipIfDropsInKfreeSkb(t, out, 1, 100)
 		t.Fatalf("%d drops at the UDP receive site %q, want 100:\n%s", n, site, out)
+	}
+	m := regexp.MustCompile(`^(__udp4_lib_rcv|udp_rcv)\+(0x[0-9a-f]+)$`).FindStringSubmatch(site)
+	if m == nil {
+		t.Fatalf("the drops are at %q, want __udp4_lib_rcv+0x... or udp_rcv+0x...", site)
+	}
+	syms, err := prog.Kallsyms()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, _ := syms.Address(m[1])
+	off, _ := strconv.ParseUint(m[2], 0, 64)
+	if name := syms.Name(fn + off); name != site {
+		t.Errorf("dropmon names the drops' site %s, the whole kallsyms table %s", site, name)
 	}
 	for line := range strings.SplitSeq(out, "\n") {
 		if strings.HasSuffix(line, site) && haveDropReasons(t) != strings.Contains(line, " NO_SOCKET ") {
 			t.Fatalf("reasons recorded: %v, but the line is %q", haveDropReasons(t), line)
 		}
 	}
+	if strings.Count(out, "TIME      DROPS  REASON") != 1 {
+		t.Errorf("want the header once:\n%s", out)
+	}
 	t.Log("\n" + out)
+}
+
+// TestDropmonQuiet: intervals without drops print nothing, not even the
+// header. -p names a process that sleeps, so no drop is its.
+func TestDropmonQuiet(t *testing.T) {
+	testutil.RequireRoot(t)
+	sleeper := exec.Command("sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	sleeping := strconv.Itoa(sleeper.Process.Pid)
+	out, errOut, status := runTool(t, "dropmon", "-p", sleeping, "0.2", "4")
+	if status != 0 || out != "counting drops at skb:kfree_skb; Ctrl-C to stop\n" {
+		t.Fatalf("four empty intervals: status %d, stdout %q, stderr %q; "+
+			"want only the line saying it counts", status, out, errOut)
+	}
+}
+
+// TestDropmonPerfSees: while dropmon runs on kfree_skb, counting, by
+// stack or event by event, perf's own counters of skb:kfree_skb (those
+// of `perf stat -e skb:kfree_skb -a`) see every drop the test makes.
+func TestDropmonPerfSees(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, args := range [][]string{{"60"}, {"-stacks", "60"}, {"-events", "-json"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := startTool(t, "dropmon", args...)
+			r.waitFor("Ctrl-C to stop")
+			perf := countTracepoint(t, "skb", "kfree_skb", -1)
+			dropUDP(t, 100)
+			// at least 100: the machine's other drops count too
+			perf.check("kfree_skb", r.cmd.Process.Pid, 100, false)
+			r.stop()
+		})
+	}
 }
 
 // TestDropmonStacks: the 100 drops are counted under one kernel stack,
@@ -114,17 +172,85 @@ func TestDropmonEvents(t *testing.T) {
 	}
 }
 
+// TestDropmonEventsFilter: with -p and -reason, -events shows the drops
+// of that process for that reason only: the 20 datagrams this test sends
+// to a closed port (NO_SOCKET), not the 20 another process sends there,
+// nor those a full receive buffer drops in this process (another reason).
+func TestDropmonEventsFilter(t *testing.T) {
+	testutil.RequireRoot(t)
+	me := strconv.Itoa(os.Getpid())
+	if !haveDropReasons(t) {
+		_, errOut, status := runTool(t, "dropmon", "-events", "-reason", "NO_SOCKET")
+		if status != 1 || !strings.Contains(errOut, "records no drop reason") {
+			t.Fatalf("-reason on a kernel without reasons: status %d, %q", status, errOut)
+		}
+		t.Skip("this kernel's kfree_skb records no reason (5.17+): -reason says so")
+	}
+	_, errOut, status := runTool(t, "dropmon", "-events", "-reason", "NO_SOCKET,NO_SUCH_REASON")
+	if status != 2 || !strings.Contains(errOut, `-reason "NO_SUCH_REASON": no such drop reason`) {
+		t.Errorf("an unknown reason: status %d, %q; want 2 and the name", status, errOut)
+	}
+	r := startTool(t, "dropmon", "-events", "-json", "-p", me, "-reason", "no_socket")
+	r.waitFor("Ctrl-C to stop")
+	other := exec.Command(os.Args[0])
+	other.Env = append(os.Environ(), "BPFKIT_TEST_UDP_DROPS=20")
+	if out, err := other.CombinedOutput(); err != nil {
+		t.Fatalf("the other process: %v\n%s", err, out)
+	}
+	fullReceiveBuffer(t, 50)
+	dropUDP(t, 20)
+	waitOutput(r, func(out string) bool { return strings.Count(out, "\n") >= 20 })
+	time.Sleep(200 * time.Millisecond) // and whatever would come after
+	out := r.stop()
+	n := 0
+	for _, e := range jsonLines[struct {
+		PID              int
+		Reason, Location string
+	}](t, out) {
+		if strconv.Itoa(e.PID) != me || e.Reason != "NO_SOCKET" {
+			t.Errorf("an event the filters should have left out: pid %d (want %s), reason %s",
+				e.PID, me, e.Reason)
+		}
+		n++
+	}
+	if n != 20 {
+		t.Fatalf("%d events, want the 20 of this process:\n%s", n, out)
+	}
+}
+
+// fullReceiveBuffer sends n datagrams of 1000 bytes to a UDP socket of
+// this process with the smallest receive buffer, which reads none: the
+// kernel drops most for a full buffer (SOCKET_RCVBUFF), not NO_SOCKET.
+func fullReceiveBuffer(t *testing.T, n int) {
+	t.Helper()
+	rcv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	if err := rcv.SetReadBuffer(1); err != nil {
+		t.Fatal(err)
+	}
+	s, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range n {
+		s.WriteTo(make([]byte, 1000), rcv.LocalAddr())
+	}
+}
+
 // TestDropmonMetrics scrapes -listen's /metrics after 100 drops: the
 // counter of the UDP site holds 100.
 func TestDropmonMetrics(t *testing.T) {
 	testutil.RequireRoot(t)
 	r := startTool(t, "dropmon", "-listen", "127.0.0.1:0", "60")
 	r.waitFor("Ctrl-C to stop")
-	r.waitFor("/metrics\n") // stderr's line, which stdout's may overtake
-	addr := strings.Fields(r.err.String()[strings.Index(r.err.String(), "http://"):])[0]
+	addr := r.metricsAddr()
 	dropUDP(t, 100)
 	time.Sleep(100 * time.Millisecond)
-	resp, err := http.Get(addr)
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,5 +302,86 @@ func TestToolsHelp(t *testing.T) {
 			strings.Count(out[strings.Index(out, "examples:"):], "\n  "+tool) < 2 {
 			t.Errorf("%s -h: status %d:\n%s", tool, status, out)
 		}
+	}
+}
+
+// TestToolsVersion: -version, wherever it is among the arguments, prints
+// one line naming the tool, and the module's version and VCS revision as
+// the go command recorded them in the binary (go version -m), and exits 0;
+// -h after the positional arguments still prints the usage.
+func TestToolsVersion(t *testing.T) {
+	tools := []string{"dropmon", "tracex1", "tracex2", "tracex3", "tracex4", "tracex5", "funccount",
+		"usdt", "bpfkit", "example"}
+	for _, tool := range tools {
+		args := map[string][]string{
+			"funccount": {"vfs_read", "5", "-version"},
+			"usdt":      {"/bin/true", "a:b", "-version"},
+		}[tool]
+		if args == nil {
+			args = []string{"-version"}
+		}
+		out, errOut, status := runTool(t, tool, args...)
+		oneLine := strings.HasPrefix(out, tool+" ") && strings.Count(out, "\n") == 1
+		if status != 0 || errOut != "" || !oneLine {
+			t.Errorf("%s -version: status %d, stdout %q, stderr %q; want one line",
+				tool, status, out, errOut)
+		}
+		if recorded := goVersionM(t, toolPath(t, tool)); !strings.Contains(out, recorded) {
+			t.Errorf("%s -version: %q; the binary records %q", tool, out, recorded)
+		}
+		if tool == "bpfkit" {
+			continue
+		}
+		args = append(args[:len(args)-1:len(args)-1], "-h")
+		out, _, status = runTool(t, tool, args...)
+		if status != 0 || !strings.HasPrefix(out, tool+": ") {
+			t.Errorf("%s %q: status %d:\n%s", tool, args, status, out)
+		}
+	}
+}
+
+// goVersionM is what -version must print of the build information that
+// go version -m reads from binary: the module's path and version, then
+// the revision or the lack of one. In the VMs, which have no go command,
+// it is "".
+func goVersionM(t *testing.T, binary string) string {
+	if os.Getenv("BPFKIT_VM") != "" {
+		return ""
+	}
+	out, err := exec.Command("go", "version", "-m", binary).Output()
+	if err != nil {
+		t.Fatalf("go version -m %s: %v", binary, err)
+	}
+	mod, revision := "", ", no VCS revision recorded"
+	for line := range strings.SplitSeq(string(out), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[0] == "mod":
+			mod = f[1] + " " + f[2]
+		case len(f) == 2 && f[0] == "build" && strings.HasPrefix(f[1], "vcs.revision="):
+			revision = ", revision " + strings.TrimPrefix(f[1], "vcs.revision=")
+		}
+	}
+	return mod + revision
+}
+
+// TestExampleHelp: cmd/example -h says what it does and exits 0 without
+// loading anything, as nobody too (it ran and failed to load before); an
+// argument is a usage error.
+func TestExampleHelp(t *testing.T) {
+	cmd := exec.Command(toolPath(t, "example"), "-h")
+	if os.Geteuid() == 0 {
+		nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: nobody}
+	}
+	out, errOut, status := runCmd(t, cmd)
+	if status != 0 || errOut != "" || !strings.HasPrefix(out, "example: build a packet") ||
+		!strings.Contains(out, "\nusage: example\n") ||
+		!strings.Contains(out, "\nexamples:\n  example ") {
+		t.Errorf("example -h: status %d, stderr %q, stdout:\n%s", status, errOut, out)
+	}
+	out, errOut, status = runTool(t, "example", "now")
+	if status != 2 || out != "" || !strings.Contains(errOut, `unexpected argument "now"`) {
+		t.Errorf("example now: status %d, stdout %q, stderr %q; want 2", status, out, errOut)
 	}
 }

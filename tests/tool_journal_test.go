@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/sys"
 	"github.com/bpfkit/bpfkit/tracefs"
 	"github.com/bpfkit/bpfkit/usdt"
@@ -83,6 +84,19 @@ func (j *journal) attach(from int, prog, ev string) int {
 	return 0
 }
 
+// progLoad matches the journal's line of a program of prog_type typ
+// (as the journal names them: raw_tracepoint) named name, loaded; the
+// submatch is its fd.
+func progLoad(typ, name string) string {
+	return `bpf\(BPF_PROG_LOAD, prog_type=` + typ + ` .* name="` + name + `" .*\) = (\d+)`
+}
+
+// mapRead matches a read of the map of fd: a walk, one key or a batch.
+func mapRead(fd string) string {
+	return `bpf\(BPF_MAP_(GET_NEXT_KEY|LOOKUP_BATCH|LOOKUP_AND_DELETE_BATCH), ` +
+		`map_fd=` + fd + ` .*\) = .*`
+}
+
 // kfreeSkbConfig is the perf event config of tracepoint skb:kfree_skb, as
 // the journal prints it.
 func kfreeSkbConfig(t *testing.T) string {
@@ -132,14 +146,67 @@ func TestToolJournals(t *testing.T) {
 	})
 
 	t.Run("dropmon", func(t *testing.T) {
+		// Counting runs on the raw tracepoint: no perf event is opened,
+		// so perf's other users of kfree_skb lose nothing.
 		j, _ := runJournaled(t, "dropmon", "1", "1")
 		i, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=hash .* name="drops"\) = (\d+)`)
 		counts := m[1]
-		i, m = j.find(i, `bpf\(BPF_PROG_LOAD, prog_type=tracepoint .* name="dropmon" .*\) = (\d+)`)
+		i, m = j.find(i, progLoad("raw_tracepoint", "dropmon"))
 		prog := m[1]
-		i, m = j.find(i, `perf_event_open\(type=tracepoint config=`+kfreeSkbConfig(t)+` .*, pid=-1, cpu=0, .*\) = (\d+)`)
+		i, _ = j.find(i, `bpf\(BPF_RAW_TRACEPOINT_OPEN, name="kfree_skb" prog_fd=`+prog+`\) = \d+`)
+		j.find(i, mapRead(counts))
+		for _, l := range j.lines {
+			if strings.HasPrefix(l, "perf_event_open(") {
+				t.Errorf("dropmon opened a perf event to count: %s", l)
+			}
+		}
+	})
+
+	t.Run("tracex2", func(t *testing.T) {
+		// kfree_skb through its raw tracepoint; sys_enter_write through a
+		// perf event that counts, not samples.
+		j, _ := runJournaled(t, "tracex2", "1", "1")
+		i, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=hash .* name="freed"\) = (\d+)`)
+		freed := m[1]
+		i, m = j.find(i, progLoad("raw_tracepoint", "tracex2_freed"))
+		i, _ = j.find(i, `bpf\(BPF_RAW_TRACEPOINT_OPEN, name="kfree_skb" prog_fd=`+m[1]+`\) = \d+`)
+		i, m = j.find(i, progLoad("tracepoint", "tracex2_write"))
+		prog := m[1]
+		id, err := tracefs.TracepointID("syscalls", "sys_enter_write")
+		if err != nil {
+			t.Fatal(err)
+		}
+		counting := `perf_event_open\(type=tracepoint config=%#x ` +
+			`sample_type=0x0 wakeup=0 .*\) = (\d+)`
+		i, m = j.find(i, fmt.Sprintf(counting, id))
 		enabled := j.attach(i, prog, m[1])
-		j.find(enabled, `bpf\(BPF_MAP_(GET_NEXT_KEY|LOOKUP_BATCH|LOOKUP_AND_DELETE_BATCH), map_fd=`+counts+` .*\) = .*`)
+		j.find(enabled, mapRead(freed))
+	})
+
+	t.Run("funccount", func(t *testing.T) {
+		j, _ := runJournaled(t, "funccount", "syscalls:sys_enter_getppid",
+			"sched:sched_process_exit", "1", "1")
+		i, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=percpu_array key_size=4 value_size=8 `+
+			`max_entries=2 .* name="funccount"\) = (\d+)`)
+		counts := m[1]
+		// getppid's number in the map of raw_syscalls:sys_enter's program
+		i, m = j.find(i, `bpf\(BPF_MAP_CREATE, map_type=array key_size=4 value_size=4 `+
+			`.* name="fc_sys_enter"\) = (\d+)`)
+		i, _ = j.find(i, `bpf\(BPF_MAP_UPDATE_ELEM, map_fd=`+m[1]+` flags=0x0\) = 0`)
+		i, m = j.find(i, `bpf\(BPF_PROG_LOAD, prog_type=raw_tracepoint .* `+
+			`name="funccount_enter" .*\) = (\d+)`)
+		i, _ = j.find(i, `bpf\(BPF_RAW_TRACEPOINT_OPEN, name="sys_enter" prog_fd=`+m[1]+`\) = \d+`)
+		// the other tracepoint through a raw tracepoint of its name
+		i, m = j.find(i, `bpf\(BPF_PROG_LOAD, prog_type=raw_tracepoint .* `+
+			`name="funccount_raw" .*\) = (\d+)`)
+		i, _ = j.find(i, `bpf\(BPF_RAW_TRACEPOINT_OPEN, name="sched_process_exit" `+
+			`prog_fd=`+m[1]+`\) = \d+`)
+		j.find(i, `bpf\(BPF_MAP_LOOKUP_ELEM, map_fd=`+counts+` flags=0x0\) = 0`)
+		for _, l := range j.lines {
+			if strings.HasPrefix(l, "perf_event_open(") {
+				t.Fatalf("funccount opened a perf event: %s\n%s", l, strings.Join(j.lines, "\n"))
+			}
+		}
 	})
 
 	t.Run("example", func(t *testing.T) {
@@ -183,25 +250,48 @@ func TestToolJournals(t *testing.T) {
 			t.Fatalf("bpfkit:str has %d sites, want 2 or more", len(sites))
 		}
 		j, _ := runJournaled(t, "usdt", "-count", path, "bpfkit:str", "1", "1")
-		_, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=hash .* name="usdt_counts"\) = (\d+)`)
-		counts := m[1]
-		last := 0
-		for _, s := range sites {
-			i, m := j.find(0, fmt.Sprintf(`perf_event_open\(type=uprobe config=0x[0-9a-f]+ uprobe_path=%q probe_offset=%#x .*, pid=-1, cpu=0, .*\) = (\d+)`, path, s.Offset))
-			ev := m[1]
-			// The program attached to it was loaded before: one for every
-			// site (bpf_cookie tells them apart), or one per site.
-			var prog string
-			for k := i - 1; k >= 0 && prog == ""; k-- {
-				if m := regexp.MustCompile(`^bpf\(BPF_PROG_LOAD, prog_type=kprobe .* name="usdt" .*\) = (\d+) <`).FindStringSubmatch(j.lines[k]); m != nil {
-					prog = m[1]
-				}
-			}
-			if prog == "" {
-				t.Fatalf("no program loaded before the uprobe at %#x:\n%s", s.Offset, strings.Join(j.lines, "\n"))
-			}
-			last = max(last, j.attach(i, prog, ev))
-		}
+		// The table of counts, an array (a hash map before 5.12).
+		_, m := j.find(0, `bpf\(BPF_MAP_CREATE, map_type=(array|hash) .* `+
+			`name="usdt_counts"\) = (\d+)`)
+		counts := m[2]
+		last := usdtAttached(j, path, sites)
 		j.find(last, `bpf\(BPF_MAP_(GET_NEXT_KEY|LOOKUP_BATCH|LOOKUP_AND_DELETE_BATCH), map_fd=`+counts+` .*\) = .*`)
 	})
+}
+
+// usdtAttached finds where usdt attached its program to the sites: one
+// uprobe_multi link for all (6.6), else a uprobe each, with the program
+// loaded before. It returns the index of the last line of the attaching.
+func usdtAttached(j *journal, path string, sites []usdt.Site) int {
+	j.t.Helper()
+	load := regexp.MustCompile(`^bpf\(BPF_PROG_LOAD, prog_type=kprobe .* name="usdt" .*\) = (\d+) `)
+	loaded := func(before int) string {
+		for k := before - 1; k >= 0; k-- {
+			if m := load.FindStringSubmatch(j.lines[k]); m != nil {
+				return m[1]
+			}
+		}
+		j.t.Fatalf("no program loaded before line %d:\n%s", before+1, strings.Join(j.lines, "\n"))
+		return ""
+	}
+	if multi, err := prog.HaveUprobeMulti(); err != nil {
+		j.t.Fatal(err)
+	} else if multi {
+		i, m := j.find(0, fmt.Sprintf(`bpf\(BPF_LINK_CREATE, prog_fd=(\d+) `+
+			`attach_type=trace_uprobe_multi uprobe_multi.path=%q flags=0x0 cnt=%d pid=0\) = \d+`,
+			path, len(sites)))
+		if prog := loaded(i); m[1] != prog {
+			j.t.Fatalf("the uprobe_multi link is of program %s, the one loaded %s", m[1], prog)
+		}
+		return i
+	}
+	last := 0
+	for _, s := range sites {
+		i, m := j.find(0, fmt.Sprintf(`perf_event_open\(type=uprobe config=0x[0-9a-f]+ `+
+			`uprobe_path=%q probe_offset=%#x .*, pid=-1, cpu=0, .*\) = (\d+)`, path, s.Offset))
+		// The program attached to it was loaded before: one for every
+		// site (bpf_cookie tells them apart), or one per site.
+		last = max(last, j.attach(i, loaded(i), m[1]))
+	}
+	return last
 }

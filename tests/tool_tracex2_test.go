@@ -1,6 +1,9 @@
 package tests
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,4 +57,81 @@ func TestTracex2Drops(t *testing.T) {
 		skipIfDropsInKfreeSkb(t, out, 0, 100)
 		t.Fatalf("%d packets freed at the UDP receive site %q, want 100:\n%s", n, site, out)
 	}
+}
+
+// TestTracex2PerfSees: while tracex2 runs, perf's own counters see every
+// packet this test drops (skb:kfree_skb, counted on every CPU, as `perf
+// stat -a` does) and every write(2) of a process (syscalls:sys_enter_write,
+// counted for that process alone, from before it starts): its seven.
+func TestTracex2PerfSees(t *testing.T) {
+	testutil.RequireRoot(t)
+	r := startTool(t, "tracex2", "60")
+	r.waitFor("Ctrl-C to stop")
+	freed := countTracepoint(t, "skb", "kfree_skb", -1)
+	dropUDP(t, 100)
+	freed.check("kfree_skb", r.cmd.Process.Pid, 100, false) // with other drops of the machine's
+	// A shell, counted from its first instruction on, execs the writer
+	// (this binary) once the counter is set: the count is the writer's
+	// own writes, inherited by its threads.
+	sh := exec.Command("sh", "-c", `read line; exec "$0"`, os.Args[0])
+	sh.Env = append(os.Environ(),
+		"BPFKIT_TEST_WRITER=1,100,100,100,5000,5000,70000",
+		"BPFKIT_TEST_GETPPID=0",
+		"BPFKIT_TEST_GAP=0s")
+	stdin, err := sh.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	writes := countTracepoint(t, "syscalls", "sys_enter_write", sh.Process.Pid)
+	fmt.Fprintln(stdin) // the shell's line: exec
+	fmt.Fprintln(stdin) // the writer's: write
+	if err := sh.Wait(); err != nil {
+		t.Fatalf("the writer: %v", err)
+	}
+	writes.check("sys_enter_write", r.cmd.Process.Pid, 7, true)
+	r.stop()
+}
+
+// TestPrometheusTracex2: tracex2's /metrics passes promtool check
+// metrics, and a Prometheus server scraping it finds a process's writes
+// in the buckets of their sizes, their sum in bytes, and the datagrams
+// this test drops freed at the UDP receive site.
+func TestPrometheusTracex2(t *testing.T) {
+	testutil.RequireRoot(t)
+	requirePrometheus(t)
+	pid, write := writerProcess(t, 1, 100, 100, 100, 5000, 5000, 70000)
+	r := startTool(t, "tracex2", "-p", strconv.Itoa(pid), "-listen", "127.0.0.1:0", "60")
+	addr := r.metricsAddr()
+	r.waitFor("Ctrl-C to stop")
+	p := scrapedByPrometheus(t, addr)
+	// Cumulative counts at the log2 bounds: 1 in 0-1, 3 in 64-127, 2 in
+	// 4096-8191, 1 in 65536-131071.
+	want := map[string]float64{
+		"1": 1, "63": 1, "127": 4, "4095": 4, "8191": 6, "65535": 6, "131071": 7, "+Inf": 7,
+	}
+	bucket := func(le string) float64 {
+		return p.sum(fmt.Sprintf(`tracex2_write_size_bytes_bucket{le=%q}`, le))
+	}
+	before := map[string]float64{}
+	for le := range want {
+		before[le] = bucket(le)
+	}
+	sum := p.increase("tracex2_write_size_bytes_sum", write)
+	for le, n := range want {
+		if got := bucket(le) - before[le]; got != n {
+			t.Errorf("bucket le=%s grew by %v, want %v", le, got, n)
+		}
+	}
+	if sum != 1+3*100+2*5000+70000 {
+		t.Errorf("the sum grew by %v bytes, want %d", sum, 1+3*100+2*5000+70000)
+	}
+	freed := `tracex2_freed_packets_total{location=~"__udp4_lib_rcv\\+0x[0-9a-f]+"}`
+	if n := p.increase(freed, func() { dropUDP(t, 100) }); n < 100 {
+		t.Errorf("Prometheus counted %v packets freed at the UDP receive site for 100 dropped", n)
+	}
+	checkMetrics(t, addr)
+	r.stop()
 }

@@ -103,8 +103,9 @@ func (r *running) waitErr(s string) {
 	}
 }
 
-// checkUsdtMode: usdt says whether it used bpf_cookie, and that is what
-// the kernel has; on 5.10 it must have fallen back.
+// checkUsdtMode: usdt, tracing one process (-p), says whether it used
+// bpf_cookie and a uprobe_multi link, and that is what the kernel has; on
+// 5.10 it must have fallen back.
 func checkUsdtMode(t *testing.T, said string) {
 	t.Helper()
 	links, err := prog.HavePerfLink()
@@ -113,6 +114,14 @@ func checkUsdtMode(t *testing.T, said string) {
 	}
 	if strings.Contains(said, "told apart by bpf_cookie") != links || !links && !strings.Contains(said, "one program per call site") {
 		t.Fatalf("perf links %v, but usdt said:\n%s", links, said)
+	}
+	multi, err := prog.HaveUprobeMultiPIDFilter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(said, "one uprobe_multi link") != multi ||
+		links && !multi && !strings.Contains(said, "a uprobe per site") {
+		t.Fatalf("uprobe_multi links %v, but usdt said:\n%s", multi, said)
 	}
 	if os.Getenv("BPFKIT_VM") == "5.10" && links {
 		t.Fatal("5.10 has perf links?")
@@ -153,8 +162,10 @@ func TestUsdtList(t *testing.T) {
 }
 
 // TestUsdtEvents: usdt -json -p prints each of 4 firings of bpfkit:args
-// with the values the C program passed: numbers of every kind, signed and
-// unsigned, and a string. The text output has the same values.
+// with the values the C program passed (numbers of every kind, signed
+// and unsigned, and a string) at the time it fired them. The text output
+// has the same values, the strings quoted where they hold a space, the
+// PID right-aligned.
 func TestUsdtEvents(t *testing.T) {
 	testutil.RequireRoot(t)
 	path := sdtBinary(t)
@@ -163,7 +174,9 @@ func TestUsdtEvents(t *testing.T) {
 	r.waitErr("Ctrl-C to stop")
 	checkUsdtMode(t, r.err.String())
 	proc.send("sem", "sem 1 0")
+	before := time.Now()
 	proc.send("fire 4", "fired 4")
+	after := time.Now()
 	deadline := time.Now().Add(10 * time.Second)
 	for strings.Count(r.out.String(), "\n") < 4 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -175,6 +188,7 @@ func TestUsdtEvents(t *testing.T) {
 	}
 	for i, line := range lines {
 		var e struct {
+			Time time.Time
 			PID  int
 			Comm string
 			Args []any
@@ -185,6 +199,12 @@ func TestUsdtEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := fmt.Sprintf("[%d %d -42 200 %d -300 -5 18364758544493064720 %d %d %d call %d]", -i, 3*i, -7*i, 1000+i, -i, i, i)
+		// The time is the firing's, stamped by the program.
+		early, late := before.Add(-time.Millisecond), after.Add(time.Millisecond)
+		if e.Time.Before(early) || e.Time.After(late) {
+			t.Errorf("event %d at %v, not while the program fired (%v to %v)",
+				i, e.Time, before, after)
+		}
 		if got := fmt.Sprint(e.Args); e.PID != proc.pid || e.Comm != "sdt" || got != want {
 			t.Errorf("event %d: pid %d comm %q args %s, want %d sdt %s", i, e.PID, e.Comm, got, proc.pid, want)
 		}
@@ -202,9 +222,15 @@ func TestUsdtEvents(t *testing.T) {
 	for line := range strings.SplitSeq(out, "\n") {
 		if f := strings.Fields(line); len(f) > 2 && f[1] == strconv.Itoa(proc.pid) {
 			rows = append(rows, strings.Join(f[2:], " "))
+			// PID right-aligned under its header, as the other tools print it.
+			aligned := strings.HasPrefix(line[13:], fmt.Sprintf("%7d sdt ", proc.pid))
+			if !strings.Contains(out, "\nTIME             PID COMM ") || !aligned {
+				t.Errorf("PID not right-aligned under its header:\n%s", out)
+			}
 		}
 	}
-	if want := "sdt 0 -42 call 0,sdt -1 -42 call 1"; strings.Join(rows, ",") != want {
+	// The strings are quoted: they hold a space.
+	if want := `sdt 0 -42 "call 0",sdt -1 -42 "call 1"`; strings.Join(rows, ",") != want {
 		t.Errorf("text output: %q, want %q:\n%s", rows, want, out)
 	}
 	// The tool's events would be in a group named after its pid.
@@ -263,11 +289,14 @@ func TestUsdtCount(t *testing.T) {
 		b.send("fire 2", "fired 2")
 		out := r.stop()
 		// most first, then in the order of their values
-		want := map[int]string{0: "2 -42 call 0,2 -42 call 1,1 -42 call 2", a.pid: "1 -42 call 0,1 -42 call 1,1 -42 call 2"}[pid]
+		want := map[int]string{
+			0:     `2 -42 "call 0",2 -42 "call 1",1 -42 "call 2"`,
+			a.pid: `1 -42 "call 0",1 -42 "call 1",1 -42 "call 2"`,
+		}[pid]
 		var rows []string
 		for line := range strings.SplitSeq(out, "\n") {
-			if f := strings.Fields(line); len(f) == 4 && f[2] == "call" {
-				rows = append(rows, strings.Join(strings.Fields(line), " "))
+			if f := strings.Fields(line); len(f) == 4 && f[2] == `"call` {
+				rows = append(rows, strings.Join(f, " "))
 			}
 		}
 		if strings.Join(rows, ",") != want {
@@ -374,17 +403,176 @@ func TestUsdtErrors(t *testing.T) {
 	}{
 		{nil, 2, "want a path and a probe"},
 		{[]string{"-l"}, 2, "-l takes one path"},
-		{[]string{"-p", "-1", path, "bpfkit:args"}, 2, "-p -1: want a process id"},
+		{[]string{"-p", "-1", path, "bpfkit:args"}, 2, `-p "-1": want a process id`},
 		{[]string{path, "bpfkit:args", "-a", "12"}, 2, "-a 12: the probe has 12 arguments"},
 		{[]string{path, "bpfkit:args", "-a", "1", "-s", "1"}, 2, "argument 1 is chosen twice"},
 		{[]string{path, "bpfkit:args", "-s", "0,1,2,3"}, 2, "more than the 496 there are"},
 		{[]string{path, "bpfkit:nope"}, 1, "has no probe bpfkit:nope; it has bpfkit:args, bpfkit:str"},
 		{[]string{"-l", "/proc/self/exe"}, 1, "no .note.stapsdt section"},
-		{[]string{path, "bpfkit:args", "-x"}, 2, "flag provided but not defined: -x"},
+		{[]string{path, "bpfkit:args", "-x"}, 2, `unknown flag "-x"`},
+		// A probe that is not provider:name is a usage error, quoted.
+		{[]string{path, "p:n\n"}, 2, `probe "p:n\n": want provider:name`},
+		{[]string{path, "bpfkit:"}, 2, `probe "bpfkit:": want provider:name`},
+		{[]string{path, ":"}, 2, `probe ":": want provider:name`},
+		{[]string{path, ""}, 2, `probe "": want provider:name`},
+		{[]string{path, "bpfkit"}, 2, `probe "bpfkit": want provider:name`},
+		// A pid out of the kernel's range is refused before anything is
+		// loaded: 4294967297 in 32 bits is pid 1.
+		{[]string{"-p", "4294967297", path, "bpfkit:args"}, 2,
+			`-p "4294967297": want a process id from 1`},
+		{[]string{"-listen", ":0", path, "bpfkit:args"}, 2, "-listen serves the counts of -count"},
 	} {
 		out, errOut, status := runTool(t, "usdt", c.args...)
 		if status != c.status || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.msg) {
 			t.Errorf("usdt %q: status %d, stdout %q, stderr %q; want %d and one line with %q", c.args, status, out, errOut, c.status, c.msg)
 		}
 	}
+}
+
+// TestPrometheusUsdt: usdt -count -listen serves usdt_firings_total by
+// probe and argument values, which passes promtool check metrics; a
+// Prometheus server scraping it while the C program fires bpfkit:args 7
+// times (traced with -p: nothing else counts) finds exactly 7 more
+// firings, one with arg11="call 3" and arg1="9".
+func TestPrometheusUsdt(t *testing.T) {
+	testutil.RequireRoot(t)
+	requirePrometheus(t)
+	path := sdtBinary(t)
+	proc := startSDTBinary(t, path)
+	r := startTool(t, "usdt", "-count", "-a", "1", "-s", "11", "-listen", "127.0.0.1:0",
+		"-p", strconv.Itoa(proc.pid), path, "bpfkit:args", "60")
+	addr := r.metricsAddr()
+	r.waitFor("Ctrl-C to stop")
+	p := scrapedByPrometheus(t, addr)
+	firings := `usdt_firings_total{job="bpfkit",probe="bpfkit:args"}`
+	if n := p.increase(firings, func() { proc.send("fire 7", "fired 7") }); n != 7 {
+		t.Fatalf("Prometheus counted %v firings for 7: %+v", n, p.query(firings))
+	}
+	third := p.query(`usdt_firings_total{arg1="9",arg11="call 3"}`)
+	if len(third) != 1 || third[0].Value != 1 {
+		t.Errorf("the firing with i=3: %+v, want one series of 1", third)
+	}
+	out := checkMetrics(t, addr)
+	if !strings.Contains(out, `usdt_missed_firings_total{probe="bpfkit:args"} 0`) {
+		t.Errorf("no usdt_missed_firings_total of 0:\n%s", out)
+	}
+	r.stop()
+}
+
+// forgedSDT is a copy of the C program whose notes name bpfkit:args
+// "bpfkit:a\n\x1b[" and bpfkit:str "bpfkit:\x1b[m", and write the
+// arguments of bpfkit:str's first site with a newline for their space:
+// what a hostile file may say, the bytes patched in place. It returns
+// the copy's path and those arguments as the original writes them.
+func forgedSDT(t *testing.T) (string, string) {
+	t.Helper()
+	path := sdtBinary(t)
+	f, err := usdt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	str, err := f.Probe("bpfkit:str")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := str.Sites[0].Args, str.Sites[1].Args
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][2]string{
+		{"bpfkit\x00args\x00", "bpfkit\x00a\n\x1b[\x00"},
+		{"bpfkit\x00str\x00" + first + "\x00",
+			"bpfkit\x00\x1b[m\x00" + strings.Replace(first, " ", "\n", 1) + "\x00"},
+		{"bpfkit\x00str\x00" + second + "\x00", "bpfkit\x00\x1b[m\x00" + second + "\x00"},
+	} {
+		if strings.Count(string(b), p[0]) != 1 {
+			t.Fatalf("the notes hold %q %d times, want once", p[0], strings.Count(string(b), p[0]))
+		}
+		b = []byte(strings.Replace(string(b), p[0], p[1], 1))
+	}
+	forged := filepath.Join(t.TempDir(), "forged")
+	if err := os.WriteFile(forged, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return forged, first
+}
+
+// TestUsdtListHostile: names and arguments a file gives that are not
+// printable are quoted by -l, text and -json, so that a newline in a name
+// does not forge a line and an escape sequence does not reach the
+// terminal; a probe asked for that the file lacks is answered with its
+// names quoted, on one line.
+func TestUsdtListHostile(t *testing.T) {
+	path, args := forgedSDT(t)
+	out, errOut, status := runTool(t, "usdt", "-l", path)
+	if status != 0 || strings.ContainsRune(out, 0x1b) || strings.Count(out, "\n") != 8 {
+		t.Fatalf("usdt -l: status %d, an escape %v, %d lines, want 0, none and 8:\n%s%s",
+			status, strings.ContainsRune(out, 0x1b), strings.Count(out, "\n"), out, errOut)
+	}
+	forgedArgs := "  " + strconv.Quote(strings.Replace(args, " ", "\n", 1)) + "\n"
+	for _, want := range []string{`"bpfkit:a\n\x1b["  1 site`, `"bpfkit:\x1b[m"  2 sites`,
+		forgedArgs, "\nbpfkit:global  2 sites"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("usdt -l lacks %s:\n%s", want, out)
+		}
+	}
+	out, _, _ = runTool(t, "usdt", "-l", "-json", path)
+	var probes []string
+	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+		var p struct{ Probe string }
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		probes = append(probes, p.Probe)
+	}
+	wantProbes := []string{`"bpfkit:a\n\x1b["`, `"bpfkit:\x1b[m"`, "bpfkit:global"}
+	if want := wantProbes; fmt.Sprint(probes) != fmt.Sprint(want) {
+		t.Errorf("usdt -l -json: probes %q, want %q", probes, want)
+	}
+	out, errOut, status = runTool(t, "usdt", path, "bpfkit:nope")
+	want := `has no probe bpfkit:nope; it has "bpfkit:a\n\x1b[", "bpfkit:\x1b[m", bpfkit:global`
+	oneLine := strings.Count(errOut, "\n") == 1 && !strings.ContainsRune(errOut, 0x1b)
+	if status != 1 || !oneLine || !strings.Contains(errOut, want) {
+		t.Errorf("usdt %s bpfkit:nope: status %d: %q, want 1 and one line with %s",
+			path, status, errOut, want)
+	}
+}
+
+// TestUsdtCountFull: with more keys than -count has room for (20000
+// firings of bpfkit:args, each with its own argument 1), every firing is
+// either counted once under its key or counted as missed, and the tool
+// says how many were missed: the table's probes end after a few slots,
+// the hash map of kernels before 5.12 holds 10240 keys.
+func TestUsdtCountFull(t *testing.T) {
+	testutil.RequireRoot(t)
+	path := sdtBinary(t)
+	proc := startSDTBinary(t, path)
+	r := startTool(t, "usdt", "-count", "-json", "-a", "1", "-p", strconv.Itoa(proc.pid),
+		path, "bpfkit:args", "60")
+	r.waitErr("Ctrl-C to stop")
+	proc.send("fire 20000", "fired 20000")
+	out := r.stop()
+	var report struct {
+		Counts []struct {
+			Args  []uint64
+			Count uint64
+		}
+		Missed uint64
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("%v:\n%.500s", err, out)
+	}
+	seen := map[uint64]bool{}
+	for _, c := range report.Counts {
+		if len(c.Args) != 1 || c.Args[0]%3 != 0 || c.Args[0] >= 60000 || c.Count != 1 ||
+			seen[c.Args[0]] {
+			t.Fatalf("a count of %d for %v: want 1 for each argument 3*i, once", c.Count, c.Args)
+		}
+		seen[c.Args[0]] = true
+	}
+	if n := uint64(len(report.Counts)); n+report.Missed != 20000 || report.Missed == 0 {
+		t.Errorf("%d keys counted and %d missed, want 20000 in all, some missed", n, report.Missed)
+	}
+	t.Logf("%d keys counted, %d missed", len(report.Counts), report.Missed)
 }

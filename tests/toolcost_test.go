@@ -34,45 +34,20 @@ func BenchmarkToolCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer stats.Close()
-	loop, minor := loopDevice(b)
-	sdt := sdtBinary(b)
-	sdtRunning := startSDTBinary(b, sdt)
-	firings := func(testing.TB) { // i from 0 to 199 over and over: 200 keys of argument 1
-		for range events / 200 {
-			sdtRunning.send("fire 200", "fired 200")
+	for _, c := range toolCases(b, "60") {
+		if !c.cost {
+			continue
 		}
-	}
-	blockIO := func(tb testing.TB) { directReads(tb, loop, 4096) }
-	for _, c := range []struct {
-		name     string
-		tool     []string // the tool and its arguments
-		bpftrace string   // the equivalent one-liner
-		workload func(tb testing.TB)
-	}{
-		{"dropmon", []string{"dropmon", "60"}, `tracepoint:skb:kfree_skb { @[args->location, args->reason] = count(); }`, udpDrops},
-		{"tracex1", []string{"tracex1", "-json", "60"}, `tracepoint:net:netif_receive_skb /str(args->name) == "lo"/ { printf("%s %d\n", str(args->name), args->len); }`, loPackets},
-		{"tracex3", []string{"tracex3", "-dev", "7:" + strconv.Itoa(minor), "60"},
-			`tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsecs; }
-			tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ {
-				@us = hist((nsecs - @start[args->dev, args->sector]) / 1000); delete(@start[args->dev, args->sector]); }`, blockIO},
-		{"tracex2", []string{"tracex2", "60"}, `tracepoint:syscalls:sys_enter_write { @ = hist(args->count); }`, writes},
-		{"funccount", []string{"funccount", "syscalls:sys_enter_getppid", "60"}, `tracepoint:syscalls:sys_enter_getppid { @[probe] = count(); }`, getppids},
-		// arguments 1 and 5: a register, and memory at a register plus an
-		// offset (2 and 3 are constants, which cost nothing to read;
-		// bpftrace takes no argument past 5 on x86_64)
-		{"usdt", []string{"usdt", sdt, "bpfkit:args", "-a", "1,5", "-count", "60"},
-			fmt.Sprintf(`usdt:%s:bpfkit:args { @[arg1, arg5] = count(); }`, sdt), firings},
-		// bpfkit:str's two sites pass argument 1 in a register and as a
-		// constant: it is read through the cookie's description
-		{"usdt-sites", []string{"usdt", sdt, "bpfkit:str", "-a", "0,1", "-count", "60"},
-			fmt.Sprintf(`usdt:%s:bpfkit:str { @[arg0, arg1] = count(); }`, sdt), firings},
-		{"tracex5", []string{"tracex5", "-json", "60"}, fmt.Sprintf(`tracepoint:raw_syscalls:sys_enter /args->id == %d/ { @[args->id] = count(); }`, syscall.SYS_GETPPID), getppids},
-	} {
 		b.Run(c.name, func(b *testing.B) {
+			workload := c.workload(events)
+			if c.name == "tracex1" { // a packet is two events: lo sends it, lo receives it
+				workload = c.workload(events / 4)
+			}
 			var ours, theirs []float64
 			for range 5 {
-				ours = append(ours, perEvent(b, exec.Command(toolPath(b, c.tool[0]), c.tool[1:]...), c.workload))
-				theirs = append(theirs, perEvent(b, exec.Command("bpftrace", "-e", c.bpftrace), c.workload))
+				tool := exec.Command(toolPath(b, c.tool[0]), c.tool[1:]...)
+				ours = append(ours, perEvent(b, tool, workload))
+				theirs = append(theirs, perEvent(b, exec.Command(c.ref[0], c.ref[1:]...), workload))
 			}
 			slices.Sort(ours)
 			slices.Sort(theirs)
@@ -85,6 +60,16 @@ func BenchmarkToolCost(b *testing.B) {
 
 // perEvent starts cmd, waits until it holds programs, runs the workload and
 // returns the run time per run of its programs over the workload.
+// sdtFirings fires sdt's bpfkit:args n times (n a multiple of 200), i
+// from 0 to 199 over and over: 200 keys of argument 1.
+func sdtFirings(r *sdtRun, n int) func(testing.TB) {
+	return func(testing.TB) {
+		for range n / 200 {
+			r.send("fire 200", "fired 200")
+		}
+	}
+}
+
 func perEvent(b *testing.B, cmd *exec.Cmd, workload func(testing.TB)) float64 {
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
@@ -161,61 +146,73 @@ func runStats(tb testing.TB, ids []uint32) (cnt, ns uint64) {
 
 const events = 100_000
 
-func udpDrops(tb testing.TB) {
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	closed := c.LocalAddr()
-	c.Close()
-	s, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer s.Close()
-	for range events {
-		s.WriteTo([]byte("x"), closed)
-	}
-}
+// The workloads make n events each; BenchmarkToolCost makes events of them.
 
-func loPackets(tb testing.TB) {
-	rcv, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer rcv.Close()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			if _, _, err := rcv.ReadFrom(buf); err != nil {
-				return
-			}
+func udpDrops(n int) func(testing.TB) {
+	return func(tb testing.TB) {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
 		}
-	}()
-	s, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer s.Close()
-	for range events / 4 {
-		s.WriteTo(make([]byte, 100), rcv.LocalAddr())
-	}
-}
-
-func writes(tb testing.TB) {
-	null, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer null.Close()
-	buf := make([]byte, 100)
-	for range events {
-		null.Write(buf)
+		closed := c.LocalAddr()
+		c.Close()
+		s, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer s.Close()
+		for range n {
+			s.WriteTo([]byte("x"), closed)
+		}
 	}
 }
 
-func getppids(testing.TB) {
-	for range events {
-		syscall.Getppid()
+// loPackets sends n datagrams of 100 bytes over lo to a socket that reads them.
+func loPackets(n int) func(testing.TB) {
+	return func(tb testing.TB) {
+		rcv, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer rcv.Close()
+		go func() {
+			buf := make([]byte, 2048)
+			for {
+				if _, _, err := rcv.ReadFrom(buf); err != nil {
+					return
+				}
+			}
+		}()
+		s, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer s.Close()
+		for range n {
+			s.WriteTo(make([]byte, 100), rcv.LocalAddr())
+		}
+	}
+}
+
+// writes makes n writes of 100 bytes to /dev/null.
+func writes(n int) func(testing.TB) {
+	return func(tb testing.TB) {
+		null, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer null.Close()
+		buf := make([]byte, 100)
+		for range n {
+			null.Write(buf)
+		}
+	}
+}
+
+func getppids(n int) func(testing.TB) {
+	return func(testing.TB) {
+		for range n {
+			syscall.Getppid()
+		}
 	}
 }

@@ -39,7 +39,9 @@ func toolPath(t testing.TB, name string) string {
 			return
 		}
 		os.Chmod(toolsDir.dir, 0o755) // TestToolsNeedRoot runs them as nobody
-		cmd := exec.Command("go", "build", "-o", toolsDir.dir+"/", "../cmd/...")
+		// -buildvcs=auto records the checkout's revision for -version where
+		// the go command can (not in a git worktree), whatever GOFLAGS says.
+		cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", toolsDir.dir+"/", "../cmd/...")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "PATH="+os.Getenv("PATH")+":/usr/local/go/bin")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			toolsDir.err = fmt.Errorf("go build ../cmd/...: %w\n%s", err, out)
@@ -265,6 +267,14 @@ func spacedWorkload(t *testing.T, getppid int, gap time.Duration, sizes ...int) 
 	}
 	w := exec.Command(os.Args[0])
 	w.Env = append(os.Environ(), "BPFKIT_TEST_WRITER="+strings.Join(list, ","), "BPFKIT_TEST_GETPPID="+strconv.Itoa(getppid), "BPFKIT_TEST_GAP="+gap.String())
+	return startWaiting(t, w)
+}
+
+// startWaiting starts w, a workload that waits for a line on its stdin,
+// and returns its pid and run, which sends the line and waits for w to
+// exit 0.
+func startWaiting(t *testing.T, w *exec.Cmd) (pid int, run func()) {
+	t.Helper()
 	stdin, err := w.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -276,7 +286,7 @@ func spacedWorkload(t *testing.T, getppid int, gap time.Duration, sizes ...int) 
 	return w.Process.Pid, func() {
 		fmt.Fprintln(stdin)
 		if err := w.Wait(); err != nil {
-			t.Fatalf("writer: %v", err)
+			t.Fatalf("%s: %v", w.Path, err)
 		}
 	}
 }

@@ -352,6 +352,35 @@ func Events(k ProbeKind) ([]string, error) {
 	return eventNames(string(b)), nil
 }
 
+// DynamicEvents lists, as "group/name", the events made at run time
+// rather than compiled into the kernel: kprobe and uprobe events, and
+// where the kernel has dynamic_events (4.17) synthetic events, eprobes,
+// fprobes and the like too. An event of tracefs that is not one of them
+// is a tracepoint of the kernel, which a raw tracepoint of the same name
+// reaches.
+func DynamicEvents() ([]string, error) {
+	p, err := file("dynamic_events")
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(p)
+	if err == nil {
+		return eventNames(string(b)), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("tracefs: %w", err)
+	}
+	var out []string
+	for _, k := range []ProbeKind{Kprobe, Uprobe} {
+		evs, err := Events(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+	}
+	return out, nil
+}
+
 // eventNames reads "group/name" from each line of an events file,
 // "p:group/name target" or "r10:group/name target".
 func eventNames(text string) (out []string) {

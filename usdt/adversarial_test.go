@@ -163,6 +163,28 @@ func TestAdversarialOpen(t *testing.T) {
 			t.Errorf("Open(%q): %v, %d bytes allocated; want %q and under 1 MiB", path, err, n, want)
 		}
 	}
+	// A file cut within its header says so: it said "a big-endian ELF
+	// file" for 4 bytes and a bare "EOF" for 16.
+	elf32, badClass := notesELF(nil, 0, 0), notesELF(nil, 0, 0)
+	elf32[4], badClass[4] = byte(elf.ELFCLASS32), 3
+	for _, c := range []struct {
+		file []byte
+		want string
+	}{
+		{[]byte(elf.ELFMAG), "truncated: 4 bytes, short of an ELF header " +
+			"(52 bytes for 32-bit, 64 for 64-bit)"},
+		{notesELF(nil, 0, 0)[:5], "truncated: 5 bytes, short of the 64-byte header of a 64-bit " +
+			"ELF file"},
+		{notesELF(nil, 0, 0)[:16], "truncated: 16 bytes, short of the 64-byte header of a 64-bit " +
+			"ELF file"},
+		{elf32[:51], "truncated: 51 bytes, short of the 52-byte header of a 32-bit ELF file"},
+		{badClass, "unknown ELF class 3 (1 for 32-bit, 2 for 64-bit)"},
+	} {
+		path := write("cut", c.file)
+		if _, err := Open(path); err == nil || err.Error() != "usdt: "+path+": "+c.want {
+			t.Errorf("Open of %d bytes: %v, want %q", len(c.file), err, c.want)
+		}
+	}
 	// An empty notes section: a File of no probes.
 	f, err := Open(empty)
 	if err != nil || len(f.Probes) != 0 {
@@ -186,7 +208,12 @@ func TestAdversarialFile(t *testing.T) {
 	var f File
 	for _, name := range []string{"", "a:b", "a\x00:b", "a\n:b", "a\xa0:b", strings.Repeat("a", 300)} {
 		_, err := f.Probe(name)
-		if want := "usdt:  has no probe " + name + "; it has none"; err == nil || err.Error() != want {
+		quoted := name // quoted unless its provider and name are identifiers
+		if name != "a:b" {
+			quoted = strconv.Quote(name)
+		}
+		want := "usdt:  has no probe " + quoted + "; it has none"
+		if err == nil || err.Error() != want {
 			t.Errorf("zero File's Probe(%q): %v, want %q", name, err, want)
 		}
 	}
@@ -373,16 +400,17 @@ func TestAdversarialAttach(t *testing.T) {
 		{"a name with a space", Options{Name: "a b"}, build, prefix + `prog: load: sys: name "a b": byte " " at 1 is not allowed (only A-Z, a-z, 0-9, '_' and '.'): invalid argument`},
 		{"a name with NUL", Options{Name: "a\x00b"}, build, prefix + `prog: load: sys: name "a\x00b": byte "\x00" at 1 is not allowed (only A-Z, a-z, 0-9, '_' and '.'): invalid argument`},
 		{"a name with 0xA0", Options{Name: "a\xa0b"}, build, prefix + `prog: load: sys: name "a\xa0b": byte "\xa0" at 1 is not allowed (only A-Z, a-z, 0-9, '_' and '.'): invalid argument`},
-		{"pid -1", Options{PID: -1}, build, prefix + `prog: attach "usdt" to uprobe ` + path + ": tracefs: invalid probe: pid -1 is no process id"},
+		{"pid -1", Options{PID: -1}, build, prefix + `prog: attach "usdt" to `},
 	} {
-		for _, cookies := range cookieModes(t) {
-			c.o.NoCookies = !cookies
-			a, err := Attach(p, c.o, c.build)
+		for _, m := range attachModes(t) {
+			a, err := Attach(p, m.with(c.o), c.build)
 			if err == nil {
 				a.Close()
 			}
-			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
-				t.Errorf("Attach with %s (cookies %v): %v, want %q", c.what, cookies, err, c.want)
+			badPID := ": tracefs: invalid probe: pid -1 is no process id"
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) ||
+				c.o.PID != 0 && !strings.HasSuffix(err.Error(), badPID) {
+				t.Errorf("Attach with %s (%s): %v, want %q", c.what, m.name, err, c.want)
 			}
 		}
 	}
@@ -390,10 +418,14 @@ func TestAdversarialAttach(t *testing.T) {
 		// pid_t is 32 bits: 1<<32 + pid would trace pid.
 		big := int64(1) << 32
 		for _, pid := range []int{int(big) + os.Getpid(), math.MaxInt} {
-			_, err := Attach(p, Options{PID: pid}, build)
-			want := prefix + `prog: attach "usdt" to uprobe ` + path + fmt.Sprintf(": tracefs: invalid probe: pid %d is no process id", pid)
-			if err == nil || err.Error() != want || !errors.Is(err, tracefs.ErrInvalid) {
-				t.Errorf("Attach with pid %d: %v, want %q", pid, err, want)
+			for _, m := range attachModes(t) {
+				_, err := Attach(p, m.with(Options{PID: pid}), build)
+				want := fmt.Sprintf(": tracefs: invalid probe: pid %d is no process id", pid)
+				said := fmt.Sprint(err)
+				if !strings.HasPrefix(said, prefix) || !strings.HasSuffix(said, want) ||
+					!errors.Is(err, tracefs.ErrInvalid) {
+					t.Errorf("Attach with pid %d (%s): %v, want %q", pid, m.name, err, want)
+				}
 			}
 		}
 	}

@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/sys"
+	"golang.org/x/sys/unix"
 )
 
 // Options says how to attach.
@@ -20,6 +23,7 @@ type Options struct {
 	PID       int    // only this process; 0 means every process that runs the file
 	Name      string // the programs' name; "usdt" when empty
 	NoCookies bool   // one program per call site even where the kernel has bpf_cookie (5.15)
+	NoMulti   bool   // a uprobe per call site even where the kernel has uprobe_multi links (6.6)
 }
 
 // Builder returns the program to run at the call sites args reads from,
@@ -29,7 +33,12 @@ type Builder func(args *Args) ([]Item, error)
 // Attachment is one program attached to every call site of a probe, or
 // one program per call site.
 type Attachment struct {
-	Cookies  bool            // one program serves every site, reading the descriptions of arguments that differ by bpf_cookie
+	// Cookies: one program serves every site, reading the descriptions
+	// of arguments that differ by bpf_cookie.
+	Cookies bool
+	// Multi: one uprobe_multi link (6.6) attaches the program to every
+	// site, where without it each site has a uprobe of its own.
+	Multi    bool
 	Programs []*prog.Program // one with Cookies, else one per site
 	links    []*prog.Link
 	specs    *mapfd.Map
@@ -253,8 +262,12 @@ var ptRegsArch = map[elf.Machine]string{
 	elf.EM_X86_64: "x86_64", elf.EM_386: "x86_64", elf.EM_AARCH64: "aarch64", elf.EM_ARM: "armv7l",
 }
 
-// Attach runs build's program at every call site of the probe, a uprobe
-// each, with the semaphore as ref_ctr_offset (4.20).
+// Attach runs build's program at every call site of the probe, with the
+// semaphore as each site's ref_ctr_offset (4.20). Where the kernel has
+// bpf_cookie (5.15) one program serves every site, attached through one
+// uprobe_multi link where the kernel has them (6.6), else a uprobe per
+// site; without bpf_cookie each site has a program and a uprobe of its
+// own. Attachment.Cookies and Attachment.Multi say which.
 func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 	if p == nil || build == nil {
 		return nil, errors.New("usdt: Attach needs a probe and a Builder")
@@ -281,48 +294,153 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 	if err := p.armCode(); err != nil {
 		return fail(err)
 	}
-	if !o.NoCookies {
-		// The descriptions, for arguments that differ between sites.
-		differ := slices.ContainsFunc(sites, func(args []Arg) bool { return !slices.EqualFunc(args, sites[0], Arg.same) })
-		if a.Cookies, err = prog.HavePerfLink(); err == nil && a.Cookies && differ {
-			a.specs, err = specMap(sites)
-		}
-		if err != nil {
-			return fail(err)
+	if err := a.choose(o); err != nil {
+		return fail(err)
+	}
+	sems, err := p.semaphores()
+	if err != nil {
+		return fail(err)
+	}
+	if !a.Cookies {
+		err = a.attachEach(p, o, sites, sems, build)
+	} else if err = a.loadOne(p, o, sites, build); err == nil && a.Multi {
+		err = a.attachMulti(p, o, sems)
+	} else if err == nil {
+		err = a.attachCookies(p, o, sems)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return a, nil
+}
+
+// choose sets how to attach: with cookies where the kernel has them and o
+// allows, through uprobe_multi likewise; with a pid, only where the
+// kernel's uprobe_multi links run it in every thread of the process
+// (6.10: HaveUprobeMultiPIDFilter), as a uprobe per site does. A kernel
+// with uprobe_multi links has bpf_cookie too.
+func (a *Attachment) choose(o Options) error {
+	if o.NoCookies {
+		return nil
+	}
+	var err error
+	have := prog.HaveUprobeMulti
+	if o.PID != 0 {
+		have = prog.HaveUprobeMultiPIDFilter
+	}
+	if !o.NoMulti {
+		if a.Multi, err = have(); err != nil {
+			return err
 		}
 	}
+	a.Cookies = a.Multi
+	if !a.Cookies {
+		a.Cookies, err = prog.HavePerfLink()
+	}
+	return err
+}
+
+// semaphores returns the file offset of each site's semaphore, 0 for none.
+func (p *Probe) semaphores() ([]uint64, error) {
+	sems := make([]uint64, len(p.Sites))
 	for i, s := range p.Sites {
 		sem, err := p.semaphore(s)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
-		if i == 0 || !a.Cookies {
-			serves := sites[i : i+1]
-			if a.Cookies {
-				serves = sites
-			}
-			arm := p.file.Machine == elf.EM_ARM
-			items, err := build(&Args{N: len(sites[0]), sites: serves, regs32: arm, specs: a.specs})
-			if err != nil {
-				return fail(err)
-			}
-			pr, err := prog.Load(prog.Spec{Type: prog.Kprobe, Name: cmp.Or(o.Name, "usdt"), License: "GPL", Insns: items})
-			if err != nil {
-				return fail(err)
-			}
-			a.Programs = append(a.Programs, pr)
+		sems[i] = sem
+	}
+	return sems, nil
+}
+
+// args reads the arguments of sites, p's, in a program: with specs where
+// they differ between them and a cookie tells which site runs. A 32-bit arm
+// file's are in 32-bit arm's pt_regs (Attach has checked the kernel's).
+func (p *Probe) args(sites [][]Arg, specs *mapfd.Map) *Args {
+	return &Args{N: len(sites[0]), sites: sites, regs32: p.file.Machine == elf.EM_ARM, specs: specs}
+}
+
+// load builds and loads the program args reads the arguments of.
+func (a *Attachment) load(o Options, args *Args, build Builder) error {
+	items, err := build(args)
+	if err != nil {
+		return err
+	}
+	spec := prog.Spec{Type: prog.Kprobe, Name: cmp.Or(o.Name, "usdt"), License: "GPL", Insns: items}
+	if a.Multi {
+		spec.ExpectedAttachType = unix.BPF_TRACE_UPROBE_MULTI
+	}
+	pr, err := prog.Load(spec)
+	if err != nil {
+		return err
+	}
+	a.Programs = append(a.Programs, pr)
+	return nil
+}
+
+// loadOne loads the one program that serves every site, and the
+// descriptions of the arguments that differ between sites, which the
+// cookie indexes.
+func (a *Attachment) loadOne(p *Probe, o Options, sites [][]Arg, build Builder) error {
+	differ := slices.ContainsFunc(sites, func(args []Arg) bool {
+		return !slices.EqualFunc(args, sites[0], Arg.same)
+	})
+	if differ {
+		var err error
+		if a.specs, err = specMap(sites); err != nil {
+			return err
 		}
-		uo := prog.UprobeOptions{Offset: s.Offset, PID: o.PID, RefCtrOffset: sem}
-		if a.Cookies {
-			uo.Cookie = uint64(i)
-		}
-		l, err := prog.AttachUprobe(a.Programs[len(a.Programs)-1], p.file.Path, uo)
+	}
+	return a.load(o, p.args(sites, a.specs), build)
+}
+
+// attachMulti attaches the one program to every site through one
+// uprobe_multi link, the site's index its cookie.
+func (a *Attachment) attachMulti(p *Probe, o Options, sems []uint64) error {
+	mo := prog.UprobeMultiOptions{PID: o.PID, RefCtrOffsets: sems}
+	for i, s := range p.Sites {
+		mo.Offsets = append(mo.Offsets, s.Offset)
+		mo.Cookies = append(mo.Cookies, uint64(i))
+	}
+	l, err := prog.AttachUprobeMulti(a.Programs[0], p.file.Path, mo)
+	if err != nil {
+		return err
+	}
+	a.links = append(a.links, l)
+	return nil
+}
+
+// attachCookies attaches the one program to every site, a uprobe each,
+// the site's index its cookie.
+func (a *Attachment) attachCookies(p *Probe, o Options, sems []uint64) error {
+	for i, s := range p.Sites {
+		uo := prog.UprobeOptions{Offset: s.Offset, PID: o.PID, RefCtrOffset: sems[i]}
+		uo.Cookie = uint64(i)
+		l, err := prog.AttachUprobe(a.Programs[0], p.file.Path, uo)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		a.links = append(a.links, l)
 	}
-	return a, nil
+	return nil
+}
+
+// attachEach builds, loads and attaches a program for each site, which
+// reads the arguments as that site passes them.
+func (a *Attachment) attachEach(p *Probe, o Options, sites [][]Arg, sems []uint64,
+	build Builder) error {
+	for i, s := range p.Sites {
+		if err := a.load(o, p.args(sites[i:i+1], nil), build); err != nil {
+			return err
+		}
+		uo := prog.UprobeOptions{Offset: s.Offset, PID: o.PID, RefCtrOffset: sems[i]}
+		l, err := prog.AttachUprobe(a.Programs[i], p.file.Path, uo)
+		if err != nil {
+			return err
+		}
+		a.links = append(a.links, l)
+	}
+	return nil
 }
 
 // Enable sets the probe's semaphore without a uprobe on its sites, for
@@ -343,7 +461,7 @@ func Enable(p *Probe, o Options) (*Attachment, error) {
 		return nil, fmt.Errorf("usdt: enable %s: %s has no semaphore to set (%v)", p, p.file.Path, err)
 	}
 	q := &Probe{p.Provider, p.Name, []Site{{Offset: p.file.entry, Semaphore: p.Sites[0].Semaphore}}, p.file}
-	o.NoCookies = true
+	o.NoCookies = true // one site
 	return Attach(q, o, func(*Args) ([]Item, error) { return []Item{Mov64Imm(R0, 0), Exit()}, nil })
 }
 
@@ -372,4 +490,29 @@ func specMap(sites [][]Arg) (*mapfd.Map, error) {
 		}
 	}
 	return m, nil
+}
+
+// Quoted is "provider:name" as a message or a listing writes it: as it
+// is when both are identifiers as sys/sdt.h makes them (letters, digits
+// and '_', or '-' and '.', which some providers use), else quoted as Go
+// quotes strings: what a file names its probes is untrusted, and a
+// newline must not forge a line nor an escape sequence reach a terminal.
+func (p *Probe) Quoted() string { return quoteName(p.String()) }
+
+// quoteName is Quoted for a name as a caller wrote it, "provider:name".
+func quoteName(s string) string {
+	provider, name, _ := strings.Cut(s, ":")
+	if identifier(provider) && identifier(name) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// identifier says whether s is not empty and only of letters, digits,
+// '_', '-' and '.'.
+func identifier(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			r == '_' || r == '-' || r == '.')
+	})
 }

@@ -2,6 +2,7 @@ package usdt
 
 import (
 	"bufio"
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -86,18 +87,56 @@ func openProbe(t *testing.T, path, name string) *Probe {
 	return p
 }
 
-// cookieModes are the ways to attach this kernel has: one program told
-// apart by bpf_cookie (5.15), and one program per call site.
-func cookieModes(t *testing.T) []bool {
+// attachMode is a way to attach: the Options that ask for it, and what
+// the Attachment must say.
+type attachMode struct {
+	name           string
+	o              Options
+	cookies, multi bool
+}
+
+// attachModes are the ways to attach this kernel has: one program told
+// apart by bpf_cookie attached through one uprobe_multi link (6.6), or
+// through a uprobe per site (5.15), and one program per call site.
+func attachModes(t *testing.T) []attachMode {
 	t.Helper()
 	links, err := prog.HavePerfLink()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if links {
-		return []bool{true, false}
+	// The tests attach with and without a pid: uprobe_multi where its
+	// links filter by process (6.10), as usdt uses them then.
+	multi, err := prog.HaveUprobeMultiPIDFilter()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return []bool{false}
+	var modes []attachMode
+	if multi {
+		modes = append(modes, attachMode{"uprobe_multi", Options{}, true, true})
+	}
+	if links {
+		modes = append(modes, attachMode{"cookies", Options{NoMulti: true}, true, false})
+	}
+	return append(modes, attachMode{"no cookies", Options{NoCookies: true}, false, false})
+}
+
+// with is o with the mode's choices.
+func (m attachMode) with(o Options) Options {
+	o.NoCookies, o.NoMulti = m.o.NoCookies, m.o.NoMulti
+	return o
+}
+
+// check fails t unless a was attached as the mode asks, with one program
+// or one per site.
+func (m attachMode) check(t *testing.T, a *Attachment, sites int) {
+	t.Helper()
+	programs := map[bool]int{true: 1, false: sites}[m.cookies]
+	links := map[bool]int{true: 1, false: sites}[m.multi]
+	if a.Cookies != m.cookies || a.Multi != m.multi ||
+		len(a.Programs) != programs || len(a.links) != links {
+		t.Errorf("%s: attached with cookies %v, multi %v, %d programs and %d links for %d sites",
+			m.name, a.Cookies, a.Multi, len(a.Programs), len(a.links), sites)
+	}
 }
 
 // TestArgs: a program pushes the twelve arguments of each firing of
@@ -113,15 +152,15 @@ func TestArgs(t *testing.T) {
 	path := sdtProgram(t)
 	probe := openProbe(t, path, "bpfkit:args")
 	const rec = -Scratch - 104 // 11 numbers, then 16 bytes of string
-	for _, m := range argModes(t, path, probe, strings.TrimSpace(strings.Repeat("8@$0 ", 12))) {
-		mode, cookies, probe := m.name, m.cookies, m.probe
+	for _, m := range argModes(t, path, probe, zeros(probe, 12)) {
+		mode, probe := m.name, m.probe
 		proc := startSDT(t, path)
 		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 104, MaxEntries: 64, Name: "usdt_test"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer q.Close()
-		a, err := Attach(probe, Options{PID: proc.pid, NoCookies: !cookies}, func(args *Args) ([]Item, error) {
+		a, err := Attach(probe, m.with(Options{PID: proc.pid}), func(args *Args) ([]Item, error) {
 			items, err := loadArgs(args, 11, rec)
 			if err != nil {
 				return nil, err
@@ -136,8 +175,9 @@ func TestArgs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Cookies != cookies || len(a.Programs) != map[bool]int{true: 1, false: len(probe.Sites)}[cookies] || (a.specs != nil) != (mode == "descriptions") {
-			t.Errorf("%s: attached with cookies %v, %d programs for %d sites, descriptions %v", mode, a.Cookies, len(a.Programs), len(probe.Sites), a.specs)
+		m.check(t, a, len(probe.Sites))
+		if (a.specs != nil) != m.descriptions {
+			t.Errorf("%s: descriptions %v", mode, a.specs)
 		}
 		if got := proc.do("fire 5"); got != "fired 5" {
 			t.Fatal(got)
@@ -178,13 +218,13 @@ func TestArgs386(t *testing.T) {
 	path := buildSDT(t, "gcc", "gcc", "-m32", "-nostdlib", "-static", "-ffreestanding", "-DSDT_FREESTANDING")
 	probe := openProbe(t, path, "bpfkit:args")
 	const rec = -Scratch - 104
-	for _, m := range argModes(t, path, probe, strings.TrimSpace(strings.Repeat("8@$0 ", 12))) {
+	for _, m := range argModes(t, path, probe, zeros(probe, 12)) {
 		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 104, MaxEntries: 8, Name: "usdt_test"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer q.Close()
-		a, err := Attach(m.probe, Options{NoCookies: !m.cookies}, func(args *Args) ([]Item, error) {
+		a, err := Attach(m.probe, m.with(Options{}), func(args *Args) ([]Item, error) {
 			items, err := loadArgs(args, 11, rec)
 			if err != nil {
 				return nil, err
@@ -219,26 +259,39 @@ func TestArgs386(t *testing.T) {
 
 // argMode is a way to attach a probe for reading its arguments.
 type argMode struct {
-	name    string
-	probe   *Probe
-	cookies bool
+	attachMode
+	probe        *Probe
+	descriptions bool // arguments that differ between sites are read through the cookie
 }
 
-// argModes are those this kernel has: a program per site; and with
-// cookies one program, which reads arguments the same at every site as
-// written there ("cookies"), and those that differ through the
-// descriptions the cookie indexes ("descriptions": the probe given a
-// second site, with the arguments second, on bpfkit:str's nop, which never
-// runs, as bpfkit:str's semaphore stays zero).
+// argModes are those this kernel has: each of attachModes, and with
+// cookies also "descriptions": the probe given a second site, with the
+// arguments second, on bpfkit:str's nop, which never runs, as
+// bpfkit:str's semaphore stays zero; the one program reads arguments that
+// differ between sites through the descriptions the cookie indexes.
 func argModes(t *testing.T, path string, probe *Probe, second string) []argMode {
 	str := openProbe(t, path, "bpfkit:str").Sites[0]
 	differing := *probe
 	differing.Sites = []Site{probe.Sites[0], {Address: str.Address, Offset: str.Offset, Semaphore: probe.Sites[0].Semaphore, Args: second}}
-	modes := []argMode{{"no cookies", probe, false}}
-	if slices.Contains(cookieModes(t), true) {
-		modes = append(modes, argMode{"cookies", probe, true}, argMode{"descriptions", &differing, true})
+	var modes []argMode
+	for _, m := range attachModes(t) {
+		modes = append(modes, argMode{m, probe, false})
+		if m.cookies {
+			m.name += ", descriptions"
+			modes = append(modes, argMode{m, &differing, true})
+		}
 	}
 	return modes
+}
+
+// zeros is n arguments of the constant 0, 8 bytes each, in the syntax of
+// p's machine: "8@$0" on x86, "8@0" on arm64.
+func zeros(p *Probe, n int) string {
+	zero := "8@$0"
+	if p.file.Machine == elf.EM_AARCH64 {
+		zero = "8@0"
+	}
+	return strings.TrimSpace(strings.Repeat(zero+" ", n))
 }
 
 // loadArgs is r6 = ctx, then arguments 0 to n-1 stored from r10+rec, 8
@@ -270,15 +323,15 @@ func TestGlobals(t *testing.T) {
 	if len(probe.Sites) != 2 {
 		t.Fatalf("bpfkit:global has %d sites, want 2", len(probe.Sites))
 	}
-	for _, cookies := range cookieModes(t) {
-		mode := map[bool]string{true: "cookies", false: "no cookies"}[cookies]
+	for _, m := range attachModes(t) {
+		mode := m.name
 		proc := startSDT(t, path)
 		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 16, MaxEntries: 8, Name: "usdt_test"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer q.Close()
-		a, err := Attach(probe, Options{PID: proc.pid, NoCookies: !cookies}, func(args *Args) ([]Item, error) {
+		a, err := Attach(probe, m.with(Options{PID: proc.pid}), func(args *Args) ([]Item, error) {
 			items, err := loadArgs(args, 2, -32)
 			return append(items, LoadMapFD(R1, q), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -32),
 				Mov64Imm(R3, 0), Call(BPF_FUNC_map_push_elem), Mov64Imm(R0, 0), Exit()), err
@@ -286,8 +339,17 @@ func TestGlobals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (a.specs != nil) != cookies {
-			t.Errorf("%s: descriptions %v", mode, a.specs)
+		m.check(t, a, 2)
+		// x86 reads the variables relative to each site's address, so the
+		// one program reads them through the descriptions; arm64 loads
+		// their addresses into registers, the same at both sites.
+		sites, err := probe.ParseArgs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		differ := !slices.EqualFunc(sites[0], sites[1], Arg.same)
+		if (a.specs != nil) != (m.cookies && differ) {
+			t.Errorf("%s: descriptions %v, the sites' arguments differ %v", mode, a.specs, differ)
 		}
 		proc.do("global 1234")
 		proc.do("global -5")
@@ -323,14 +385,14 @@ func TestSites(t *testing.T) {
 	if len(probe.Sites) != 2 || probe.Sites[0].Args == probe.Sites[1].Args {
 		t.Fatalf("bpfkit:str: %+v, want two sites with different arguments", probe.Sites)
 	}
-	for _, cookies := range cookieModes(t) {
+	for _, m := range attachModes(t) {
 		proc := startSDT(t, path)
 		q, err := mapfd.Create(mapfd.Spec{Type: mapfd.Queue, ValueSize: 24, MaxEntries: 64, Name: "usdt_test"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer q.Close()
-		a, err := Attach(probe, Options{PID: proc.pid, NoCookies: !cookies}, func(args *Args) ([]Item, error) {
+		a, err := Attach(probe, m.with(Options{PID: proc.pid}), func(args *Args) ([]Item, error) {
 			load, err := args.Load(R7, R6, 1)
 			str, err2 := args.String(R6, 0, -40, 16)
 			items := append(append([]Item{Mov64Reg(R6, R1)}, load...), StoreMem(BPF_DW, R10, -48, R7))
@@ -340,12 +402,10 @@ func TestSites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Cookies != cookies || len(a.Programs) != map[bool]int{true: 1, false: 2}[cookies] {
-			t.Errorf("cookies %v: attached with cookies %v, %d programs", cookies, a.Cookies, len(a.Programs))
-		}
+		m.check(t, a, 2)
 		// Each site's uprobe counts in the semaphore.
 		if got := proc.do("sem"); got != "sem 0 2" {
-			t.Errorf("cookies %v: %s, want sem 0 2", cookies, got)
+			t.Errorf("%s: %s, want sem 0 2", m.name, got)
 		}
 		proc.do("fire 4")
 		a.Close()
@@ -355,7 +415,7 @@ func TestSites(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s %d", strings.TrimRight(string(v[8:]), "\x00"), binary.LittleEndian.Uint64(v)))
 		}
 		if want := "call 0 0,call 1 99,call 2 2,call 3 99"; strings.Join(got, ",") != want {
-			t.Errorf("cookies %v: %q, want %q", cookies, got, want)
+			t.Errorf("%s: %q, want %q", m.name, got, want)
 		}
 	}
 }
@@ -456,10 +516,10 @@ func TestSemaphore(t *testing.T) {
 	testutil.CheckNoLeaks(t)
 	path := sdtProgram(t)
 	probe := openProbe(t, path, "bpfkit:str")
-	for _, cookies := range cookieModes(t) {
+	for _, m := range attachModes(t) {
 		for _, pid := range []bool{false, true} {
 			traced, other := startSDT(t, path), startSDT(t, path)
-			o := Options{NoCookies: !cookies}
+			o := m.with(Options{})
 			if pid {
 				o.PID = traced.pid
 			}
@@ -469,18 +529,21 @@ func TestSemaphore(t *testing.T) {
 			a, count := counter(t, probe, o)
 			wantOther := map[bool]string{false: "sem 0 2", true: "sem 0 0"}[pid]
 			if got, gotOther := traced.do("sem"), other.do("sem"); got != "sem 0 2" || gotOther != wantOther {
-				t.Errorf("cookies %v, pid %v: attached, the traced process says %q and the other %q, want sem 0 2 (a uprobe on each site) and %s", cookies, pid, got, gotOther, wantOther)
+				t.Errorf("%s, pid %v: attached, the traced process says %q and the other %q, "+
+					"want sem 0 2 (a uprobe on each site) and %s",
+					m.name, pid, got, gotOther, wantOther)
 			}
 			traced.do("fire 7")
 			other.do("fire 3")
 			if n, want := count(), map[bool]uint64{false: 10, true: 7}[pid]; n != want {
-				t.Errorf("cookies %v, pid %v: %d firings, want %d", cookies, pid, n, want)
+				t.Errorf("%s, pid %v: %d firings, want %d", m.name, pid, n, want)
 			}
 			if err := a.Close(); err != nil {
 				t.Fatal(err)
 			}
 			if got, gotOther := traced.do("sem"), other.do("sem"); got != "sem 0 0" || gotOther != "sem 0 0" {
-				t.Errorf("cookies %v, pid %v: after Close: %q and %q, want sem 0 0", cookies, pid, got, gotOther)
+				t.Errorf("%s, pid %v: after Close: %q and %q, want sem 0 0",
+					m.name, pid, got, gotOther)
 			}
 		}
 	}

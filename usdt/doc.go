@@ -15,9 +15,12 @@
 // reads an argument in the program. With bpf_cookie (5.15) one program
 // serves every site: an argument the same at each is read as written
 // there, one that differs through the cookie, which indexes an array map
-// of argument descriptions as in libbpf's usdt.bpf.h. Before 5.15, each
-// site gets a program built for its arguments (Attachment.Cookies says
-// which).
+// of argument descriptions as in libbpf's usdt.bpf.h. Where the kernel has
+// uprobe_multi links (6.6), one link attaches that program to every site,
+// with a cookie and a semaphore per site: one bpf(2) call to attach, one
+// close to detach, and no perf event per site. Before 5.15, each site gets
+// a program built for its arguments (Attachment.Cookies and
+// Attachment.Multi say which).
 //
 // The arguments are read from the kernel's struct pt_regs, whose layout
 // is the architecture's: a file's are read on the kernel its machine runs

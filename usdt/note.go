@@ -9,8 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/bpfkit/bpfkit/sys"
@@ -60,7 +58,10 @@ type note struct {
 
 // Open reads the probes of the little-endian ELF file at path, adjusting
 // the addresses of a prelinked file (.stapsdt.base moved from where the
-// notes say) and turning them into file offsets.
+// notes say) and turning them into file offsets. It reads each section it
+// needs (the notes; the symbols, for x86-64 arguments through %rip) as the
+// file holds it, never inflating one: it allocates in proportion to the
+// file's size, not to what its headers claim.
 func Open(path string) (*File, error) {
 	abs, err := filepath.Abs(path)
 	var r *os.File
@@ -71,8 +72,9 @@ func Open(path string) (*File, error) {
 		return nil, fmt.Errorf("usdt: %w", err)
 	}
 	defer r.Close()
-	size, _ := r.Seek(0, io.SeekEnd)
-	if err := checkHeaders(r, uint64(size)); err != nil {
+	end, _ := r.Seek(0, io.SeekEnd)
+	size := uint64(end)
+	if err := checkHeaders(r, size); err != nil {
 		return nil, fmt.Errorf("usdt: %s: %w", path, err)
 	}
 	f, err := elf.NewFile(r)
@@ -80,21 +82,15 @@ func Open(path string) (*File, error) {
 		return nil, fmt.Errorf("usdt: %s: %w", path, err)
 	}
 	sec := f.Section(".note.stapsdt")
-	// Data would allocate what a section's header says, or inflate it.
-	inFile := func(s *elf.Section) bool {
-		return s != nil && s.Flags&elf.SHF_COMPRESSED == 0 && s.Offset <= uint64(size) && s.FileSize <= uint64(size)-s.Offset
-	}
-	switch {
-	case sec == nil:
+	if sec == nil {
 		return nil, fmt.Errorf("%w in %s: it has no .note.stapsdt section", ErrNoProbes, path)
-	case !inFile(sec):
-		return nil, fmt.Errorf("usdt: %s: .note.stapsdt of %d bytes at %#x is compressed or past the end of the file", path, sec.Size, sec.Offset)
 	}
-	data, err := sec.Data()
-	var notes []note
-	if err == nil {
-		notes, err = parseNotes(data, 4*int(f.Class)) // ELFCLASS32 is 1, ELFCLASS64 2
+	data, err := sectionData(r, size, sec)
+	if err != nil {
+		return nil, fmt.Errorf("usdt: %s: .note.stapsdt of %d bytes at %#x is compressed or past "+
+			"the end of the file", path, sec.Size, sec.Offset)
 	}
+	notes, err := parseNotes(data, 4*int(f.Class)) // ELFCLASS32 is 1, ELFCLASS64 2
 	if err != nil {
 		return nil, fmt.Errorf("usdt: %s: .note.stapsdt: %w", path, err)
 	}
@@ -111,22 +107,8 @@ func Open(path string) (*File, error) {
 		file.entry, _ = file.offset(s.Addr, elf.PF_X)
 		armEntry = false // ARM or Thumb: nothing says which
 	}
-	if slices.ContainsFunc(notes, func(n note) bool { return strings.Contains(n.args, "(%rip)") }) {
-		file.syms = map[string]uint64{}
-		for typ, read := range map[elf.SectionType]func() ([]elf.Symbol, error){elf.SHT_SYMTAB: f.Symbols, elf.SHT_DYNSYM: f.DynamicSymbols} {
-			s := f.SectionByType(typ)
-			if !inFile(s) || int(s.Link) >= len(f.Sections) || !inFile(f.Sections[s.Link]) {
-				continue
-			}
-			syms, _ := read()
-			for _, s := range syms {
-				if v, ok := file.syms[s.Name]; s.Value != 0 && ok && v != s.Value {
-					file.syms[s.Name] = 0 // two of a name
-				} else if s.Value != 0 {
-					file.syms[s.Name] = s.Value
-				}
-			}
-		}
+	if want := ripSymbols(f.Machine, notes); len(want) > 0 {
+		file.syms = symbols(r, size, f, want)
 	}
 	byName := map[string]*Probe{}
 	for _, n := range notes {
@@ -189,17 +171,33 @@ func (p *Probe) armCode() error {
 	return nil
 }
 
-// checkHeaders refuses a file that is not a little-endian ELF file, or
-// whose program or section headers, or section-name table, do not fit in
-// its size bytes, or whose section-name table is compressed, before
-// elf.NewFile would allocate what they claim, or inflate the table to the
-// size it claims, whatever few bytes of zlib hold it.
+// checkHeaders refuses a file that is not a little-endian ELF file, is cut
+// short of its ELF header (debug/elf said a bare EOF), or whose program or
+// section headers, or section-name table, do not fit in its size bytes, or
+// whose section-name table is compressed, before elf.NewFile would
+// allocate what they claim, or inflate the table to the size it claims,
+// whatever few bytes of zlib hold it.
 func checkHeaders(r io.ReaderAt, size uint64) error {
 	var h [64]byte
-	if r.ReadAt(h[:], 0); string(h[:4]) != elf.ELFMAG {
+	r.ReadAt(h[:], 0)
+	// The header's size, by e_ident's EI_CLASS, which a file of 4 bytes lacks.
+	need := map[elf.Class]uint64{elf.ELFCLASS32: 52, elf.ELFCLASS64: 64}[elf.Class(h[4])]
+	switch data := elf.Data(h[5]); {
+	case size < 4 || string(h[:4]) != elf.ELFMAG:
 		return errors.New("not an ELF file")
-	} else if h[5] != byte(elf.ELFDATA2LSB) {
+	case size == 4:
+		return errors.New("truncated: 4 bytes, short of an ELF header (52 bytes for 32-bit, " +
+			"64 for 64-bit)")
+	case need == 0:
+		return fmt.Errorf("unknown ELF class %d (1 for 32-bit, 2 for 64-bit)", h[4])
+	case size > 5 && data == elf.ELFDATA2MSB:
 		return errors.New("a big-endian ELF file: only little-endian ones are supported")
+	case size > 5 && data != elf.ELFDATA2LSB:
+		return fmt.Errorf("unknown ELF data encoding %d (1 for little-endian, 2 for big-endian)",
+			h[5])
+	case size < need:
+		return fmt.Errorf("truncated: %d bytes, short of the %d-byte header of a %d-bit ELF file",
+			size, need, 32<<(h[4]-1))
 	}
 	le, wide := binary.LittleEndian, h[4] == byte(elf.ELFCLASS64)
 	// e_phoff, e_phentsize, e_phnum, e_shoff, e_shentsize, e_shnum, e_shstrndx
@@ -314,8 +312,8 @@ func (p *Probe) semaphore(s Site) (uint64, error) {
 // uprobe is the site's address (handle_swbp sets it for the handlers): at
 // the variable's address plus 8, less the site's.
 func (f *File) parseArg(s string, site uint64) (Arg, error) {
-	size, loc, _ := strings.Cut(s, "@")
-	expr, ok := strings.CutSuffix(loc, "(%rip)")
+	size, _, _ := strings.Cut(s, "@")
+	expr, ok := ripExpr(s)
 	if !ok || f.Machine != elf.EM_X86_64 {
 		return parseArg(f.Machine, s)
 	}
@@ -323,21 +321,11 @@ func (f *File) parseArg(s string, site uint64) (Arg, error) {
 	if err != nil {
 		return a, err
 	}
-	sym, off := expr, int64(0)
-	if l, r, ok := strings.Cut(expr, "+"); ok { // "counter+8", "8+counter"
-		if off, err = strconv.ParseInt(r, 0, 64); err == nil {
-			sym = l
-		} else if off, err = strconv.ParseInt(l, 0, 64); err == nil {
-			sym = r
-		}
-	} else if i := strings.LastIndexByte(expr, '-'); i > 0 { // "counter-8"
-		sym = expr[:i]
-		off, err = strconv.ParseInt(expr[i:], 0, 64)
-	}
-	addr := f.syms[sym]
-	switch _, there := f.syms[sym]; {
-	case err != nil || sym == "" || strings.ContainsAny(sym[:1], "-+0123456789"):
-		return a, fmt.Errorf("%q: want a symbol plus or minus a number", expr)
+	sym, off, err := ripOperand(expr)
+	addr, there := f.syms[sym]
+	switch {
+	case err != nil:
+		return a, err
 	case !there:
 		return a, fmt.Errorf("the variable %q is in neither the symbol table nor the dynamic symbols (stripped?)", sym)
 	case addr == 0:
@@ -355,7 +343,8 @@ func (f *File) Probe(name string) (*Probe, error) {
 		if p.String() == name {
 			return p, nil
 		}
-		all = append(all, p.String())
+		all = append(all, p.Quoted())
 	}
-	return nil, fmt.Errorf("usdt: %s has no probe %s; it has %s", f.Path, name, cmp.Or(strings.Join(all, ", "), "none"))
+	return nil, fmt.Errorf("usdt: %s has no probe %s; it has %s", f.Path, quoteName(name),
+		cmp.Or(strings.Join(all, ", "), "none"))
 }

@@ -522,6 +522,184 @@ func TestSymbolsBounded(t *testing.T) {
 	wantErr(t, "a compressed symbol table's variable", args[0][0].Err, `the variable "bpfkit_global" is in neither the symbol table nor the dynamic symbols`)
 }
 
+// elfSection is a section of synthELF's: link indexes the sections given,
+// from 1 (0 is the null section).
+type elfSection struct {
+	name  string
+	typ   elf.SectionType
+	flags elf.SectionFlag
+	link  uint32
+	data  []byte
+}
+
+// le32 and le64 are their values in little-endian order, one after another.
+func le32(vs ...uint32) (b []byte) {
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint32(b, v)
+	}
+	return b
+}
+
+func le64(vs ...uint64) (b []byte) {
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	return b
+}
+
+// synthELF is an x86-64 ELF64 executable of the sections given, between
+// the null section and .shstrtab, with one PT_LOAD segment, readable and
+// executable, mapping the whole file at address 0.
+func synthELF(sections ...elfSection) []byte {
+	le := binary.LittleEndian
+	all := append(sections, elfSection{name: ".shstrtab", typ: elf.SHT_STRTAB})
+	names := []byte{0}
+	for _, s := range all[:len(all)-1] {
+		names = append(append(names, s.name...), 0)
+	}
+	all[len(all)-1].data = append(names, ".shstrtab\x00"...)
+	b, shdrs, name := make([]byte, 64+56), make([]byte, 64), 1 // the headers; the null section
+	for _, s := range all {
+		b = append(b, make([]byte, -len(b)&7)...)
+		entsize := uint64(0)
+		if s.typ == elf.SHT_SYMTAB || s.typ == elf.SHT_DYNSYM {
+			entsize = 24
+		}
+		// sh_name, sh_type; sh_flags, sh_addr, sh_offset, sh_size; sh_link, sh_info;
+		// sh_addralign, sh_entsize
+		sh := append(le32(uint32(name), uint32(s.typ)), le64(uint64(s.flags), 0, uint64(len(b)),
+			uint64(len(s.data)))...)
+		shdrs = append(shdrs, append(append(sh, le32(s.link, 0)...), le64(8, entsize)...)...)
+		b = append(b, s.data...)
+		name += len(s.name) + 1
+	}
+	b = append(b, make([]byte, -len(b)&7)...)
+	shoff := len(b)
+	b = append(b, shdrs...)
+	copy(b, "\x7fELF\x02\x01\x01")
+	le.PutUint16(b[16:], uint16(elf.ET_EXEC))
+	le.PutUint16(b[18:], uint16(elf.EM_X86_64))
+	le.PutUint32(b[20:], uint32(elf.EV_CURRENT))
+	le.PutUint64(b[32:], 64) // e_phoff
+	le.PutUint64(b[40:], uint64(shoff))
+	for i, v := range []int{64, 56, 1, 64, len(all) + 1, len(all)} { // e_ehsize ... e_shstrndx
+		le.PutUint16(b[52+2*i:], uint16(v))
+	}
+	// p_type, p_flags; p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_align
+	ph := le32(uint32(elf.PT_LOAD), uint32(elf.PF_R|elf.PF_X))
+	copy(b[64:], append(ph, le64(0, 0, 0, uint64(len(b)), uint64(len(b)), 4096)...))
+	return b
+}
+
+// symbolBomb is an ELF file in a shape that made Open inflate or allocate
+// far more than its size: resolved says whether the %rip argument's
+// variable is still found.
+type symbolBomb struct {
+	file     []byte
+	resolved bool
+}
+
+// symbolBombs are such files, each with a probe whose argument
+// "-4@x+8(%rip)" has Open read the symbols, and 4 MiB of zeros claimed by
+// a few KiB: as the symbol table, or the table of its names, named
+// .zdebug* with GNU's "ZLIB" header (no SHF_COMPRESSED flag, which
+// debug/elf inflates all the same) or flagged SHF_COMPRESSED; as each GNU
+// version section, which debug/elf's DynamicSymbols reads whatever its
+// flags (x is then found in the dynamic symbols); and 1024 symbols naming
+// one 4 KiB string, which debug/elf copies for each.
+func symbolBombs() map[string]symbolBomb {
+	zeros := func(header []byte) []byte {
+		z := bytes.NewBuffer(header)
+		w := zlib.NewWriter(z)
+		w.Write(make([]byte, 4<<20))
+		w.Close()
+		return z.Bytes()
+	}
+	gnu := zeros(binary.BigEndian.AppendUint64([]byte("ZLIB"), 4<<20))
+	chdr := zeros(le64(uint64(elf.COMPRESS_ZLIB), 4<<20, 1)) // Elf64_Chdr
+	// A stapsdt note: its pc, base and semaphore, then provider, name, arguments.
+	desc := append(le64(0x40, 0, 0), "p\x00n\x00-4@x+8(%rip)\x00"...)
+	note := append(le32(8, uint32(len(desc)), 3), "stapsdt\x00"...) // NT_STAPSDT
+	note = append(append(note, desc...), make([]byte, -len(desc)&3)...)
+	notes := elfSection{name: ".note.stapsdt", typ: elf.SHT_NOTE, data: note}
+	// Elf64_Sym: st_name, st_info, st_other, st_shndx; st_value, st_size.
+	x := append(le32(1, 0), le64(0x1234, 0)...) // named at 1, at 0x1234
+	syms, names := append(make([]byte, 24), x...), []byte("\x00x\x00")
+	// The sections are numbered from 1: notes, then these, a table's names third.
+	symtab := func(name string, flags elf.SectionFlag, data []byte) elfSection {
+		return elfSection{name: name, typ: elf.SHT_SYMTAB, flags: flags, link: 3, data: data}
+	}
+	strtab := func(name string, flags elf.SectionFlag, data []byte) elfSection {
+		return elfSection{name: name, typ: elf.SHT_STRTAB, flags: flags, data: data}
+	}
+	plainSyms, plainNames := symtab(".symtab", 0, syms), strtab(".strtab", 0, names)
+	// dynamic is a file of dynamic symbols, and their GNU versions.
+	dynamic := func(versions ...elfSection) []byte {
+		for i := range versions {
+			versions[i].link = 2
+		}
+		dynsym := elfSection{name: ".dynsym", typ: elf.SHT_DYNSYM, link: 3, data: syms}
+		dynstr := strtab(".dynstr", 0, names)
+		return synthELF(append([]elfSection{notes, dynsym, dynstr}, versions...)...)
+	}
+	versym := elfSection{name: ".gnu.version", typ: elf.SHT_GNU_VERSYM, data: make([]byte, 4)}
+	bomb := func(s elfSection, flags elf.SectionFlag, data []byte) elfSection {
+		s.flags, s.data = flags, data
+		return s
+	}
+	verdef := elfSection{name: ".gnu.version_d", typ: elf.SHT_GNU_VERDEF}
+	verneed := elfSection{name: ".gnu.version_r", typ: elf.SHT_GNU_VERNEED}
+	zversym := versym
+	zversym.name = ".zdebug_gnu_version"
+	shared := append(make([]byte, 24), bytes.Repeat(x, 1024)...)
+	long := append(append([]byte{0}, bytes.Repeat([]byte("a"), 4096)...), 0)
+	compressed := elf.SHF_COMPRESSED
+	sharing := []elfSection{symtab(".symtab", 0, shared), strtab(".strtab", 0, long)}
+	zsyms, znames := symtab(".symtab", compressed, chdr), strtab(".strtab", compressed, chdr)
+	return map[string]symbolBomb{
+		"zdebug-symtab":     {synthELF(notes, symtab(".zdebug_symtab", 0, gnu), plainNames), false},
+		"zdebug-strtab":     {synthELF(notes, plainSyms, strtab(".zdebug_strtab", 0, gnu)), false},
+		"compressed-symtab": {synthELF(notes, zsyms, plainNames), false},
+		"compressed-strtab": {synthELF(notes, plainSyms, znames), false},
+		"shared-names":      {synthELF(notes, sharing[0], sharing[1]), false},
+		"versym":            {dynamic(bomb(versym, compressed, chdr)), true},
+		"zdebug-versym":     {dynamic(bomb(zversym, 0, gnu)), true},
+		"verdef":            {dynamic(versym, bomb(verdef, compressed, chdr)), true},
+		"verneed":           {dynamic(versym, bomb(verneed, compressed, chdr)), true},
+	}
+}
+
+// TestSymbolsNeverInflated: Open of each symbolBombs file allocates less
+// than 1 MiB, and finds the variable where the dynamic symbols hold it
+// (their version sections are not read), and says where it cannot.
+func TestSymbolsNeverInflated(t *testing.T) {
+	dir := t.TempDir()
+	for name, bomb := range symbolBombs() {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, bomb.file, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var f *File
+		var err error
+		n := testutil.Allocated(func() { f, err = Open(path) })
+		t.Logf("%s: %d bytes, %d allocated", name, len(bomb.file), n)
+		if err != nil || n > 1<<20 {
+			t.Errorf("%s: Open of %d bytes: %v, %d bytes allocated", name, len(bomb.file), err, n)
+			continue
+		}
+		args, err := f.Probes[0].ParseArgs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch a := args[0][0]; {
+		case bomb.resolved && (a.Err != nil || a.Kind != ArgDeref || a.Value != 0x1234-0x40+8):
+			t.Errorf("%s: %+v, want x at 0x1234 through rip at 0x40", name, a)
+		case !bomb.resolved:
+			wantErr(t, name, a.Err, `the variable "x" is in neither the symbol table`)
+		}
+	}
+}
+
 // FuzzOpen: any file is opened or refused, never a panic, allocating
 // little more than its size; what is opened parses its arguments or gives
 // them an Err.
@@ -531,6 +709,9 @@ func FuzzOpen(f *testing.F) {
 	note := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 8), uint32(len(desc)))
 	note = append(append(binary.LittleEndian.AppendUint32(note, 3), "stapsdt\x00"...), desc...)
 	f.Add(notesELF(note, uint64(len(note)), 0))
+	for _, bomb := range symbolBombs() {
+		f.Add(bomb.file)
+	}
 	path := filepath.Join(f.TempDir(), "elf")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {

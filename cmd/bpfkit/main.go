@@ -3,9 +3,15 @@
 // instructions as the verifier rewrote them), the maps and what they hold,
 // the links, which process attached which program to which tracepoint,
 // kprobe or uprobe, the kprobe and uprobe events of tracefs (telling this
-// library's and the stale ones), and what the kernel supports, found by
-// trying. Each command prints text, or with -json one JSON object per line
-// whose fields are bpftool's where bpftool has the fact.
+// library's and the stale ones), what the kernel supports, found by
+// trying, and, live, what each program costs the machine (top). Each
+// command prints text, or with -json one JSON object per line whose fields
+// are bpftool's where bpftool has the fact.
+//
+// Commands take bpftool's forms too: "prog show id 12", "prog dump xlated
+// name dropmon opcodes", "map dump pinned /sys/fs/bpf/m", and a command
+// word may be cut short where only one command begins so ("bpfkit prog
+// sh 12").
 package main
 
 import (
@@ -14,24 +20,31 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 	"github.com/bpfkit/bpfkit/sys"
 )
 
-// command is one subcommand: "prog list", "map dump ID".
+// command is one subcommand: "prog show", "map dump".
 type command struct {
-	words, usage, summary string
-	examples              []string
-	id                    bool // takes the ID of a program or map
-	flags                 func(fs *flag.FlagSet)
-	run                   func(t *tool.Tool, id uint32) error
+	words    string   // what selects it: "prog show"
+	usage    string   // what follows the words on its usage line
+	summary  string   // one line for bpfkit -h
+	examples []string // whole command lines, each with a comment after " # "
+	// object is "prog" or "map" for a command that takes one (PROG or
+	// MAP: an ID, or bpftool's id ID, name NAME, tag TAG, pinned PATH),
+	// "" for one that takes none.
+	object   string
+	optional bool                     // the object may be left out, meaning every one
+	dump     bool                     // bpftool's "xlated" may come first, "opcodes" last
+	flags    func(t *tool.Tool)       // defines the command's own flags
+	setup    func(t *tool.Tool)       // makes the tool periodic, say, before parsing
+	check    func(t *tool.Tool) error // checks the flags' values once parsed
+	// run runs the command on the objects ids names, nil for every one.
+	run func(t *tool.Tool, ids []uint32) error
 }
-
-var commands []command
 
 func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
@@ -40,119 +53,123 @@ func main() {
 // dispatch runs the command that args name and returns the exit status:
 // 0, 1 when the kernel or the system refuses, 2 for bad arguments.
 func dispatch(args []string, stdout, stderr io.Writer) int {
-	for _, c := range commands {
-		words := strings.Fields(c.words)
-		if len(args) < len(words) || strings.Join(args[:len(words)], " ") != c.words ||
-			c.words == "probes" && len(args) > 1 && args[1] == "sweep" {
-			continue
-		}
-		t := tool.New("bpfkit "+c.words, c.summary, c.usage, c.examples...)
-		t.Stdout, t.Stderr = stdout, stderr
-		if c.flags != nil {
-			c.flags(t.Flags)
-		}
-		id, err := parse(t, c, args[len(words):])
-		switch {
-		case errors.Is(err, flag.ErrHelp):
-			t.PrintUsage(stdout)
+	if len(args) == 1 {
+		switch args[0] {
+		case "-version", "--version":
+			fmt.Fprintln(stdout, tool.New("bpfkit", "", "").Version())
 			return 0
-		case err == nil:
-			err = sys.NeedCaps(sys.CAP_SYS_ADMIN)
-			if err != nil {
-				err = fmt.Errorf("needs root: %w", err)
-			} else {
-				err = c.run(t, id)
-			}
-		}
-		if err == nil {
+		case "-h", "-help", "--help", "help":
+			printUsage(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "%s: %s\n", t.Name, strings.ReplaceAll(strings.TrimPrefix(err.Error(), "usage: "), "\n", "\n  "))
-		if errors.Is(err, tool.ErrUsage) {
-			return 2
+	}
+	c, rest, where, err := find(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp) && where == "bpfkit":
+		printUsage(stdout)
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		printGroupUsage(stdout, strings.TrimPrefix(where, "bpfkit "))
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %s\n", where, strings.TrimPrefix(err.Error(), "usage: "))
+		return 2
+	}
+	return c.execute(rest, stdout, stderr)
+}
+
+// execute parses the command's flags and arguments, checks the privilege
+// it needs and runs it.
+func (c *command) execute(args []string, stdout, stderr io.Writer) int {
+	t := tool.New("bpfkit "+c.words, c.summary, c.usage, c.examples...)
+	t.Stdout, t.Stderr = stdout, stderr
+	if c.setup != nil {
+		c.setup(t)
+	}
+	if c.flags != nil {
+		c.flags(t)
+	}
+	ids, err := c.parse(t, args)
+	if err == nil && c.check != nil {
+		err = c.check(t)
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		t.PrintUsage(stdout)
+		return 0
+	case errors.Is(err, tool.ErrVersion):
+		fmt.Fprintln(stdout, t.Version())
+		return 0
+	case err == nil:
+		if err = sys.NeedCaps(sys.CAP_SYS_ADMIN); err != nil {
+			err = fmt.Errorf("needs root: %w", err)
+		} else {
+			err = c.run(t, ids)
 		}
-		return 1
 	}
-	w, status := stderr, 2
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
-		w, status = stdout, 0
-	} else if len(args) > 0 {
-		fmt.Fprintf(stderr, "bpfkit: unknown command %q\n\n", strings.Join(args, " "))
-	}
-	fmt.Fprintf(w, "bpfkit: inspect the BPF programs, maps, links, perf attachments and probe events of this kernel\n\nusage: bpfkit COMMAND [flags] [ID]\n\ncommands:\n")
+	return t.Report(err)
+}
+
+// printUsage writes bpfkit -h: every command, then a few examples.
+func printUsage(w io.Writer) {
+	fmt.Fprintf(w, "bpfkit: inspect the BPF programs, maps, links, perf attachments and probe "+
+		"events of this kernel, and what each program costs\n\n"+
+		"usage: bpfkit COMMAND [flags] [arguments]\n\ncommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-22s %s\n", c.words+map[bool]string{true: " ID"}[c.id], c.summary)
+		fmt.Fprintf(w, "  %-22s %s\n", c.words+c.objectUsage(), c.summary)
 	}
-	fmt.Fprintf(w, "\nEvery command takes -json (one JSON object per line) and -h (its flags and examples).\n\nexamples:\n"+
+	fmt.Fprintf(w, "\nPROG is a program's ID, or as bpftool has it id ID, name NAME, tag TAG or "+
+		"pinned PATH;\nMAP the same without tag. Every command takes -json (one JSON object per "+
+		"line)\nand -h (its flags and examples).\n\nexamples:\n"+
 		"  bpfkit prog list              # every program: type, name, tag, maps, the processes holding it\n"+
 		"  bpfkit prog dump -opcodes 12  # program 12's instructions as the verifier rewrote them\n"+
 		"  bpfkit perf list -json        # which process attached which program where\n"+
+		"  bpfkit top                    # what each program costs, live, like top\n"+
 		"  bpfkit features               # what this kernel supports, by trying\n")
-	return status
 }
 
-// parse parses flags and the ID, which may come before, between or after
-// the flags.
-func parse(t *tool.Tool, c command, args []string) (uint32, error) {
-	var pos []string
-	for {
-		if err := t.Flags.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0, err
-			}
-			return 0, tool.Usagef("%v", err)
+// printGroupUsage writes bpfkit GROUP -h: the commands of one group, such
+// as prog's list, show and dump.
+func printGroupUsage(w io.Writer, group string) {
+	fmt.Fprintf(w, "usage:\n")
+	for _, c := range commands {
+		if first, _, _ := strings.Cut(c.words, " "); first == group {
+			fmt.Fprintf(w, "  bpfkit %-22s %s\n", c.words+c.objectUsage(), c.summary)
 		}
-		if args = t.Flags.Args(); len(args) == 0 {
-			break
-		}
-		pos, args = append(pos, args[0]), args[1:]
 	}
+}
+
+// objectUsage is what follows a command's words in the list of commands.
+func (c *command) objectUsage() string {
+	object := strings.ToUpper(c.object)
 	switch {
-	case !c.id && len(pos) > 0:
-		return 0, tool.Usagef("unexpected argument %q", pos[0])
-	case c.id && len(pos) != 1:
-		return 0, tool.Usagef("want one ID (usage: %s %s)", t.Name, c.usage)
-	case !c.id:
-		return 0, nil
+	case c.object == "":
+		return ""
+	case c.optional:
+		return " [" + object + "]"
 	}
-	id, err := strconv.ParseUint(strings.TrimPrefix(pos[0], "id="), 10, 32)
-	if err != nil || id == 0 {
-		return 0, tool.Usagef("ID %q: want a number from 1 to %d", pos[0], uint32(1<<32-1))
-	}
-	return uint32(id), nil
+	return " " + object
 }
 
-// hexBytes is b as bpftool's JSON has it: ["0x01", "0x02"].
-func hexBytes(b []byte) []string {
-	out := make([]string, len(b))
-	for i, c := range b {
-		out[i] = fmt.Sprintf("0x%02x", c)
-	}
-	return out
-}
-
-// spaced is b as bpftool's text has it: "01 02".
-func spaced(b []byte) string {
-	return strings.TrimSuffix(fmt.Sprintf("% x", b), " ")
-}
-
-// ids joins numbers with commas.
-func ids(n []uint32) string {
-	s := make([]string, len(n))
-	for i, v := range n {
-		s[i] = strconv.FormatUint(uint64(v), 10)
-	}
-	return strings.Join(s, ",")
-}
-
-// sortedProcs is the holders of one object, each process once, by pid.
-func sortedProcs(ps []proc) []proc {
-	sort.Slice(ps, func(i, j int) bool { return ps[i].PID < ps[j].PID })
-	out := ps[:0]
-	for i, p := range ps {
-		if i == 0 || p.PID != ps[i-1].PID {
-			out = append(out, p)
+// groups is the first words of the commands, in their order, each once.
+func groups() []string {
+	var gs []string
+	for _, c := range commands {
+		if first, _, _ := strings.Cut(c.words, " "); !slices.Contains(gs, first) {
+			gs = append(gs, first)
 		}
 	}
-	return out
+	return gs
+}
+
+// subcommands is the second words of the commands of group: "" for a
+// group that is a command itself (probes, features, top).
+func subcommands(group string) []string {
+	var subs []string
+	for _, c := range commands {
+		if first, second, _ := strings.Cut(c.words, " "); first == group {
+			subs = append(subs, second)
+		}
+	}
+	return subs
 }

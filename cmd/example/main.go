@@ -4,7 +4,8 @@
 // kernel holds it, the results, the counts in its map and the journal of
 // every bpf() call it made.
 //
-// Run it as root: go run ./cmd/example (or make example).
+// Run it as root: go run ./cmd/example (or make example); -h says what it
+// does and loads nothing.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/bpfkit/bpfkit/cmd/internal/tool"
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
@@ -20,6 +22,13 @@ import (
 )
 
 func main() {
+	tool.New("example", "build a packet classifier with the insn DSL, load it, test-run it "+
+		"on hand-made packets, and print the program as the kernel holds it, the results, its "+
+		"map and the journal of its bpf() calls; it attaches to nothing (needs root to load)",
+		"",
+		"example               # the whole run, as root",
+		"go run ./cmd/example  # the same from a checkout (make example)",
+	).Plain().ParseOrExit()
 	var journal bytes.Buffer
 	sys.SetJournal(&journal)
 	err := run()

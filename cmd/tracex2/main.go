@@ -1,162 +1,151 @@
 // Command tracex2 is the kernel's samples/bpf/tracex2 on tracepoints: a
-// program on skb:kfree_skb counts the packets freed at each kernel
-// location, and one on syscalls:sys_enter_write counts write() sizes in
-// log2 slots. Every interval it prints the busiest locations, symbolized,
-// and the size histogram in bcc's layout.
+// program on the kfree_skb raw tracepoint counts the packets freed at each
+// kernel location, and one on syscalls:sys_enter_write counts write()
+// sizes in log2 slots. Every interval it prints the busiest locations,
+// symbolized, and the size histogram in bcc's layout; -listen serves both
+// to Prometheus, the freed packets as a counter by location, the sizes as
+// a histogram in bytes.
+//
+// Neither program hides anything from other tracers: the raw tracepoint
+// builds no perf record, and the perf tracepoint's program returns 1,
+// leaving sys_enter_write's record to perf's other users. Kernel addresses
+// are named at the first report that shows them, all of a report's in one
+// pass over /proc/kallsyms (prog.Symbolizer).
 package main
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"time"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
-	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
-	"github.com/bpfkit/bpfkit/sys"
 )
+
+// options are tracex2's flags.
+type options struct {
+	pid    *uint32
+	top    int
+	listen *string
+}
 
 func main() {
 	t := tool.New("tracex2", "packets freed per kernel location (skb:kfree_skb) and a log2 histogram of write() sizes",
-		"[-p PID] [-top N] [-json] [interval [count]]",
+		"[-p PID] [-top N] [-listen ADDR] [-json] [interval [count]]",
 		"tracex2                 # every second until Ctrl-C",
 		"tracex2 -p 1234 5 3     # write sizes of process 1234 only, every 5 s, three times",
 		"tracex2 -json 10        # one JSON object every 10 s",
+		"tracex2 -listen :9102 60  # serve /metrics to Prometheus, print every minute",
 	).Periodic(time.Second)
-	pid := t.Flags.Int("p", 0, "count the writes of process `PID` only (packets are freed in any context: all are counted)")
-	top := t.Flags.Int("top", 10, "show the `N` busiest locations")
+	var o options
+	o.pid = t.PIDFlag("p", "count the writes of process `PID` only "+
+		"(packets are freed in any context: all are counted)")
+	t.Flags.IntVar(&o.top, "top", 10, "show the `N` busiest locations")
+	o.listen = t.ListenFlag()
 	t.ParseOrExit()
-	switch {
-	case *pid < 0:
-		t.Exit(tool.Usagef("-p %d: want a process id", *pid))
-	case *top < 1:
-		t.Exit(tool.Usagef("-top %d: want 1 or more", *top))
+	if o.top < 1 {
+		t.Exit(tool.Usagef("-top %d: want 1 or more", o.top))
 	}
 	ctx, stop := tool.Context()
 	defer stop()
-	t.Exit(run(ctx, t, uint32(*pid), *top))
+	t.Exit(run(ctx, t, o))
 }
 
-const slots = 65 // bcc's log2 slots of a u64: 1 to 64
+// tracex2 is the maps the programs count in and what the reports need.
+type tracex2 struct {
+	t     *tool.Tool
+	o     options
+	freed *mapfd.Typed[freedKey, freedCount]
+	sizes *mapfd.Typed[sizeSlot, sizeCount]
+	syms  *prog.Symbolizer
+}
 
-func run(ctx context.Context, t *tool.Tool, pid uint32, top int) error {
+func run(ctx context.Context, t *tool.Tool, o options) error {
 	if err := t.NeedRoot(); err != nil {
 		return err
 	}
-	loc, err := tool.Field("skb", "kfree_skb", "location")
+	metrics, err := t.ListenMetrics(*o.listen)
 	if err != nil {
 		return err
 	}
+	defer metrics.Close()
 	count, err := tool.Field("syscalls", "sys_enter_write", "count")
 	if err != nil {
 		return err
 	}
-	loadLoc, err := tool.LoadField(R2, R1, loc)
-	if err != nil {
-		return err
-	}
-	loadCount, err := tool.LoadField(R6, R1, count)
-	if err != nil {
-		return err
-	}
-	syms, err := prog.Kallsyms()
-	if err != nil {
-		return err
-	}
-	freed, err := mapfd.CreateTyped[uint64, uint64](mapfd.Spec{Type: mapfd.Hash, MaxEntries: 10240, Name: "freed"})
-	if err != nil {
-		return err
-	}
-	defer freed.Close()
-	sizes, err := mapfd.CreateTyped[uint32, uint64](mapfd.Spec{Type: mapfd.PerCPUArray, MaxEntries: slots, Name: "write_sizes"})
-	if err != nil {
-		return err
-	}
-	defer sizes.Close()
-
-	// freed[location]++
-	kfree := append([]Item{loadLoc, StoreMem(BPF_DW, R10, -8, R2)}, MapIncrement(freed, -8, -16)...)
-	kfree = append(kfree, Mov64Imm(R0, 0), Exit())
-	// sizes[log2(count)+1]++ on this CPU, for pid only if it is set
-	write := []Item{loadCount}
-	if pid != 0 {
-		write = append(write, Call(BPF_FUNC_get_current_pid_tgid), ALU64Imm(BPF_RSH, R0, 32),
-			JumpImm(BPF_JNE, R0, int32(pid), "out"))
-	}
-	write = append(write, Log2(R7, R6, R8)...)
-	write = append(write, ALU64Imm(BPF_ADD, R7, 1), StoreMem(BPF_W, R10, -4, R7),
-		LoadMapFD(R1, sizes), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -4), Call(BPF_FUNC_map_lookup_elem),
-		JumpImm(BPF_JEQ, R0, 0, "out"),
-		LoadMem(BPF_DW, R1, R0, 0), ALU64Imm(BPF_ADD, R1, 1), StoreMem(BPF_DW, R0, 0, R1),
-		Label("out"), Mov64Imm(R0, 0), Exit())
-	for _, p := range []struct {
-		group, name string
-		insns       []Item
-	}{{"skb", "kfree_skb", kfree}, {"syscalls", "sys_enter_write", write}} {
-		pr, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "tracex2", License: "GPL", Insns: p.insns})
-		if err != nil {
-			return err
-		}
-		defer pr.Close()
-		l, err := prog.AttachTracepoint(pr, p.group, p.name, prog.AttachOptions{})
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-	}
-
-	t.Started("counting freed packets (skb:kfree_skb) and write() sizes")
-	seenFreed := map[uint64]uint64{}
-	var seenSizes [slots]uint64
-	ncpu, err := sys.PossibleCPUs()
-	if err != nil {
-		return err
-	}
-	perCPU := make([]uint64, ncpu)
-	return t.Every(ctx, func(final bool) error {
-		type location struct {
-			Location string `json:"location"`
-			Freed    uint64 `json:"freed"`
-		}
-		var rows []location
-		var iterErr error
-		for addr, total := range freed.All(&iterErr) {
-			if d := total - seenFreed[addr]; d > 0 {
-				rows = append(rows, location{syms.Name(addr), d})
-			}
-			seenFreed[addr] = total
-		}
-		if iterErr != nil {
-			return iterErr
-		}
-		sort.Slice(rows, func(i, j int) bool { return rows[i].Freed > rows[j].Freed })
-		rows = rows[:min(len(rows), top)]
-		var hist [slots]uint64
-		for i := range uint32(slots) {
-			if err := sizes.LookupPerCPU(i, perCPU); err != nil {
-				return err
-			}
-			sum := uint64(0)
-			for _, v := range perCPU {
-				sum += v
-			}
-			hist[i], seenSizes[i] = sum-seenSizes[i], sum
-		}
-		if t.JSON {
-			return t.Emit(struct {
-				Time       string          `json:"time"`
-				Freed      []location      `json:"freed"`
-				WriteBytes []tool.HistSlot `json:"write_bytes"`
-			}{time.Now().Format(time.RFC3339Nano), append([]location{}, rows...), tool.HistSlots(hist[:])})
-		}
-		fmt.Fprintf(t.Stdout, "\n%s\n%8s  %s\n", time.Now().Format("15:04:05"), "freed", "location")
-		for _, r := range rows {
-			fmt.Fprintf(t.Stdout, "%8d  %s\n", r.Freed, r.Location)
-		}
-		fmt.Fprintln(t.Stdout)
-		tool.Log2Hist(t.Stdout, "write bytes", hist[:])
-		return nil
+	x := &tracex2{t: t, o: o, syms: prog.NewSymbolizer()}
+	x.freed, err = mapfd.CreateTyped[freedKey, freedCount](mapfd.Spec{
+		Type:       mapfd.Hash,
+		MaxEntries: 10240,
+		Name:       "freed",
 	})
+	if err != nil {
+		return err
+	}
+	defer x.freed.Close()
+	x.sizes, err = mapfd.CreateTyped[sizeSlot, sizeCount](mapfd.Spec{
+		Type:       mapfd.PerCPUArray,
+		MaxEntries: slots,
+		Name:       "write_sizes",
+	})
+	if err != nil {
+		return err
+	}
+	defer x.sizes.Close()
+	write, err := writeProgram(x.sizes, count, *o.pid)
+	if err != nil {
+		return err
+	}
+	links, err := attach(freedProgram(x.freed), write)
+	if err != nil {
+		return err
+	}
+	defer tool.Detach(links)
+
+	if metrics != nil {
+		m, err := x.metrics()
+		if err != nil {
+			return err
+		}
+		metrics.Serve(m)
+	}
+	t.Started("counting freed packets (skb:kfree_skb) and write() sizes")
+	r, err := x.newReport()
+	if err != nil {
+		return err
+	}
+	return t.Every(ctx, func(bool) error { return r.print() })
+}
+
+// attach loads the programs and attaches them: freed to the kfree_skb raw
+// tracepoint, write to the sys_enter_write perf tracepoint. The links
+// hold the programs.
+func attach(freed, write tool.Program) ([]*prog.Link, error) {
+	var links []*prog.Link
+	for _, a := range []struct {
+		typ    prog.Type
+		name   string
+		insns  tool.Program
+		attach func(*prog.Program) (*prog.Link, error)
+	}{
+		{prog.RawTracepoint, "tracex2_freed", freed, func(p *prog.Program) (*prog.Link, error) {
+			return prog.AttachRawTracepoint(p, "kfree_skb", prog.AttachOptions{})
+		}},
+		{prog.Tracepoint, "tracex2_write", write, func(p *prog.Program) (*prog.Link, error) {
+			return prog.AttachTracepoint(p, "syscalls", "sys_enter_write", prog.AttachOptions{})
+		}},
+	} {
+		p, err := prog.Load(prog.Spec{Type: a.typ, Name: a.name, License: "GPL", Insns: a.insns})
+		var l *prog.Link
+		if err == nil {
+			l, err = a.attach(p)
+			p.Close() // the link holds the program
+		}
+		if err != nil {
+			tool.Detach(links)
+			return nil, err
+		}
+		links = append(links, l)
+	}
+	return links, nil
 }

@@ -25,14 +25,11 @@ func main() {
 		"tracex4                 # every second until Ctrl-C",
 		"tracex4 -p 1234 5 3     # process 1234 only, every 5 s, three times",
 	).Periodic(time.Second)
-	pid := t.Flags.Int("p", 0, "count the writes of process `PID` only")
+	pid := t.PIDFlag("p", "count the writes of process `PID` only")
 	t.ParseOrExit()
-	if *pid < 0 {
-		t.Exit(tool.Usagef("-p %d: want a process id", *pid))
-	}
 	ctx, stop := tool.Context()
 	defer stop()
-	t.Exit(run(ctx, t, uint32(*pid)))
+	t.Exit(run(ctx, t, *pid))
 }
 
 const (

@@ -32,15 +32,12 @@ func main() {
 		"tracex5 -swap 2          # replace the write program every 2 s while tracing",
 		"tracex5 -json 5 1        # five seconds of every process's calls, as JSON",
 	).Periodic(time.Second)
-	pid := t.Flags.Int("p", 0, "trace process `PID` only (tracex5 never traces itself)")
+	pid := t.PIDFlag("p", "trace process `PID` only (tracex5 never traces itself)")
 	swap := t.Flags.Bool("swap", false, "replace the write program with one that also shows the bytes written, and back, every interval")
 	t.ParseOrExit()
-	if *pid < 0 {
-		t.Exit(tool.Usagef("-p %d: want a process id", *pid))
-	}
 	ctx, stop := tool.Context()
 	defer stop()
-	t.Exit(run(ctx, t, uint32(*pid), *swap))
+	t.Exit(run(ctx, t, *pid, *swap))
 }
 
 // The handlers, by the number each puts in its events.

@@ -116,7 +116,8 @@ func Cgroup2(t testing.TB) string {
 // FuncOffset returns the executable holding the Go function fn and fn's
 // offset in that file, for a uprobe on it. It reads the mapping of fn's
 // address from /proc/self/maps, so it works for stripped and PIE binaries
-// alike (go test strips the binaries it runs).
+// alike (go test strips the binaries it runs). A uprobe there counts each
+// call of fn once only if fn is go:nosplit (see prog's uprobed).
 func FuncOffset(t testing.TB, fn any) (string, uint64) {
 	t.Helper()
 	return AddrOffset(t, reflect.ValueOf(fn).Pointer())

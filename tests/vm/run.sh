@@ -209,7 +209,8 @@ build_test_binary() {
 # ------------------------------------------------------------- initramfs
 # No modules are needed: serial console, initramfs, devtmpfs, tracefs,
 # debugfs and bpffs are built into Debian's kernels, while virtio disks, 9p
-# and network are modules. So everything goes in through the initramfs.
+# and network are modules. So everything goes in through the initramfs;
+# each kernel's own modules (VM_MODULES) in a second archive (run_vm).
 # The links to busybox's applets are those the host's busybox lists: for
 # arm64 and arm the binary is Debian's build of the same package for that
 # architecture (BUSYBOX, fetch_busybox), which cannot run here.
@@ -258,6 +259,10 @@ mount -t securityfs securityfs /sys/kernel/security
 mount -t bpf bpf /sys/fs/bpf
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 ip link set lo up
+# The modules run.sh kept for this kernel (VM_MODULES), if any.
+for m in /modules/*.ko; do
+	[ -e "$m" ] && insmod "$m"
+done
 # Kernels before 5.16 default RLIMIT_MEMLOCK to 64 KiB, and before 5.11 BPF
 # maps are charged to it; a Debian system under systemd gives 8 MiB. Match that.
 ulimit -l 8192 2>/dev/null
@@ -385,7 +390,7 @@ apt_update_group() {
 # Versioned kernel packages reachable from META through Depends: the one
 # holding vmlinuz is linux-image-<abi> (bullseye, bookworm, trixie) or, in sid,
 # linux-binary-<abi> under a linux-image-<abi> meta; linux-base-<abi> (sid)
-# holds the config.
+# holds the config, linux-modules-<abi> (sid) the modules.
 resolve_packages() {
 	local meta=$1 p dep
 	local -a queue=("$meta")
@@ -399,7 +404,7 @@ resolve_packages() {
 			queue+=("$dep")
 		done < <(apt-cache "${APT[@]}" depends --no-recommends --no-suggests --no-conflicts \
 			--no-breaks --no-replaces --no-enhances "$p" 2>/dev/null |
-			awk '$1 ~ /Depends:$/ {print $2}' | grep -E '^linux-(image|binary|base)-[0-9]' || true)
+			awk '$1 ~ /Depends:$/ {print $2}' | grep -E '^linux-(image|binary|base|modules)-[0-9]' || true)
 	done
 }
 
@@ -412,7 +417,9 @@ pkg_field() { # PKG FIELD: the candidate's field
 fetch_kernel() {
 	local k=$1 dst=$KCACHE/$1
 	FETCH_ERR=
-	if [[ -s $dst/vmlinuz ]]; then
+	# A kernel cached before modules were kept (no modules= in info) is
+	# fetched again.
+	if [[ -s $dst/vmlinuz ]] && grep -q '^modules=' "$dst/info" 2>/dev/null; then
 		[[ -n ${BPFKIT_VM_REFRESH:-} ]] || return 0
 		# Refresh: fetch again unless the same version is cached; keep the old
 		# one if that fails.
@@ -456,7 +463,7 @@ fetch_meta() {
 	mapfile -t pkgs < <(resolve_packages "$meta=$mver")
 	# The vmlinuz holder is the largest linux-image/linux-binary package.
 	holder=$(for p in "${pkgs[@]}"; do
-		[[ $p == linux-base-* ]] || echo "$(pkg_field "$p" Installed-Size) $p"
+		[[ $p == linux-base-* || $p == linux-modules-* ]] || echo "$(pkg_field "$p" Installed-Size) $p"
 	done | sort -n | tail -1 | cut -d' ' -f2)
 	[[ -n $holder ]] || { FETCH_ERR="no kernel package under $meta $mver in $group"; return 1; }
 	ver=$(pkg_field "$holder" Version)
@@ -465,7 +472,7 @@ fetch_meta() {
 		return 1
 	fi
 	log "[$ARCH $k] $group: $meta $mver -> ${pkgs[*]} ($ver)"
-	if [[ -s $dst/vmlinuz ]] && grep -qxF "version=$ver" "$dst/info" 2>/dev/null; then
+	if [[ -s $dst/vmlinuz ]] && grep -qxF "version=$ver" "$dst/info" 2>/dev/null && grep -q '^modules=' "$dst/info"; then
 		log "[$ARCH $k] cached kernel is current"
 		return 0
 	fi
@@ -487,11 +494,35 @@ fetch_meta() {
 	[[ $rel != */* ]] || rel=$(basename "$(dirname "$vmlinuz")")
 	mv "$vmlinuz" "$stage/vmlinuz"
 	[[ -z $config ]] || mv "$config" "$stage/config"
-	printf 'release=%s\npackages=%s\nversion=%s\nsuite=%s\nmeta=%s\n' \
-		"$rel" "${pkgs[*]}" "$ver" "$group" "$meta" >"$stage/info"
+	keep_modules "$stage"
+	printf 'release=%s\npackages=%s\nversion=%s\nsuite=%s\nmeta=%s\nmodules=%s\n' \
+		"$rel" "${pkgs[*]}" "$ver" "$group" "$meta" "$(ls "$stage/modules" | paste -sd' ' -)" >"$stage/info"
 	rm -rf "$stage/debs" "$stage/x" "$stage/download.log"
 	rm -rf "$dst"; mv "$stage" "$dst"
 	log "[$ARCH $k] cached $rel in $dst ($(du -k "$dst/vmlinuz" | cut -f1) KiB vmlinuz, $(elapsed "$t0") s)"
+}
+
+# VM_MODULES are the modules kept from each kernel's packages, loaded by
+# init before the tests: tun, whose tun_chr_open runs at each open of
+# /dev/net/tun, is a module function for fentry to trace (and, from 5.11,
+# has BTF of its own). Debian compresses modules with xz from 6.12 on: the
+# kernel could take them so only through finit_module, busybox's insmod
+# uses init_module, so they are kept decompressed.
+VM_MODULES=(drivers/net/tun)
+
+# keep_modules STAGE: VM_MODULES from STAGE/x into STAGE/modules.
+keep_modules() {
+	local stage=$1 m f
+	mkdir -p "$stage/modules"
+	for m in "${VM_MODULES[@]}"; do
+		f=$(find "$stage/x" -type f -path "*/kernel/$m.ko*" | head -1)
+		case $f in
+		'') log "no ${m##*/}.ko in the kernel's packages" ;;
+		*.ko.xz) xz -dc "$f" >"$stage/modules/${m##*/}.ko" ;;
+		*.ko.zst) zstd -dqc "$f" >"$stage/modules/${m##*/}.ko" ;;
+		*.ko) cp "$f" "$stage/modules/${m##*/}.ko" ;;
+		esac
+	done
 }
 
 # arm64's and arm's userland: Debian's busybox-static for that
@@ -568,7 +599,7 @@ hex_at() { dd if="$1" bs=1 skip="$2" count=4 2>/dev/null | od -An -tx1 | tr -d '
 # Boots kernel K, waits for it, writes $WORK/K/{status,output,console.log}.
 # Always returns 0: the outcome is in the status file.
 run_vm() {
-	local k=$1 d=$WORK/$1 t0 qpid reason='' rc='' qrc=0 t out
+	local k=$1 d=$WORK/$1 t0 qpid reason='' rc='' qrc=0 t out initrd
 	mkdir -p "$d"
 	: >"$d/output.clean"
 	t0=$(now)
@@ -579,6 +610,14 @@ run_vm() {
 		return 0
 	fi
 	: >"$d/console.log"; : >"$d/output.log"
+	# This kernel's modules, appended to the initramfs as a second archive
+	# (the kernel unpacks each in turn).
+	initrd=$WORK/initramfs.gz
+	if compgen -G "$KCACHE/$k/modules/*.ko" >/dev/null; then
+		initrd=$d/initrd.gz
+		(cd "$KCACHE/$k" && find modules -print0 | LC_ALL=C sort -z |
+			cpio --null -o -H newc --owner=0:0 --quiet) | gzip -6 | cat "$WORK/initramfs.gz" - >"$initrd"
+	fi
 	# The second serial port on x86. The virt machine (arm64, arm) has only
 	# one UART (PL011, the console): the output goes to a PCI 16550 (qemu's
 	# pci-serial), which the kernel's built-in 8250_pci driver makes ttyS0.
@@ -590,7 +629,7 @@ run_vm() {
 	# $OUT_DEV: the test's output (see init).
 	"$QEMU" "${MACHINE[@]}" "${ACCEL[@]}" -m 1G -smp 2 -nodefaults -no-user-config \
 		-display none -no-reboot -nic none \
-		-kernel "$KCACHE/$k/vmlinuz" -initrd "$WORK/initramfs.gz" \
+		-kernel "$KCACHE/$k/vmlinuz" -initrd "$initrd" \
 		-append "console=$CONSOLE panic=-1 quiet BPFKIT_VM=$k ${BPFKIT_VM_APPEND:-}" \
 		-serial "file:$d/console.log" "${out[@]}" \
 		</dev/null >"$d/qemu.log" 2>&1 &

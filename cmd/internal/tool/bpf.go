@@ -19,8 +19,20 @@ func Field(group, name, field string) (tracefs.Field, error) {
 // LoadField is dst = the field of the tracepoint record at ctx, read with
 // the load its size needs (1, 2, 4 or 8 bytes, zero-extended).
 func LoadField(dst, ctx insn.Register, f tracefs.Field) (insn.Item, error) {
-	sizes := map[int]insn.Size{1: insn.BPF_B, 2: insn.BPF_H, 4: insn.BPF_W, 8: insn.BPF_DW}
-	size, ok := sizes[f.Size]
+	var size insn.Size // a switch, not a map built at every call
+	ok := true
+	switch f.Size {
+	case 1:
+		size = insn.BPF_B
+	case 2:
+		size = insn.BPF_H
+	case 4:
+		size = insn.BPF_W
+	case 8:
+		size = insn.BPF_DW
+	default:
+		ok = false
+	}
 	if !ok || f.Offset > 1<<15-1 {
 		return insn.Item{}, fmt.Errorf("field %s is %d bytes at offset %d: not a number to load", f.Name, f.Size, f.Offset)
 	}

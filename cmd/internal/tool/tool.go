@@ -1,12 +1,3 @@
-// Package tool is what bpfkit's command line tools share: flags and the
-// bcc-style positional interval and count, -h with examples, -json, the
-// privilege check before anything is loaded, a clean exit on Ctrl-C or
-// SIGTERM that still prints the interval in progress, the reading of perf
-// rings with their losses reported, and the renderers (log2 histograms,
-// heatmaps).
-//
-// Exit status: 0 on success and on Ctrl-C, 1 when the kernel or the system
-// refuses (privilege, a missing tracepoint), 2 for bad flags or arguments.
 package tool
 
 import (
@@ -24,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/bpfkit/bpfkit/perfring"
 	"github.com/bpfkit/bpfkit/sys"
@@ -42,18 +34,40 @@ type Tool struct {
 	examples       []string
 	positional     bool
 	takesArgs      bool
+	plain          bool // no -json
+	version        bool // -version
+	commonDefined  bool // -json and -version are defined
 	Stdout, Stderr io.Writer
 }
 
 // New makes a tool. usage is what follows the name on the usage line
 // ("[flags] [interval [count]]"); examples are whole command lines, each
-// with a comment after " # ".
+// with a comment after " # ". Every tool has -h, -version and, unless
+// Plain says otherwise, -json.
 func New(name, summary, usage string, examples ...string) *Tool {
 	t := &Tool{Name: name, summary: summary, usage: usage, examples: examples, Stdout: os.Stdout, Stderr: os.Stderr}
 	t.Flags = flag.NewFlagSet(name, flag.ContinueOnError)
 	t.Flags.SetOutput(io.Discard)
-	t.Flags.BoolVar(&t.JSON, "json", false, "print one JSON object per line instead of text")
 	return t
+}
+
+// Plain makes a tool that prints text only: it has no -json flag.
+func (t *Tool) Plain() *Tool {
+	t.plain = true
+	return t
+}
+
+// defineCommon defines the flags every tool has, once, when the tool's own
+// are defined too: -json unless the tool is Plain, and -version.
+func (t *Tool) defineCommon() {
+	if t.commonDefined {
+		return
+	}
+	t.commonDefined = true
+	if !t.plain {
+		t.Flags.BoolVar(&t.JSON, "json", false, "print one JSON object per line instead of text")
+	}
+	t.Flags.BoolVar(&t.version, "version", false, "print the version of the tool and exit")
 }
 
 // Periodic makes the tool take an interval (seconds, or a duration such as
@@ -64,9 +78,10 @@ func (t *Tool) Periodic(def time.Duration) *Tool {
 	return t
 }
 
-// TakesArgs makes a periodic tool take other positional arguments before
-// its interval and count, such as funccount's patterns: the trailing
-// arguments that read as an interval and a count are those.
+// TakesArgs makes the tool take positional arguments, in Args: a path, an
+// ID, or, for a periodic tool, arguments before its interval and count
+// such as funccount's patterns (the trailing arguments that read as an
+// interval and a count are those).
 func (t *Tool) TakesArgs() *Tool {
 	t.takesArgs = true
 	return t
@@ -74,7 +89,9 @@ func (t *Tool) TakesArgs() *Tool {
 
 // PrintUsage writes the description, usage line, flags and examples.
 func (t *Tool) PrintUsage(w io.Writer) {
-	fmt.Fprintf(w, "%s: %s\n\nusage: %s %s\n\nflags:\n", t.Name, t.summary, t.Name, t.usage)
+	t.defineCommon()
+	usage := strings.TrimSpace(t.Name + " " + t.usage)
+	fmt.Fprintf(w, "%s: %s\n\nusage: %s\n\nflags:\n", t.Name, t.summary, usage)
 	t.Flags.SetOutput(w)
 	t.Flags.PrintDefaults()
 	t.Flags.SetOutput(io.Discard)
@@ -98,19 +115,76 @@ func Usagef(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
 }
 
-// Parse parses the flags and positional arguments. -h returns flag.ErrHelp;
-// anything else wrong an error wrapping ErrUsage.
+// ErrVersion is what Parse returns for -version.
+var ErrVersion = errors.New("version asked for")
+
+// Parse parses the flags and positional arguments of args. Flags may come
+// before, between or after the positional arguments, as users of bcc's
+// tools type them ("usdt PATH PROBE -p 1"); "--" ends the flags, so that
+// an argument that begins with '-' can follow it. A flag's value follows
+// it ("-p 5") or an '=' ("-p=5"); a flag may start with "--" too.
+//
+// -h returns flag.ErrHelp and -version ErrVersion; anything else wrong an
+// error wrapping ErrUsage whose message quotes what the user typed.
 func (t *Tool) Parse(args []string) error {
-	if err := t.Flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	t.defineCommon()
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case arg == "--":
+			pos = append(pos, args[i+1:]...)
+			i = len(args)
+		case len(arg) < 2 || arg[0] != '-': // "-" alone names stdin for tools that read it
+			pos = append(pos, arg)
+		default:
+			used, err := t.parseFlag(arg, args[i+1:])
+			if err != nil {
+				return err
+			}
+			i += used
 		}
-		return Usagef("%v", err)
 	}
-	rest := t.Flags.Args()
+	if t.version {
+		return ErrVersion
+	}
+	return t.positionals(pos)
+}
+
+// parseFlag sets the flag arg names, to the value after its '=' or, for a
+// flag that is not boolean, to the next argument; it returns how many of
+// the next arguments it took.
+func (t *Tool) parseFlag(arg string, next []string) (int, error) {
+	name, value, hasValue := strings.Cut(strings.TrimPrefix(arg[1:], "-"), "=")
+	f := t.Flags.Lookup(name)
+	if f == nil && (name == "h" || name == "help") {
+		return 0, flag.ErrHelp
+	}
+	if f == nil {
+		return 0, Usagef("unknown flag %q (an argument that begins with '-' goes after --)", arg)
+	}
+	used := 0
+	if !hasValue {
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			value = "true"
+		} else if len(next) == 0 {
+			return 0, Usagef("flag -%s needs a value", name)
+		} else {
+			value, used = next[0], 1
+		}
+	}
+	if err := t.Flags.Set(name, value); err != nil {
+		return 0, Usagef("-%s %q: %v", name, value, err)
+	}
+	return used, nil
+}
+
+// positionals takes the positional arguments: those before the interval
+// into Args with TakesArgs, then the interval and count of a periodic tool.
+func (t *Tool) positionals(rest []string) error {
 	if t.takesArgs {
 		n := len(rest)
-		for n > 0 && len(rest)-n < 2 && IsNumber(rest[n-1]) {
+		for t.positional && n > 0 && len(rest)-n < 2 && IsNumber(rest[n-1]) {
 			n--
 		}
 		t.Args, rest = rest[:n], rest[n:]
@@ -184,32 +258,63 @@ func ParseInterval(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// ParseOrExit parses os.Args[1:], printing the usage and exiting 0 for -h,
-// or one line and exiting 2 for a bad argument.
+// ParseOrExit parses os.Args[1:]: for -h it prints the usage and exits
+// 0, for -version the version and exits 0, for a bad argument it prints
+// one line and exits 2.
 func (t *Tool) ParseOrExit() {
 	err := t.Parse(os.Args[1:])
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		t.PrintUsage(t.Stdout)
 		os.Exit(0)
+	case errors.Is(err, ErrVersion):
+		fmt.Fprintln(t.Stdout, t.Version())
+		os.Exit(0)
 	case err != nil:
-		fmt.Fprintf(t.Stderr, "%s: %s (%s -h shows the usage)\n", t.Name, strings.TrimPrefix(err.Error(), "usage: "), t.Name)
+		fmt.Fprintf(t.Stderr, "%s: %s (%s -h shows the usage)\n", t.Name, usageMessage(err), t.Name)
 		os.Exit(2)
 	}
 }
 
-// Exit ends the program: status 0 for a nil err, 2 for a usage error,
-// else 1, with the error on one line.
+// Exit ends the program with Report's status.
 func (t *Tool) Exit(err error) {
-	if err == nil {
-		os.Exit(0)
+	os.Exit(t.Report(err))
+}
+
+// Report writes err, if any, to Stderr after the tool's name and returns
+// the exit status it calls for: 0 for a nil err, 2 for a usage error, else
+// 1. A usage error is one line; another error's later lines (a verifier's
+// log) are indented under its first.
+func (t *Tool) Report(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrUsage):
+		fmt.Fprintf(t.Stderr, "%s: %s\n", t.Name, usageMessage(err))
+		return 2
 	}
-	msg := strings.ReplaceAll(err.Error(), "\n", "\n  ")
-	fmt.Fprintf(t.Stderr, "%s: %s\n", t.Name, strings.TrimPrefix(msg, "usage: "))
-	if errors.Is(err, ErrUsage) {
-		os.Exit(2)
+	fmt.Fprintf(t.Stderr, "%s: %s\n", t.Name, strings.ReplaceAll(err.Error(), "\n", "\n  "))
+	return 1
+}
+
+// usageMessage is a usage error's message without its "usage: " prefix,
+// on one line whatever it holds: a control character that reached it
+// unquoted (a newline, an escape sequence) is written as Go would quote it.
+func usageMessage(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "usage: ")
+	if !strings.ContainsFunc(msg, unicode.IsControl) {
+		return msg
 	}
-	os.Exit(1)
+	var b strings.Builder
+	for _, r := range msg {
+		if !unicode.IsControl(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
 
 // NeedRoot checks the capabilities a tracing tool needs before anything is

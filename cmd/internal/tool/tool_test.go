@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of renderers without an outside oracle")
@@ -85,14 +87,20 @@ func TestParse(t *testing.T) {
 		{[]string{"0.5"}, "", 500 * time.Millisecond, 0},
 		{[]string{"250ms", "1"}, "", 250 * time.Millisecond, 1},
 		{[]string{"-json", "2"}, "", 2 * time.Second, 0},
+		{[]string{"2", "-json"}, "", 2 * time.Second, 0},
+		{[]string{"2", "-json", "3"}, "", 2 * time.Second, 3},
+		{[]string{"2", "--json=true", "3"}, "", 2 * time.Second, 3},
+		{[]string{"--", "2", "3"}, "", 2 * time.Second, 3},
+		{[]string{"2", "--", "-json"}, "count \"-json\"", 0, 0},
 		{[]string{"0"}, "must be more than zero", 0, 0},
-		{[]string{"-1"}, "flag provided but not defined: -1", 0, 0},
+		{[]string{"-1"}, `unknown flag "-1"`, 0, 0},
 		{[]string{"--", "-1"}, "must be more than zero", 0, 0},
 		{[]string{"5x"}, "want seconds", 0, 0},
-		{[]string{"1", "-3"}, "count \"-3\"", 0, 0},
+		{[]string{"1", "-3"}, `unknown flag "-3"`, 0, 0},
+		{[]string{"1", "--", "-3"}, "count \"-3\"", 0, 0},
 		{[]string{"1", "0"}, "count \"0\"", 0, 0},
 		{[]string{"1", "2", "3"}, "unexpected argument \"3\"", 0, 0},
-		{[]string{"-bogus"}, "flag provided but not defined", 0, 0},
+		{[]string{"-bogus"}, `unknown flag "-bogus"`, 0, 0},
 		{[]string{"1e300"}, "at most 24h", 0, 0},
 		{[]string{"86400"}, "", 24 * time.Hour, 0},
 		{[]string{"24h"}, "", 24 * time.Hour, 0},
@@ -100,7 +108,7 @@ func TestParse(t *testing.T) {
 		{[]string{"24h1s"}, "at most 24h", 0, 0},
 		{[]string{"1000000h"}, "at most 24h", 0, 0},
 		{[]string{"NaN"}, "want seconds", 0, 0},
-		{[]string{"-Inf"}, "flag provided but not defined", 0, 0},
+		{[]string{"-Inf"}, `unknown flag "-Inf"`, 0, 0},
 		{[]string{"--", "-Inf"}, "must be more than zero", 0, 0},
 	} {
 		tl := New("x", "test", "[interval [count]]").Periodic(time.Second)
@@ -127,5 +135,120 @@ func TestParse(t *testing.T) {
 	}
 	if err := New("x", "test", "").Parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: %v", err)
+	}
+}
+
+// TestParseAnywhere: flags before, between and after the positional
+// arguments, in each of their forms, as bcc's users type them; "--" ends
+// the flags.
+func TestParseAnywhere(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		pos      []string
+		p        int
+		json     bool
+		interval time.Duration
+		count    int
+	}{
+		{[]string{"vfs_*", "-p", "5", "1"}, []string{"vfs_*"}, 5, false, time.Second, 0},
+		{[]string{"PATH", "PROBE", "-p", "1"}, []string{"PATH", "PROBE"}, 1, false, time.Second, 0},
+		{[]string{"-p=7", "a", "-json", "b", "3", "2"}, []string{"a", "b"},
+			7, true, 3 * time.Second, 2},
+		{[]string{"--p", "7", "a", "--json"}, []string{"a"}, 7, true, time.Second, 0},
+		{[]string{"--p=7", "a", "5", "-json=false"}, []string{"a"}, 7, false, 5 * time.Second, 0},
+		{[]string{"a", "--", "b", "2"}, []string{"a", "b"}, 0, false, 2 * time.Second, 0},
+	} {
+		tl := New("x", "test", "").Periodic(time.Second).TakesArgs()
+		p := tl.Flags.Int("p", 0, "a number")
+		if err := tl.Parse(c.args); err != nil {
+			t.Errorf("%q: %v", c.args, err)
+			continue
+		}
+		got := fmt.Sprint(tl.Args, *p, tl.JSON, tl.Interval, tl.Count)
+		if want := fmt.Sprint(c.pos, c.p, c.json, c.interval, c.count); got != want {
+			t.Errorf("%q: args, -p, -json, interval and count %s, want %s", c.args, got, want)
+		}
+	}
+	tl := New("x", "test", "").TakesArgs()
+	p := tl.Flags.Int("p", 0, "a number")
+	err := tl.Parse([]string{"-", "-p", "3", "--", "-json", "-p"})
+	if err != nil || *p != 3 || tl.JSON ||
+		fmt.Sprint(tl.Args) != "[- -json -p]" {
+		t.Errorf("\"-\" and \"--\": args %q -p %d -json %v: %v", tl.Args, *p, tl.JSON, err)
+	}
+}
+
+// TestParseErrors: every mistake is a usage error of one line that quotes
+// what the user typed, a newline or an escape sequence included; -h and
+// -version are found wherever they are.
+func TestParseErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want error
+		msg  string
+	}{
+		{[]string{"a", "-h"}, flag.ErrHelp, ""},
+		{[]string{"-p", "1", "--help"}, flag.ErrHelp, ""},
+		{[]string{"a", "-version"}, ErrVersion, ""},
+		{[]string{"--version", "a"}, ErrVersion, ""},
+		{[]string{"a", "-p"}, ErrUsage, "flag -p needs a value"},
+		{[]string{"a", "-p", "x\ny"}, ErrUsage, `-p "x\ny": parse error`},
+		{[]string{"a", "-q\x1b[2J"}, ErrUsage, `unknown flag "-q\x1b[2J"`},
+		{[]string{"a", "-=1"}, ErrUsage, `unknown flag "-=1"`},
+		{[]string{"a", "---p", "1"}, ErrUsage, `unknown flag "---p"`},
+		{[]string{"a", "-json=maybe"}, ErrUsage, `-json "maybe": parse error`},
+		{[]string{"a", "-1"}, ErrUsage, `"-1" (an argument that begins with '-' goes after --)`},
+	} {
+		tl := New("x", "test", "").TakesArgs()
+		tl.Flags.Int("p", 0, "a number")
+		err := tl.Parse(c.args)
+		if !errors.Is(err, c.want) || !strings.Contains(fmt.Sprint(err), c.msg) {
+			t.Errorf("%q: %v; want %v with %q", c.args, err, c.want, c.msg)
+		}
+		var b bytes.Buffer
+		tl.Stderr = &b
+		status := tl.Report(err)
+		line, rest, _ := strings.Cut(b.String(), "\n")
+		oneLine := rest == "" && !strings.ContainsFunc(line, unicode.IsControl)
+		if c.want == ErrUsage && (status != 2 || !oneLine) {
+			t.Errorf("%q: status %d, %q; want 2 and one line without a control character",
+				c.args, status, b.String())
+		}
+	}
+}
+
+// TestReport: the status and message of each kind of error; a usage
+// error's message stays one line even when a raw newline or escape
+// reached it, another error's lines are indented.
+func TestReport(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		status int
+		out    string
+	}{
+		{nil, 0, ""},
+		{Usagef("-p %d: want a process id", -3), 2, "x: -p -3: want a process id\n"},
+		{Usagef("pattern %s", "a\nb\x1b[31m"), 2, `x: pattern a\nb\x1b[31m` + "\n"},
+		{fmt.Errorf("the verifier said:\n0: r0 = 1"), 1, "x: the verifier said:\n  0: r0 = 1\n"},
+	} {
+		var b bytes.Buffer
+		tl := New("x", "test", "")
+		tl.Stderr = &b
+		if status := tl.Report(c.err); status != c.status || b.String() != c.out {
+			t.Errorf("%v: status %d, %q; want %d, %q", c.err, status, b.String(), c.status, c.out)
+		}
+	}
+}
+
+// TestPlain: a Plain tool has no -json, and says so as of any unknown flag.
+func TestPlain(t *testing.T) {
+	tl := New("x", "test", "").Plain()
+	if err := tl.Parse([]string{"-json"}); !errors.Is(err, ErrUsage) {
+		t.Errorf("-json on a Plain tool: %v", err)
+	}
+	var b bytes.Buffer
+	tl.PrintUsage(&b)
+	if strings.Contains(b.String(), "-json") || !strings.Contains(b.String(), "-version") {
+		t.Errorf("Plain tool's usage:\n%s", b.String())
 	}
 }

@@ -1,8 +1,9 @@
 // Command sizebase is dropmon without BPF, for make bench's size
 // comparison: it uses the standard library as dropmon and its tool package
 // do (flags, signals, contexts, fmt, time formatting, JSON, sorting, a TCP
-// listener with bufio, errors), so that the difference in size between
-// dropmon and it is what bpfkit costs.
+// listener read through a pooled bufio reader with deadlines, errors, the
+// build information that -version prints, control characters quoted), so
+// that the difference in size between dropmon and it is what bpfkit costs.
 package main
 
 import (
@@ -13,18 +14,21 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/bits"
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 )
+
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 
 type row struct {
 	Location string   `json:"location,omitempty"`
@@ -51,13 +55,27 @@ func main() {
 			go func() {
 				c, err := ln.Accept()
 				if err == nil {
-					line, _ := bufio.NewReader(io.LimitReader(c, 1<<10)).ReadString('\n')
-					c.SetDeadline(time.Now().Add(time.Second))
-					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\n\r\n%s", line)
+					r := readers.Get().(*bufio.Reader)
+					r.Reset(c)
+					c.SetReadDeadline(time.Now().Add(time.Second))
+					line, _ := r.ReadSlice('\n')
+					h := strings.ToLower(string(line))
+					c.SetWriteDeadline(time.Now().Add(time.Second))
+					closing := strings.EqualFold(h, "close")
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\n\r\n%s %v", line, closing)
 					c.Close()
+					readers.Put(r)
 				}
 			}()
 		}
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && len(os.Args) > 5 { // -version
+		for _, s := range info.Settings {
+			fmt.Println(info.Main.Path, info.Main.Version, s.Key, s.Value, info.GoVersion)
+		}
+	}
+	if strings.ContainsFunc(os.Args[0], unicode.IsControl) { // a usage error, quoted on one line
+		fmt.Println(strconv.QuoteRune(rune(os.Args[0][0])))
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { <-ctx.Done() })
