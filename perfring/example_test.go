@@ -53,7 +53,7 @@ func ExampleNewPerfReader() {
 		insn.Mov64Imm(insn.R5, 8),
 		insn.Call(insn.BPF_FUNC_perf_event_output),
 		insn.Label("out"),
-		insn.Mov64Imm(insn.R0, 0),
+		insn.Mov64Imm(insn.R0, 1), // keep the record for other perf users of the tracepoint,
 		insn.Exit(),
 	}})
 	if err != nil {
@@ -126,7 +126,7 @@ func ExampleNewRingBufReader() {
 		insn.Mov64Imm(insn.R4, 0),
 		insn.Call(insn.BPF_FUNC_ringbuf_output),
 		insn.Label("out"),
-		insn.Mov64Imm(insn.R0, 0),
+		insn.Mov64Imm(insn.R0, 1), // keep the record for other perf users of the tracepoint,
 		insn.Exit(),
 	}})
 	if err != nil {
@@ -164,7 +164,9 @@ func ExampleNewRingBufReader() {
 // NewEventReader samples a tracepoint's own records, as perf record does:
 // here sys_enter_getppid's, kept by a Tracepoint program attached to the
 // reader's event only when this process made the call. Decode reads each
-// record into a struct laid out as the tracepoint's format says.
+// record into a struct laid out as the tracepoint's format says. Such a
+// filter drops the record for every perf user of the tracepoint while it
+// is attached, not only for this reader (the kernel builds one record).
 func ExampleNewEventReader() {
 	id, err := tracefs.TracepointID("syscalls", "sys_enter_getppid")
 	if err != nil {

@@ -98,7 +98,9 @@ func emitter(t testing.TB, out *mapfd.Map, pid int, ringbuf bool) *emitted {
 		JumpImm(BPF_JEQ, R0, 0, "out"), // the output failed: count it in seq[2]
 		StoreImm(BPF_W, R10, -4, 2))
 	items = append(items, testutil.AddOne(seq, "out")...)
-	items = append(items, Label("out"), Mov64Imm(R0, 0), Exit())
+	// Return 1: 0 would drop the tracepoint's record for every other perf
+	// user of it, other tests running at the same time among them.
+	items = append(items, Label("out"), Mov64Imm(R0, 1), Exit())
 	p, err := prog.Load(prog.Spec{Type: prog.Tracepoint, Name: "emit", License: "GPL", Insns: items})
 	if err != nil {
 		t.Fatal(err)

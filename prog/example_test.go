@@ -175,7 +175,7 @@ func ExampleAttachTracepoint() {
 		insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, "out"),
 		insn.StoreMem(insn.BPF_DW, insn.R0, 0, insn.R6), // seen[0] = cookie
 		insn.Label("out"),
-		insn.Mov64Imm(insn.R0, 0),
+		insn.Mov64Imm(insn.R0, 1), // keep the record for other perf users of the tracepoint,
 		insn.Exit(),
 	}})
 	if err != nil {

@@ -3,6 +3,7 @@ package prog
 import (
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bpfkit/bpfkit/insn"
@@ -98,22 +99,49 @@ func StatsByID(id uint32) (*Info, error) {
 // functions helper calls became from /proc/kallsyms (with CAP_SYSLOG;
 // without, "call unknown#N").
 func (i *Info) Listing() string {
-	var syms *Symbols
-	var base uint64
+	var calls []int32 // each helper call's offset from __bpf_call_base
+	insn.DisassembleFunc(i.Xlated, func(call insn.Instruction) string {
+		if call.Src == 0 {
+			calls = append(calls, call.Imm)
+		}
+		return ""
+	})
+	names := helperNames(calls)
 	return insn.DisassembleFunc(i.Xlated, func(call insn.Instruction) string {
 		if call.Src != 0 {
 			return ""
 		}
-		if syms == nil { // at the first helper call
-			var err error
-			if syms, err = Kallsyms(); err != nil {
-				return ""
-			}
-			base, _ = syms.Address("__bpf_call_base")
-		}
-		if name, off, _ := syms.lookup(base + uint64(int64(call.Imm))); base != 0 && off == 0 {
-			return name
-		}
-		return ""
+		return names[call.Imm]
 	})
+}
+
+// helperNames names the functions at the offsets from __bpf_call_base
+// that the verifier left in helper calls, reading /proc/kallsyms up to
+// __bpf_call_base and then once through, keeping only those names: the
+// whole table would cost a listing some 20 MB. An offset not at the start
+// of a function, or any with the addresses hidden, is left unnamed.
+func helperNames(calls []int32) map[int32]string {
+	if len(calls) == 0 {
+		return nil
+	}
+	syms := NewSymbolizer()
+	base, ok, err := syms.Address("__bpf_call_base")
+	if err != nil || !ok {
+		return nil
+	}
+	addrs := make([]uint64, len(calls))
+	for i, c := range calls {
+		addrs[i] = base + uint64(int64(c))
+	}
+	found, err := syms.Names(addrs)
+	if err != nil {
+		return nil
+	}
+	names := make(map[int32]string, len(calls))
+	for i, c := range calls {
+		if name, exact := strings.CutSuffix(found[i], "+0x0"); exact {
+			names[c] = name
+		}
+	}
+	return names
 }

@@ -68,9 +68,10 @@ func readKallsyms(r io.Reader) (*Symbols, error) {
 	}
 	var syms []sym
 	hidden := true
-	err := eachKallsymsLine(r, func(addr uint64, name []byte) {
+	err := eachKallsymsLine(r, func(addr uint64, name []byte) bool {
 		syms = append(syms, sym{addr, string(name), len(syms)})
 		hidden = hidden && addr == 0
+		return true
 	})
 	if err != nil {
 		return nil, err
@@ -88,16 +89,17 @@ func readKallsyms(r io.Reader) (*Symbols, error) {
 
 // eachKallsymsLine calls text for each text symbol's line of r, in the
 // file's order, with the name as a slice of the reader's buffer: valid
-// only until text returns. Other lines are skipped, and so is the rest of
-// a line longer than the buffer (the kernel's names are at most 512
-// bytes, KSYM_NAME_LEN). Reading allocates nothing per line.
-func eachKallsymsLine(r io.Reader, text func(addr uint64, name []byte)) error {
+// only until text returns. It stops early when text returns false. Other
+// lines are skipped, and so is the rest of a line longer than the buffer
+// (the kernel's names are at most 512 bytes, KSYM_NAME_LEN). Reading
+// allocates nothing per line.
+func eachKallsymsLine(r io.Reader, text func(addr uint64, name []byte) (more bool)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for skipping := false; ; {
 		line, err := br.ReadSlice('\n')
 		if !skipping {
-			if addr, name, ok := parseKallsymsLine(line); ok {
-				text(addr, name)
+			if addr, name, ok := parseKallsymsLine(line); ok && !text(addr, name) {
+				return nil
 			}
 		}
 		switch {

@@ -193,18 +193,21 @@ func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error
 	if err := usable(p, "a raw tracepoint", RawTracepoint, unix.BPF_PROG_TYPE_RAW_TRACEPOINT_WRITABLE); err != nil {
 		return nil, err
 	}
-	tp, err := sys.StringPointer(name)
-	fd := -1
-	if err == nil {
-		attr := sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie}
-		fd, err = sys.RawTracepointOpen(&attr)
+	fail := func(err error) (*Link, error) {
+		return nil, fmt.Errorf("prog: attach %s to %s: %w", sys.QuoteName(p.name), desc, err)
 	}
+	tp, err := sys.StringPointer(name)
+	if err != nil {
+		return fail(err)
+	}
+	attr := sys.RawTracepointAttr{Name: tp, ProgFD: uint32(p.fd.Int()), Cookie: o.Cookie}
+	fd, err := sys.RawTracepointOpen(&attr)
 	if o.Cookie != 0 && errors.Is(err, unix.EINVAL) {
-		err = fmt.Errorf("%w (a raw tracepoint cookie needs Linux 6.10: %w)",
-			err, sys.ErrNotSupported)
+		return fail(fmt.Errorf("%w (a raw tracepoint cookie needs Linux 6.10: %w)",
+			err, sys.ErrNotSupported))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("prog: attach %s to %s: %w", sys.QuoteName(p.name), desc, err)
+		return fail(err)
 	}
 	l := &Link{desc: desc}
 	l.linkFD.Set(fd)

@@ -75,13 +75,46 @@ func LinkByID(id uint32) (*LinkInfo, error) {
 	case unix.BPF_LINK_TYPE_KPROBE_MULTI:
 		l.Target = fmt.Sprintf("%d kernel functions", u[2])
 	case unix.BPF_LINK_TYPE_UPROBE_MULTI:
-		l.Target = fmt.Sprintf("%d offsets, pid %d", u[9], u[11])
+		l.Target = uprobeMultiTarget(fd, u[9], u[11])
 	case unix.BPF_LINK_TYPE_PERF_EVENT: // 6.6 says which kind of event
 		l.Target = nameOf([]string{"perf event", "uprobe", "uretprobe", "kprobe", "kretprobe", "tracepoint", "perf event"}, u[0])
 	case 14: // sockmap
 		l.AttachType, l.Target = sys.AttachTypeName(u[1]), fmt.Sprintf("map %d", u[0])
 	}
 	return l, nil
+}
+
+// uprobeMultiTarget names the binary and first offset of uprobe_multi link
+// fd of count offsets, as a uprobe's perf link is named, "/bin/sh+0x1c0",
+// with the rest counted and the pid filter said. Kernels before 6.8 tell
+// only the head: the count reads 0 there.
+func uprobeMultiTarget(fd int, count, pid uint32) string {
+	// Offsets are asked for up to most; a link with more is named by its
+	// binary and count.
+	const most = 64
+	path := make([]byte, 4096) // PATH_MAX
+	var offsets []uint64
+	if count > 0 && count <= most {
+		offsets = make([]uint64, count)
+	}
+	info := sys.LinkInfoUprobeMulti{Path: sys.SlicePointer(path), PathSize: uint32(len(path))}
+	if len(offsets) > 0 {
+		info.Offsets, info.Count = sys.NewPointer(unsafePointer(&offsets[0])), count
+	}
+	target := fmt.Sprintf("%d offsets", count)
+	if err := sys.InfoByFD(fd, &info); err == nil && info.PathSize > 0 {
+		target = unix.ByteSliceToString(path) + ", " + target
+		if len(offsets) > 0 {
+			target = fmt.Sprintf("%s+%#x", unix.ByteSliceToString(path), offsets[0])
+			if count > 1 {
+				target += fmt.Sprintf(" and %d more offsets", count-1)
+			}
+		}
+	}
+	if pid != 0 {
+		target += fmt.Sprintf(", pid %d", pid)
+	}
+	return target
 }
 
 // FDAttachment is a program attached through a file of a process: a perf

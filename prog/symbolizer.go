@@ -64,6 +64,29 @@ func (s *Symbolizer) Names(addrs []uint64) ([]string, error) {
 	return names, nil
 }
 
+// Address returns the address of the text symbol name, the first listed
+// of that name, reading /proc/kallsyms only up to its line; ok is false
+// when no line names it. It returns ErrKallsymsHidden when the file shows
+// the symbol at address zero (without CAP_SYSLOG, or with
+// kernel.kptr_restrict at 2).
+func (s *Symbolizer) Address(name string) (addr uint64, ok bool, err error) {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return 0, false, wrap(err, "kernel symbols")
+	}
+	defer f.Close()
+	err = eachKallsymsLine(f, func(a uint64, n []byte) bool {
+		if string(n) == name {
+			addr, ok = a, true
+		}
+		return !ok
+	})
+	if err == nil && ok && addr == 0 {
+		return 0, false, ErrKallsymsHidden
+	}
+	return addr, ok, err
+}
+
 // nearest is, for one address wanted, the best symbol found so far: the
 // highest address at or below it, the first listed of that address.
 type nearest struct {
@@ -90,15 +113,16 @@ func nameAddrs(r io.Reader, want []uint64) ([]string, error) {
 	sorted = compact(sorted)
 	best := make([]nearest, len(sorted))
 	hidden := true
-	err := eachKallsymsLine(r, func(addr uint64, name []byte) {
+	err := eachKallsymsLine(r, func(addr uint64, name []byte) bool {
 		hidden = hidden && addr == 0
 		i := atOrAbove(sorted, addr)
 		if i == len(sorted) {
-			return
+			return true
 		}
 		if b := &best[i]; !b.found || addr > b.addr { // equal: the first listed stays
 			b.found, b.addr, b.name = true, addr, append(b.name[:0], name...)
 		}
+		return true
 	})
 	if err != nil {
 		return nil, err

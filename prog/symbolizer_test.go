@@ -132,6 +132,35 @@ func TestSymbolizerText(t *testing.T) {
 	}
 }
 
+// TestSymbolizerAddress: Address finds the first text symbol of a name; a
+// name not listed is not found; hidden addresses say why.
+func TestSymbolizerAddress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kallsyms")
+	text := "ffffffff81000000 T _stext\n" +
+		"ffffffff81000200 D wanted\n" + // data: not a text symbol
+		"ffffffff81000100 t wanted\n" +
+		"ffffffff81000300 T wanted\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &Symbolizer{path: path}
+	for name, want := range map[string]struct {
+		addr uint64
+		ok   bool
+	}{"wanted": {0xffffffff81000100, true}, "_stext": {0xffffffff81000000, true}, "absent": {}} {
+		addr, ok, err := s.Address(name)
+		if err != nil || addr != want.addr || ok != want.ok {
+			t.Errorf("Address(%q) = %#x, %v, %v; want %#x, %v", name, addr, ok, err, want.addr, want.ok)
+		}
+	}
+	if err := os.WriteFile(path, []byte("0000000000000000 T _stext\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Address("_stext"); !errors.Is(err, ErrKallsymsHidden) {
+		t.Errorf("Address with hidden addresses: %v, want ErrKallsymsHidden", err)
+	}
+}
+
 // TestSymbolizerHidden: a table whose addresses all read zero (a process
 // without CAP_SYSLOG) names nothing and says why; nothing is kept, so a
 // later call reads again. A file that cannot be read says why.

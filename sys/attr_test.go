@@ -95,12 +95,18 @@ var wantOffsets = map[string]uintptr{
 	"MapInfo.BTFKeyTypeID": 68, "MapInfo.BTFValueTypeID": 72, "MapInfo.BTFVmlinuxID": 76,
 	"MapInfo.MapExtra": 80, "MapInfo.Hash": 88, "MapInfo.HashSize": 96,
 	"LinkInfo.Type": 0, "LinkInfo.ID": 4, "LinkInfo.ProgID": 8, "LinkInfo.Union": 16,
+	"LinkInfoUprobeMulti.Type": 0, "LinkInfoUprobeMulti.ID": 4, "LinkInfoUprobeMulti.ProgID": 8,
+	"LinkInfoUprobeMulti.Path": 16, "LinkInfoUprobeMulti.Offsets": 24,
+	"LinkInfoUprobeMulti.RefCtrOffsets": 32, "LinkInfoUprobeMulti.Cookies": 40,
+	"LinkInfoUprobeMulti.PathSize": 48, "LinkInfoUprobeMulti.Count": 52,
+	"LinkInfoUprobeMulti.Flags": 56, "LinkInfoUprobeMulti.PID": 60,
 	"BTFInfo.BTF": 0, "BTFInfo.BTFSize": 8, "BTFInfo.ID": 12, "BTFInfo.Name": 16,
 	"BTFInfo.NameLen": 24, "BTFInfo.KernelBTF": 28,
 }
 
 // wantSizes are the sizes of the info structs (the attrs are all AttrSize).
-var wantSizes = map[string]uintptr{"ProgInfo": 232, "MapInfo": 104, "LinkInfo": 64, "BTFInfo": 32}
+var wantSizes = map[string]uintptr{"ProgInfo": 232, "MapInfo": 104, "LinkInfo": 64,
+	"LinkInfoUprobeMulti": 64, "BTFInfo": 32}
 
 // layoutAsserts holds one compile-time check per entry of wantOffsets and
 // wantSizes: [1]struct{}{}[x - want] is out of range unless x == want.
@@ -161,6 +167,9 @@ var layoutAsserts = [...]struct{}{
 	[1]struct{}{}[unsafe.Offsetof(BTFInfo{}.KernelBTF)-28],
 	[1]struct{}{}[unsafe.Sizeof(Pointer{})-8],
 	[1]struct{}{}[unsafe.Sizeof(ProgInfo{})-232], [1]struct{}{}[unsafe.Sizeof(MapInfo{})-104], [1]struct{}{}[unsafe.Sizeof(LinkInfo{})-64],
+	[1]struct{}{}[unsafe.Sizeof(LinkInfoUprobeMulti{})-64],
+	[1]struct{}{}[unsafe.Offsetof(LinkInfoUprobeMulti{}.Path)-16],
+	[1]struct{}{}[unsafe.Offsetof(LinkInfoUprobeMulti{}.PID)-60],
 	[1]struct{}{}[unsafe.Sizeof(BTFInfo{})-32],
 	[1]struct{}{}[unsafe.Sizeof(LinkCreateTracingAttr{})-AttrSize],
 	[1]struct{}{}[unsafe.Sizeof(MapCreateAttr{})-AttrSize], [1]struct{}{}[unsafe.Sizeof(MapElemAttr{})-AttrSize],
@@ -178,7 +187,7 @@ var layoutTypes = []any{MapCreateAttr{}, MapElemAttr{}, MapBatchAttr{}, ProgLoad
 	LinkCreateTracingAttr{}, LinkCreateKprobeMultiAttr{}, LinkCreateUprobeMultiAttr{},
 	LinkDetachAttr{}, EnableStatsAttr{},
 	TaskFDQueryAttr{},
-	ProgInfo{}, MapInfo{}, LinkInfo{}, BTFInfo{}}
+	ProgInfo{}, MapInfo{}, LinkInfo{}, LinkInfoUprobeMulti{}, BTFInfo{}}
 
 // TestLayout checks every named field against wantOffsets on this port,
 // and that the table names them all.
@@ -236,6 +245,14 @@ var cNames = map[string]string{
 	"LinkCreateUprobeMultiAttr.PID":           "uprobe_multi.pid",
 	"TaskFDQueryAttr.PID":                     "pid",
 	"LinkInfo.Union":                          "", // the union by link type: its members are checked where used
+	"LinkInfoUprobeMulti.Path":                "uprobe_multi.path",
+	"LinkInfoUprobeMulti.Offsets":             "uprobe_multi.offsets",
+	"LinkInfoUprobeMulti.RefCtrOffsets":       "uprobe_multi.ref_ctr_offsets",
+	"LinkInfoUprobeMulti.Cookies":             "uprobe_multi.cookies",
+	"LinkInfoUprobeMulti.PathSize":            "uprobe_multi.path_size",
+	"LinkInfoUprobeMulti.Count":               "uprobe_multi.count",
+	"LinkInfoUprobeMulti.Flags":               "uprobe_multi.flags",
+	"LinkInfoUprobeMulti.PID":                 "uprobe_multi.pid",
 }
 
 // cName turns a Go field name into the uapi's: "BTFVmlinuxValueTypeID" is
@@ -298,8 +315,8 @@ func TestLayoutBTF(t *testing.T) {
 		// union holding every field.
 		var members map[string]btfMember
 		if info, ok := map[string]string{"ProgInfo": "bpf_prog_info", "MapInfo": "bpf_map_info",
-			"LinkInfo": "bpf_link_info",
-			"BTFInfo":  "bpf_btf_info"}[typ.Name()]; ok {
+			"LinkInfo": "bpf_link_info", "LinkInfoUprobeMulti": "bpf_link_info",
+			"BTFInfo": "bpf_btf_info"}[typ.Name()]; ok {
 			id := b.byName(4, info)
 			if id == 0 {
 				t.Fatalf("struct %s not in the kernel's BTF", info)

@@ -317,7 +317,7 @@ func LinkGetFDByID(attr *GetIDAttr) (int, error) {
 func ObjGetInfoByFD(a *InfoAttr) error { return do(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(a)) }
 
 // InfoByFD fills info for the program, map, link or BTF object fd.
-func InfoByFD[T ProgInfo | MapInfo | LinkInfo | BTFInfo](fd int, info *T) error {
+func InfoByFD[T ProgInfo | MapInfo | LinkInfo | LinkInfoUprobeMulti | BTFInfo](fd int, info *T) error {
 	attr := InfoAttr{BPFFD: uint32(arg32(fd)), InfoLen: uint32(unsafe.Sizeof(*info)), Info: NewPointer(unsafe.Pointer(info))}
 	return ObjGetInfoByFD(&attr)
 }

@@ -79,6 +79,26 @@ type LinkInfo struct {
 	Union  [6]uint64
 }
 
+// LinkInfoUprobeMulti is struct bpf_link_info with its uprobe_multi member
+// (6.8; 6.6 and 6.7 fill only the head): point Path at a buffer of PathSize
+// bytes and Offsets, RefCtrOffsets and Cookies at Count u64s each, or leave
+// them nil. The kernel sets PathSize, Count, Flags and PID, and answers
+// ENOSPC, filling nothing, when Count is below the link's count.
+type LinkInfoUprobeMulti struct {
+	Type          uint32
+	ID            uint32
+	ProgID        uint32
+	_             uint32
+	Path          Pointer
+	Offsets       Pointer
+	RefCtrOffsets Pointer
+	Cookies       Pointer
+	PathSize      uint32
+	Count         uint32
+	Flags         uint32
+	PID           uint32
+}
+
 // BTFInfo is struct bpf_btf_info (5.0; Name, NameLen and KernelBTF 5.11),
 // its fields as the uapi names them: point BTF at a buffer of BTFSize
 // bytes for the raw BTF, Name at one of NameLen for the name ("vmlinux",

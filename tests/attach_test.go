@@ -78,7 +78,9 @@ func counter(t *testing.T, typ prog.Type, counts *mapfd.Map, withCookie bool) *p
 		JumpImm(BPF_JNE, R0, int32(os.Getpid()), "out"),
 	}, key...)
 	items = append(items, testutil.AddOne(counts, "out")...)
-	items = append(items, Label("out"), Mov64Imm(R0, 0), Exit())
+	// Return 1: on a tracepoint, 0 would drop its record for every other
+	// perf user of it, other tests running at the same time among them.
+	items = append(items, Label("out"), Mov64Imm(R0, 1), Exit())
 	p, err := prog.Load(prog.Spec{Type: typ, Name: "counter", License: "GPL", Insns: items})
 	if err != nil {
 		t.Fatal(err)

@@ -365,7 +365,10 @@ func TestBpfkitPerfAndLinks(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
 	load := func(typ prog.Type) *prog.Program {
-		p, err := prog.Load(prog.Spec{Type: typ, Name: "bk_perf", License: "GPL", Insns: []Item{Mov64Imm(R0, 0), Exit()}})
+		p, err := prog.Load(prog.Spec{Type: typ, Name: "bk_perf", License: "GPL", Insns: []Item{
+			Mov64Imm(R0, 1), // keep the tracepoint's record for its other perf users
+			Exit(),
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -124,6 +124,8 @@ func TestUprobeMultiUSDT(t *testing.T) {
 	if want := fmt.Sprintf("uprobe_multi of 3 places in %s", path); l.String() != want {
 		t.Errorf("link %q, want %q", l, want)
 	}
+	checkLinkTarget(t, p, fmt.Sprintf("%s+%#x and 2 more offsets, pid %d",
+		path, o.Offsets[0], traced.pid), fmt.Sprintf("0 offsets, pid %d", traced.pid))
 	ret, err := prog.AttachUprobeMulti(p, path, prog.UprobeMultiOptions{Offsets: []uint64{fireOff},
 		Cookies: []uint64{3}, PID: traced.pid, Return: true})
 	if err != nil {
@@ -141,6 +143,34 @@ func TestUprobeMultiUSDT(t *testing.T) {
 		t.Fatal(err)
 	}
 	traced.send("sem", "sem 0 0")
+}
+
+// checkLinkTarget checks that prog.LinkByID says of p's one link that it
+// is a uprobe_multi link on want, or on before where the kernel is older
+// than 6.8 and tells only the head of the link's info.
+func checkLinkTarget(t *testing.T, p *prog.Program, want, before string) {
+	t.Helper()
+	info, err := p.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, err := prog.NextLinkID(0); id != 0 || err != nil; id, err = prog.NextLinkID(id) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := prog.LinkByID(id)
+		if err != nil || l.ProgID != info.ID {
+			continue // gone since, or another program's
+		}
+		if v, err := prog.KernelVersion(); err == nil && v < 6<<16|8<<8 {
+			want = before
+		}
+		if l.Type != "uprobe_multi" || l.Target != want {
+			t.Errorf("link %d of the program: %+v, want uprobe_multi on %q", id, l, want)
+		}
+		return
+	}
+	t.Errorf("no link of program %d found", info.ID)
 }
 
 // semaphoreOffset is the file offset of a site's semaphore, 0 for none:
