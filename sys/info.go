@@ -79,11 +79,12 @@ type LinkInfo struct {
 	Union  [6]uint64
 }
 
-// LinkInfoUprobeMulti is struct bpf_link_info with its uprobe_multi member
-// (6.8; 6.6 and 6.7 fill only the head): point Path at a buffer of PathSize
-// bytes and Offsets, RefCtrOffsets and Cookies at Count u64s each, or leave
-// them nil. The kernel sets PathSize, Count, Flags and PID, and answers
-// ENOSPC, filling nothing, when Count is below the link's count.
+// LinkInfoUprobeMulti is struct bpf_link_info with its uprobe_multi member,
+// fields as the uapi names them (6.8; 6.6 and 6.7 fill only the head): point
+// Path at a buffer of PathSize bytes and Offsets, RefCtrOffsets and Cookies
+// at Count u64s each, or leave them nil. The kernel sets PathSize, Count,
+// Flags and PID, and answers ENOSPC, filling nothing, when Count is below
+// the link's count.
 type LinkInfoUprobeMulti struct {
 	Type          uint32
 	ID            uint32

@@ -44,7 +44,11 @@ func TestDocComments(t *testing.T) {
 						if !ok || !s.Name.IsExported() {
 							continue
 						}
-						if dir == "sys" && (strings.HasSuffix(s.Name.Name, "Attr") || strings.HasSuffix(s.Name.Name, "Info")) {
+						// A uapi mirror: an attr, an info, or an info with one
+						// member of its union (LinkInfoUprobeMulti).
+						name := s.Name.Name
+						mirror := strings.HasSuffix(name, "Attr") || strings.Contains(name, "Info")
+						if dir == "sys" && mirror {
 							doc := s.Doc
 							if doc == nil {
 								doc = d.Doc
