@@ -191,10 +191,16 @@ func expectedFeatures(t *testing.T) map[string]struct {
 	} else {
 		set("kprobe_multi", since{0x512, "FPROBE"}, 0, unix.EOPNOTSUPP)
 	}
-	set("uprobe_multi", since{0x606, "UPROBES"}, unix.EBADF, unix.EINVAL)
+	// A 32-bit kernel has no uprobe_multi links: EOPNOTSUPP from 6.6 on
+	// (bpf_uprobe_multi_link_attach: "no support for 32bit archs yet").
+	multiNo := unix.EINVAL
+	if k.v >= 0x606 && k.known && !k.config["64BIT"] {
+		multiNo = unix.EOPNOTSUPP
+	}
+	set("uprobe_multi", since{0x606, "UPROBES 64BIT"}, unix.EBADF, multiNo)
 	// 6.6 to 6.9 filtered a PID's threads wrong (EBADF), as the kernels
 	// here do not.
-	set("uprobe_multi_pid_filter", since{0x60a, "UPROBES"}, unix.EINVAL, unix.EINVAL)
+	set("uprobe_multi_pid_filter", since{0x60a, "UPROBES 64BIT"}, unix.EINVAL, multiNo)
 	set("kprobe_pmu", since{0x411, "KPROBES"}, 0, unix.ENOENT)
 	set("uprobe_pmu", since{0x411, "UPROBES"}, 0, unix.ENOENT)
 	set("btf_vmlinux", since{0x504, "DEBUG_INFO_BTF"}, 0, unix.ENOENT)
