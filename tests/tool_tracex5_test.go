@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,6 +29,13 @@ var mmapCall = fmt.Sprintf("mmap(addr=0x0, len=12289, prot=%#x, flags=%#x, fd=-1
 func TestTracex5(t *testing.T) {
 	testutil.RequireRoot(t)
 	sizes := []int{1, 100, 100, 100, 5000, 5000, 70000}
+	// mmap's arguments as numbers: fd -1 is an unsigned long of the
+	// kernel's, of 32 bits on a 32-bit kernel.
+	fd := ^uint64(0)
+	if long, _ := sys.KernelLongSize(); long == 4 {
+		fd = math.MaxUint32
+	}
+	mmapArgs := [6]uint64{0, 12289, unix.PROT_READ, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS, fd, 0}
 	for _, asJSON := range []bool{false, true} {
 		pid, run := workload(t, 0, sizes...)
 		args := []string{"-p", strconv.Itoa(pid), "60"}
@@ -50,7 +59,7 @@ func TestTracex5(t *testing.T) {
 					continue
 				}
 				fmt.Fprintln(&b, e.Call)
-				if e.PID != pid || e.Call == mmapCall && e.Args != [6]uint64{0, 12289, unix.PROT_READ, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS, ^uint64(0), 0} {
+				if e.PID != pid || e.Call == mmapCall && e.Args != mmapArgs {
 					t.Errorf("%+v: want pid %d, and mmap's arguments as numbers", e, pid)
 				}
 			}

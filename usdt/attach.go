@@ -2,6 +2,7 @@ package usdt
 
 import (
 	"cmp"
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -64,6 +65,7 @@ func (a *Attachment) Close() error {
 type Args struct {
 	N      int     // how many arguments the probe has
 	sites  [][]Arg // the arguments of the sites the program serves
+	regs32 bool    // their registers are 32-bit arm's, of 4 bytes in its pt_regs
 	specs  *mapfd.Map
 	labels int
 }
@@ -93,7 +95,7 @@ func (a *Args) Load(dst, ctx Register, n int) ([]Item, error) {
 		}
 	}
 	if !slices.ContainsFunc(a.sites, func(args []Arg) bool { return !args[n].same(a.sites[0][n]) }) {
-		return a.sites[0][n].load(dst, ctx), nil
+		return a.sites[0][n].load(dst, ctx, a.regs32), nil
 	}
 	if a.specs == nil {
 		return nil, fmt.Errorf("usdt: argument %d differs between call sites, and the program serves them without cookies", n)
@@ -116,16 +118,26 @@ func (a *Args) Load(dst, ctx Register, n int) ([]Item, error) {
 		// allows, so one constant offset for each register the sites use.
 		LoadMem(BPF_H, R3, R0, at+8),
 	}
+	// On 32-bit arm, each register with the next one, the pair an 8-byte
+	// argument takes, which the shift below cuts down to one for fewer.
 	for _, off := range slices.Sorted(maps.Keys(regs)) {
 		next := l(fmt.Sprint("reg", off))
-		items = append(items, JumpImm(BPF_JNE, R3, int32(off), next), LoadMem(BPF_DW, R1, ctx, off), Ja(l("reg")), Label(next))
+		items = append(items, JumpImm(BPF_JNE, R3, int32(off), next))
+		items = append(items, register(R1, R2, ctx, off, a.regs32, true)...)
+		items = append(items, Ja(l("reg")), Label(next))
 	}
 	items = append(items, Ja(l("zero")))
 	if len(regs) > 0 { // else unreachable, which the verifier refuses
+		// the memory it points at, plus the offset: size bytes, 1 to 8; a
+		// 32-bit address wraps in 32 bits (and sheds the pair's second)
+		add := ALU64Reg(BPF_ADD, R3, R1)
+		if a.regs32 {
+			add = ALU32Reg(BPF_ADD, R3, R1)
+		}
 		items = append(items, Label(l("reg")), StoreMem(BPF_DW, R10, -8, R1),
 			LoadMem(BPF_B, R1, R0, at+10), JumpImm(BPF_JNE, R1, int32(ArgDeref), l("shift")),
-			// the memory it points at, plus the offset: size bytes, 1 to 8
-			LoadMem(BPF_DW, R3, R10, -8), LoadMem(BPF_DW, R1, R0, at), ALU64Reg(BPF_ADD, R3, R1), StoreImm(BPF_DW, R10, -8, 0),
+			LoadMem(BPF_DW, R3, R10, -8), LoadMem(BPF_DW, R1, R0, at), add,
+			StoreImm(BPF_DW, R10, -8, 0),
 			LoadMem(BPF_B, R2, R0, at+13), JumpImm(BPF_JEQ, R2, 0, l("zero")), JumpImm(BPF_JGT, R2, 8, l("zero")),
 			Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -8), Call(BPF_FUNC_probe_read_user), LoadMem(BPF_DW, R0, R10, -16),
 			Ja(l("shift")))
@@ -146,8 +158,25 @@ func (a Arg) same(b Arg) bool {
 	return a.Kind == b.Kind && a.PtRegs == b.PtRegs && a.Value == b.Value && a.Size == b.Size && a.Signed == b.Signed
 }
 
+// register is dst = the register at offset off of the pt_regs at ctx: its
+// 8 bytes, or with regs32 (32-bit arm) its 4, zero-extended, and with pair
+// the next register's above them (through tmp): an 8-byte argument's two.
+// The verifier takes no 8-byte load at an offset not a multiple of 8
+// (kprobe_prog_is_valid_access), so a pair is two loads.
+func register(dst, tmp, ctx Register, off int16, regs32, pair bool) []Item {
+	if !regs32 {
+		return []Item{LoadMem(BPF_DW, dst, ctx, off)}
+	}
+	items := []Item{LoadMem(BPF_W, dst, ctx, off)}
+	if pair {
+		items = append(items, LoadMem(BPF_W, tmp, ctx, off+4), ALU64Imm(BPF_LSH, tmp, 32),
+			ALU64Reg(BPF_OR, dst, tmp))
+	}
+	return items
+}
+
 // load is Load for one site, whose argument is known.
-func (a Arg) load(dst, ctx Register) []Item {
+func (a Arg) load(dst, ctx Register, regs32 bool) []Item {
 	if a.Kind == ArgConst {
 		v := a.Value << (64 - 8*a.Size)
 		if a.Signed {
@@ -155,12 +184,24 @@ func (a Arg) load(dst, ctx Register) []Item {
 		}
 		return []Item{LoadImm64(dst, int64(uint64(v)>>(64-8*a.Size)))}
 	}
-	off := a.PtRegs
-	items := []Item{LoadMem(BPF_DW, dst, ctx, off)}
-	if a.Kind == ArgDeref {
-		items = []Item{StoreImm(BPF_DW, R10, -8, 0), Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -8), Mov64Imm(R2, int32(a.Size)),
-			LoadMem(BPF_DW, R3, ctx, off), LoadImm64(R4, a.Value), ALU64Reg(BPF_ADD, R3, R4), Call(BPF_FUNC_probe_read_user),
-			LoadMem(BPF_DW, dst, R10, -8)}
+	var items []Item
+	if a.Kind == ArgReg {
+		tmp := R0
+		if dst == R0 {
+			tmp = R1
+		}
+		items = register(dst, tmp, ctx, a.PtRegs, regs32, a.Size == 8)
+	} else {
+		// A 32-bit address wraps in 32 bits.
+		add := ALU64Reg(BPF_ADD, R3, R4)
+		if regs32 {
+			add = ALU32Reg(BPF_ADD, R3, R4)
+		}
+		items = []Item{StoreImm(BPF_DW, R10, -8, 0), Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -8),
+			Mov64Imm(R2, int32(a.Size))}
+		items = append(items, register(R3, R0, ctx, a.PtRegs, regs32, false)...)
+		items = append(items, LoadImm64(R4, a.Value), add, Call(BPF_FUNC_probe_read_user),
+			LoadMem(BPF_DW, dst, R10, -8))
 	}
 	if shift := int32(64 - 8*a.Size); shift > 0 {
 		op := BPF_RSH
@@ -213,6 +254,14 @@ func (p *Probe) ParseArgs() ([][]Arg, error) {
 	return out, nil
 }
 
+// ptRegsArch is, by the machine of a file, the kernel (prog.PtRegs.Arch)
+// whose struct pt_regs its arguments' offsets (Arg.PtRegs) are in: x86_64's
+// for 32-bit x86 processes too, but 32-bit arm's only on a 32-bit kernel (an
+// aarch64 one keeps a 32-bit process's registers in x0-x14).
+var ptRegsArch = map[elf.Machine]string{
+	elf.EM_X86_64: "x86_64", elf.EM_386: "x86_64", elf.EM_AARCH64: "aarch64", elf.EM_ARM: "armv7l",
+}
+
 // Attach runs build's program at every call site of the probe, with the
 // semaphore as each site's ref_ctr_offset (4.20). Where the kernel has
 // bpf_cookie (5.15) one program serves every site, attached through one
@@ -232,9 +281,18 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 		a.Close()
 		return nil, sys.Wrap("usdt", err, "attach to %s in %s", p, p.file.Path)
 	}
-	// The registers' offsets are those of 64-bit kernels' pt_regs.
-	if regs, err := prog.KernelPtRegs(); len(sites[0]) > 0 && (err != nil || regs.Size != BPF_DW) {
-		return fail(fmt.Errorf("reading arguments needs an x86_64 or arm64 kernel: %w", sys.ErrNotSupported))
+	if len(sites[0]) > 0 {
+		regs, err := prog.KernelPtRegs()
+		if err != nil {
+			return fail(err)
+		}
+		if want := ptRegsArch[p.file.Machine]; regs.Arch != want {
+			const read = "the arguments of %v files are read on %s kernels, this one is %s: %w"
+			return fail(fmt.Errorf(read, p.file.Machine, want, regs.Arch, sys.ErrNotSupported))
+		}
+	}
+	if err := p.armCode(); err != nil {
+		return fail(err)
 	}
 	if err := a.choose(o); err != nil {
 		return fail(err)
@@ -245,7 +303,7 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 	}
 	if !a.Cookies {
 		err = a.attachEach(p, o, sites, sems, build)
-	} else if err = a.loadOne(o, sites, build); err == nil && a.Multi {
+	} else if err = a.loadOne(p, o, sites, build); err == nil && a.Multi {
 		err = a.attachMulti(p, o, sems)
 	} else if err == nil {
 		err = a.attachCookies(p, o, sems)
@@ -295,7 +353,14 @@ func (p *Probe) semaphores() ([]uint64, error) {
 	return sems, nil
 }
 
-// load builds and loads the program for the sites serves.
+// args reads the arguments of sites, p's, in a program: with specs where
+// they differ between them and a cookie tells which site runs. A 32-bit arm
+// file's are in 32-bit arm's pt_regs (Attach has checked the kernel's).
+func (p *Probe) args(sites [][]Arg, specs *mapfd.Map) *Args {
+	return &Args{N: len(sites[0]), sites: sites, regs32: p.file.Machine == elf.EM_ARM, specs: specs}
+}
+
+// load builds and loads the program args reads the arguments of.
 func (a *Attachment) load(o Options, args *Args, build Builder) error {
 	items, err := build(args)
 	if err != nil {
@@ -316,7 +381,7 @@ func (a *Attachment) load(o Options, args *Args, build Builder) error {
 // loadOne loads the one program that serves every site, and the
 // descriptions of the arguments that differ between sites, which the
 // cookie indexes.
-func (a *Attachment) loadOne(o Options, sites [][]Arg, build Builder) error {
+func (a *Attachment) loadOne(p *Probe, o Options, sites [][]Arg, build Builder) error {
 	differ := slices.ContainsFunc(sites, func(args []Arg) bool {
 		return !slices.EqualFunc(args, sites[0], Arg.same)
 	})
@@ -326,7 +391,7 @@ func (a *Attachment) loadOne(o Options, sites [][]Arg, build Builder) error {
 			return err
 		}
 	}
-	return a.load(o, &Args{N: len(sites[0]), sites: sites, specs: a.specs}, build)
+	return a.load(o, p.args(sites, a.specs), build)
 }
 
 // attachMulti attaches the one program to every site through one
@@ -365,7 +430,7 @@ func (a *Attachment) attachCookies(p *Probe, o Options, sems []uint64) error {
 func (a *Attachment) attachEach(p *Probe, o Options, sites [][]Arg, sems []uint64,
 	build Builder) error {
 	for i, s := range p.Sites {
-		if err := a.load(o, &Args{N: len(sites[0]), sites: sites[i : i+1]}, build); err != nil {
+		if err := a.load(o, p.args(sites[i:i+1], nil), build); err != nil {
 			return err
 		}
 		uo := prog.UprobeOptions{Offset: s.Offset, PID: o.PID, RefCtrOffset: sems[i]}

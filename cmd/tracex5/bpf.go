@@ -207,6 +207,13 @@ func dispatcher(pid uint32, o *objects) []insn.Item {
 	items := []insn.Item{
 		// Keep the context for the tail call.
 		insn.Mov64Reg(insn.R6, insn.R1),
+		// The handlers run on this program's stack: an interpreted
+		// program (Debian's armhf kernels have no BPF JIT on by default)
+		// gets the stack its own instructions reach, and a handler's event
+		// past the dispatcher's few bytes corrupted the kernel's stack
+		// (7.2 panicked in ___bpf_prog_run, 6.12 oopsed). Touching the
+		// stack's last slot sizes it for every handler.
+		insn.StoreImm(insn.BPF_DW, insn.R10, -512, 0),
 		// Skip tracex5's own calls: its printing would feed its events.
 		insn.Call(insn.BPF_FUNC_get_current_pid_tgid),
 		insn.ALU64Imm(insn.BPF_RSH, insn.R0, 32),
