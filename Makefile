@@ -33,8 +33,9 @@ example:
 # and say so), the unsafe packages' tests again under the race detector,
 # the 32-bit tests, then the integration tests and perfring's in VMs
 # booted from Debian's 5.10, 6.1, 6.12 and 7.2 kernels, which have
-# kprobes, x86-64 then arm64 (built with GOARCH=arm64, under qemu's
-# emulation). test-vm installs qemu-system-x86, qemu-system-arm,
+# kprobes, for x86-64, arm64 (built with GOARCH=arm64) and 32-bit arm
+# (armhf, GOARCH=arm GOARM=7), under qemu's emulation; armhf's take about
+# as long as x86-64's. test-vm installs qemu-system-x86, qemu-system-arm,
 # busybox-static and cpio if missing and caches the kernels outside the
 # repository (/var/cache/bpfkit-vm); see tests/vm/README.md.
 test: check deps test-host test-race test-386 test-vm
@@ -54,13 +55,16 @@ check: lint
 
 # What the tests need beyond Go, from Debian's packages, installed if
 # missing: bpftool (the inspector's tests compare with it), gcc, libc6-dev,
-# systemtap-sdt-dev, gcc-aarch64-linux-gnu and libc6-dev-arm64-cross (the
-# USDT test programs, for amd64, i386 and arm64), binutils (readelf),
-# python3 (a real program's USDT probes), prometheus (promtool checks the
-# tools' /metrics, and its server scrapes them; the package's service is
-# not started here, the tests run their own server on a free port), tmux
-# (a terminal of known size, in which bpfkit top's screen is read back).
-TEST_PACKAGES := bpftool gcc libc6-dev systemtap-sdt-dev binutils python3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross prometheus tmux
+# systemtap-sdt-dev, gcc-aarch64-linux-gnu and libc6-dev-arm64-cross,
+# gcc-arm-linux-gnueabihf and libc6-dev-armhf-cross (the USDT test
+# programs, for amd64, i386, arm64 and armhf), binutils (readelf), python3
+# (a real program's USDT probes), prometheus (promtool checks the tools'
+# /metrics, and its server scrapes them; the package's service is not
+# started here, the tests run their own server on a free port), tmux (a
+# terminal of known size, in which bpfkit top's screen is read back).
+TEST_PACKAGES := bpftool gcc libc6-dev systemtap-sdt-dev binutils python3 \
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross \
+	prometheus tmux
 deps:
 	@missing=$$(for p in $(TEST_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
@@ -94,6 +98,8 @@ test-vm:
 	tests/vm/run.sh -p ./perfring/
 	tests/vm/run.sh -a arm64
 	tests/vm/run.sh -a arm64 -p ./perfring/
+	tests/vm/run.sh -a arm
+	tests/vm/run.sh -a arm -p ./perfring/
 
 # Benchmarks, each beside its reference in the same run: maps and loads
 # beside a bare system call ("x-bare" is bpfkit's time over the bare

@@ -350,3 +350,39 @@ func FuzzRingBufDeliver(f *testing.F) {
 		}
 	})
 }
+
+// TestRingBufNarrowPositions: on a 32-bit kernel consumer_pos and
+// producer_pos are 4-byte longs that wrap at 4 GiB; the reader reads and
+// hands back 4 bytes, and keeps counting across the wrap.
+func TestRingBufNarrowPositions(t *testing.T) {
+	r := fakeRingBuf(4096)
+	r.narrow = true
+	cons32, prod32 := (*uint32)(unsafe.Pointer(r.consPos)), (*uint32)(unsafe.Pointer(r.prodPos))
+	// What follows each long on its page (ring buffer fields of newer
+	// kernels, or padding) must be neither read nor written.
+	consNext := (*uint32)(unsafe.Add(unsafe.Pointer(r.consPos), 4))
+	prodNext := (*uint32)(unsafe.Add(unsafe.Pointer(r.prodPos), 4))
+	start := uint32(1<<32 - 4*16) // four 16-byte records before the wrap
+	*cons32, *prod32, *consNext, *prodNext = start, start, 0xdead, 0xbeef
+	r.pos = r.position(r.consPos)
+	r.end, r.released = r.pos, r.pos
+	var got []byte
+	read := func(rec Record) error { got = append(got, rec.Sample[0]); return nil }
+	for i := range 10 {
+		rec := binary.NativeEndian.AppendUint32(binary.NativeEndian.AppendUint32(nil, 8), 0)
+		r.write(uint64(*prod32), append(rec, byte(i), 0, 0, 0, 0, 0, 0, 0))
+		*prod32 += 16
+		if n, err := r.ReadFunc(context.Background(), read); n != 1 || err != nil {
+			t.Fatalf("record %d: %d read, %v", i, n, err)
+		}
+		if *cons32 != *prod32 {
+			t.Fatalf("record %d: consumer_pos %#x, producer_pos %#x", i, *cons32, *prod32)
+		}
+	}
+	if !bytes.Equal(got, []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) || r.pos != uint64(start)+10*16 {
+		t.Fatalf("read %v, position %#x", got, r.pos)
+	}
+	if *consNext != 0xdead || *prodNext != 0xbeef {
+		t.Fatalf("the words after the positions changed: %#x, %#x", *consNext, *prodNext)
+	}
+}

@@ -20,10 +20,17 @@ import (
 // Options shape the per-CPU perf rings. A blocked reader is woken when
 // Watermark bytes wait in a ring or, with Watermark 0, every WakeupEvents
 // records; a wake-up costs the producer a little.
+//
+// With SampleTime, the kernel stamps each sample with the time it took it
+// (PERF_SAMPLE_TIME), on CLOCK_MONOTONIC (use_clockid, 4.1), the clock of
+// bpf_ktime_get_ns, rather than perf's own: Record.Time. It is what a
+// tracepoint's own record lacks (NewEventReader); a program's output can
+// carry its own time instead.
 type Options struct {
-	RingBytes    int // each CPU's ring, rounded up to a power of two of pages, at most 1 GiB; 0: 256 KiB
-	Watermark    int // bytes, below the ring's size; 0: wake every WakeupEvents records
-	WakeupEvents int // records, at most 2^32-1; 0: 1
+	RingBytes    int  // each CPU's ring, rounded up to a power of two of pages, at most 1 GiB; 0: 256 KiB
+	Watermark    int  // bytes, below the ring's size; 0: wake every WakeupEvents records
+	WakeupEvents int  // records, at most 2^32-1; 0: 1
+	SampleTime   bool // stamp each sample with the kernel's CLOCK_MONOTONIC time: Record.Time
 }
 
 // maxRingBytes is the largest RingBytes: the kernel keeps a pointer per
@@ -43,6 +50,7 @@ type PerfReader struct {
 	kept    []byte          // the sample Read returned, copied
 	lost    []atomic.Uint64 // per CPU
 	cur     int             // the ring Read reads
+	timed   bool            // samples carry PERF_SAMPLE_TIME before their raw bytes
 }
 
 type perfRing struct {
@@ -137,7 +145,7 @@ func newPerfReader(array *mapfd.Map, ev Event, o Options) (*PerfReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &PerfReader{array: array, poll: poll, lost: make([]atomic.Uint64, len(cpus))}
+	r := &PerfReader{array: array, poll: poll, lost: make([]atomic.Uint64, len(cpus)), timed: o.SampleTime}
 	poll.release, poll.stop = r.release, r.stop
 	if array != nil {
 		var info sys.MapInfo
@@ -209,6 +217,11 @@ func openRing(cpu, size, page int, ev Event, disabled bool, o Options) (*perfRin
 	if o.Watermark > 0 {
 		attr.Bits |= unix.PerfBitWatermark
 		attr.Wakeup = uint32(o.Watermark)
+	}
+	if o.SampleTime {
+		attr.Sample_type |= unix.PERF_SAMPLE_TIME
+		attr.Bits |= unix.PerfBitUseClockID
+		attr.Clockid = unix.CLOCK_MONOTONIC
 	}
 	fd, err := sys.PerfEventOpen(&attr, -1, cpu, -1, 0)
 	if err != nil {
@@ -353,11 +366,11 @@ func (r *PerfReader) next(i int, ring *perfRing) (rec Record, ok bool, err error
 		ring.pos += size
 		switch typ {
 		case perfRecordSample:
-			s, err := rawSample(body)
+			rec, err := r.sample(ring.cpu, body)
 			if err != nil {
 				return Record{}, false, wrap(err, "CPU %d", ring.cpu)
 			}
-			return Record{CPU: ring.cpu, Sample: s}, true, nil
+			return rec, true, nil
 		case perfRecordLost:
 			n, err := lostCount(body)
 			if err != nil {
@@ -369,6 +382,20 @@ func (r *PerfReader) next(i int, ring *perfRing) (rec Record, ok bool, err error
 		// Other record types (throttling, ...) carry nothing for us.
 	}
 	return Record{}, false, nil
+}
+
+// sample parses a sample's body: its time, with SampleTime, then its raw
+// bytes.
+func (r *PerfReader) sample(cpu int, body []byte) (Record, error) {
+	rec := Record{CPU: cpu}
+	var err error
+	if r.timed {
+		if rec.Time, body, err = sampleTime(body); err != nil {
+			return Record{}, err
+		}
+	}
+	rec.Sample, err = rawSample(body)
+	return rec, err
 }
 
 // isSample says whether a record (header typ and size, raw sample size raw,
@@ -520,11 +547,11 @@ func (r *PerfReader) drain(f func(Record) error) (int, error) {
 }
 
 // drainRing delivers the ring's records up to ring.end: runs of common
-// ones through samples, anything else through next.
+// ones through samples, anything else (and timed samples) through next.
 func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int, error) {
 	count := 0
 	for ring.pos != ring.end {
-		if off, left := ring.span(); off%8 == 0 {
+		if off, left := ring.span(); off%8 == 0 && !r.timed {
 			k, err := samples(ring, off, left, f)
 			count += k
 			if err != nil || ring.pos == ring.end {
@@ -598,7 +625,7 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 				r.cur = (r.cur + 1) % len(r.rings)
 				continue
 			}
-			if off, left := ring.span(); off%8 == 0 && left >= 16 {
+			if off, left := ring.span(); off%8 == 0 && left >= 16 && !r.timed {
 				data := unsafe.Pointer(unsafe.SliceData(ring.data))
 				h := (*sampleHeader)(unsafe.Add(data, off))
 				if size, raw := uint64(h.size), uint64(h.raw); isSample(h.typ, size, raw, left) {

@@ -443,6 +443,81 @@ func testPerfCloseUnblocks(t *testing.T) {
 	}
 }
 
+// TestPerfSampleTime: with SampleTime, each sample carries the kernel's
+// time of it on CLOCK_MONOTONIC: a program on the raw tracepoint
+// sys_enter sends, for each getppid call of this thread, its own
+// bpf_ktime_get_ns; each sample is stamped just after the time it holds
+// (within a millisecond), between two readings of the clock around the
+// calls, in order. (A raw tracepoint, which no other tracer's program can
+// hide from this test, as a perf tracepoint program returning 0 would.)
+func TestPerfSampleTime(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.CheckNoLeaks(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	array := perfArray(t)
+	items := []Item{
+		Mov64Reg(R6, R1),
+		LoadMem(BPF_DW, R2, R6, 8), // args[1], the call's number
+		JumpImm(BPF_JNE, R2, unix.SYS_GETPPID, "out"),
+		Call(BPF_FUNC_get_current_pid_tgid),
+		Mov32Reg(R0, R0), // the thread
+		JumpImm(BPF_JNE, R0, int32(unix.Gettid()), "out"),
+		Call(BPF_FUNC_ktime_get_ns),
+		StoreMem(BPF_DW, R10, -8, R0),
+		Mov64Reg(R1, R6),
+		LoadMapFD(R2, array),
+		LoadImm64(R3, BPF_F_CURRENT_CPU),
+		Mov64Reg(R4, R10),
+		ALU64Imm(BPF_ADD, R4, -8),
+		Mov64Imm(R5, 8),
+		Call(BPF_FUNC_perf_event_output),
+		Label("out"),
+		Mov64Imm(R0, 0),
+		Exit(),
+	}
+	p, err := prog.Load(prog.Spec{Type: prog.RawTracepoint, Name: "stamp", License: "GPL", Insns: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	r, err := perfring.NewPerfReader(array, perfring.Options{SampleTime: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l, err := prog.AttachRawTracepoint(p, "sys_enter", prog.AttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var before, after unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &before)
+	getppidOn(t, -1, 10)
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &after)
+	var stamps [][2]uint64 // the program's time, the sample's
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for len(stamps) < 10 && ctx.Err() == nil {
+		r.ReadFunc(ctx, func(rec perfring.Record) error {
+			if len(rec.Sample) >= 8 {
+				stamps = append(stamps, [2]uint64{binary.NativeEndian.Uint64(rec.Sample), rec.Time})
+			}
+			return nil
+		})
+	}
+	if len(stamps) != 10 {
+		t.Fatalf("%d samples of this thread's getppid calls, want 10", len(stamps))
+	}
+	for i, s := range stamps {
+		if s[1] < s[0] || s[1]-s[0] > uint64(time.Millisecond) || s[1] > uint64(after.Nano()) ||
+			s[0] < uint64(before.Nano()) || i > 0 && s[1] < stamps[i-1][1] {
+			t.Fatalf("the program's and the samples' times %d, want each sample just after its "+
+				"program's time, in order, between %d and %d", stamps, before.Nano(), after.Nano())
+		}
+	}
+}
+
 // TestPerfSecondReader: two readers on one array, the second taking the
 // entries over; closing the first leaves the second's entries, and it
 // receives every record (the first's Close cleared them: the outputs

@@ -24,6 +24,9 @@ type Record struct {
 	// Lost counts samples dropped on this CPU because its ring was full;
 	// non-zero only in a loss report, whose Sample is nil.
 	Lost uint64
+	// Time is when the kernel took the sample, in nanoseconds of
+	// CLOCK_MONOTONIC, with Options.SampleTime; else 0.
+	Time uint64
 }
 
 // keep copies a sample Read returns into *buf, grown to the largest seen,
@@ -82,6 +85,15 @@ func perfRecord(data []byte, tail, head uint64, scratch *[]byte) (
 	k := copy(body, data[start:])
 	copy(body[k:], data)
 	return typ, body, size, nil
+}
+
+// sampleTime returns the PERF_SAMPLE_TIME a sample's body starts with, and
+// the rest of the body.
+func sampleTime(body []byte) (uint64, []byte, error) {
+	if len(body) < 8 {
+		return 0, nil, fmt.Errorf("%w: timed sample of %d bytes", ErrCorrupt, len(body))
+	}
+	return binary.NativeEndian.Uint64(body), body[8:], nil
 }
 
 // rawSample returns the bytes of a PERF_SAMPLE_RAW sample's body.

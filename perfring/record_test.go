@@ -88,6 +88,9 @@ func TestPerfRecordCorrupt(t *testing.T) {
 	if _, err := rawSample([]byte{200, 0, 0, 0, 1, 2}); !errors.Is(err, ErrCorrupt) {
 		t.Error("raw sample longer than its record accepted")
 	}
+	if _, _, err := sampleTime([]byte{1, 2, 3, 4}); !errors.Is(err, ErrCorrupt) {
+		t.Error("a timed sample shorter than its time accepted")
+	}
 }
 
 func TestRingbufRecord(t *testing.T) {

@@ -23,6 +23,7 @@ type RingBufReader struct {
 	prodMem   []byte  // the producer page and the data, mapped twice
 	consPos   *uint64 // consumer_pos
 	prodPos   *uint64 // producer_pos
+	narrow    bool    // the kernel's positions are 32-bit longs (position)
 	data      []byte
 	size      uint64
 	pos, end  uint64
@@ -56,8 +57,15 @@ func newRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
 		sys.Munmap(cons)
 		return nil, fmt.Errorf("producer page and data: %w", err)
 	}
+	// Without /proc/kallsyms, this process's word size: only a 32-bit
+	// process on a 64-bit kernel would be wrong.
+	long, err := sys.KernelLongSize()
+	if err != nil {
+		long = int(unsafe.Sizeof(uintptr(0)))
+	}
 	r := &RingBufReader{consMem: cons, prodMem: prod, data: prod[page:], size: uint64(size),
-		consPos: (*uint64)(unsafe.Pointer(&cons[0])), prodPos: (*uint64)(unsafe.Pointer(&prod[0]))}
+		consPos: (*uint64)(unsafe.Pointer(&cons[0])), prodPos: (*uint64)(unsafe.Pointer(&prod[0])),
+		narrow: long == 4}
 	if r.poll, err = newPoller(1); err != nil {
 		r.release()
 		return nil, err
@@ -67,9 +75,20 @@ func newRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
 		r.Close()
 		return nil, err
 	}
-	r.pos = atomic.LoadUint64(r.consPos)
+	r.pos = r.position(r.consPos)
 	r.end, r.released = r.pos, r.pos
 	return r, nil
+}
+
+// position reads consumer_pos or producer_pos at p (acquire), which are
+// the kernel's unsigned longs: on a 32-bit kernel 4 bytes, which wrap at
+// 4 GiB, read as the count of bytes ahead of r.pos, so that the reader
+// counts positions in 64 bits on every kernel.
+func (r *RingBufReader) position(p *uint64) uint64 {
+	if !r.narrow {
+		return atomic.LoadUint64(p)
+	}
+	return r.pos + uint64(atomic.LoadUint32((*uint32)(unsafe.Pointer(p)))-uint32(r.pos))
 }
 
 // checkRingBufSize says why a ring buffer of size bytes cannot be mapped:
@@ -126,7 +145,7 @@ func (r *RingBufReader) next() (rec Record, ok bool, err error) {
 }
 
 func (r *RingBufReader) refresh() bool {
-	r.end = atomic.LoadUint64(r.prodPos)
+	r.end = r.position(r.prodPos)
 	return r.end != r.pos
 }
 
@@ -134,7 +153,11 @@ func (r *RingBufReader) refresh() bool {
 // wait: the kernel wakes the reader for a record committed there.
 func (r *RingBufReader) handBack() {
 	if r.pos != r.released {
-		atomic.StoreUint64(r.consPos, r.pos)
+		if r.narrow {
+			atomic.StoreUint32((*uint32)(unsafe.Pointer(r.consPos)), uint32(r.pos))
+		} else {
+			atomic.StoreUint64(r.consPos, r.pos)
+		}
 		r.released = r.pos
 	}
 }

@@ -22,6 +22,12 @@ type PtRegs struct {
 	// where raw_syscalls:sys_exit, unlike sys_enter, does not pass it. -1
 	// where it is not in pt_regs (32-bit arm keeps it in thread_info).
 	SyscallNr int16
+	// Syscall are the offsets of the system call's arguments 0 to 5, where
+	// the kernel reads them (syscall_get_arguments): they differ from a
+	// function's on x86-64 (r10, not cx) and on arm64, riscv64 and arm,
+	// whose first is the saved copy orig_x0, orig_a0 or ARM_ORIG_r0 (the
+	// register itself holds the return value once the call has run).
+	Syscall [6]int16
 	// Compat tells a compat (32-bit) task's system calls apart.
 	Compat CompatTest
 }
@@ -57,6 +63,7 @@ var ptRegs = []PtRegs{
 		Ret:       80,
 		Size:      insn.BPF_DW,
 		SyscallNr: 120,
+		Syscall:   [6]int16{112, 104, 96, 56, 72, 64}, // di si dx r10 r8 r9
 		Compat:    CompatTest{Offset: 136, Size: insn.BPF_H, Mask: 0xffff, Value: 0x23},
 	},
 	// struct user_pt_regs: regs[31] (x0-x30) first, then sp pc pstate;
@@ -69,6 +76,7 @@ var ptRegs = []PtRegs{
 		Ret:       0,
 		Size:      insn.BPF_DW,
 		SyscallNr: 280,
+		Syscall:   [6]int16{272, 8, 16, 24, 32, 40}, // orig_x0 x1-x5
 		Compat:    CompatTest{Offset: 264, Size: insn.BPF_W, Mask: 0x10, Value: 0x10},
 	},
 	// struct user_regs_struct: pc ra sp gp tp t0 t1 t2 s0 s1 a0-a7 ...;
@@ -79,6 +87,7 @@ var ptRegs = []PtRegs{
 		Ret:       80,
 		Size:      insn.BPF_DW,
 		SyscallNr: 136,
+		Syscall:   [6]int16{280, 88, 96, 104, 112, 120}, // orig_a0 (at 280) a1-a5
 		Compat:    noCompat,
 	},
 	// struct pt_regs: bx cx dx si di bp ax ds es fs gs orig_ax ...; the
@@ -89,6 +98,7 @@ var ptRegs = []PtRegs{
 		Ret:       24,
 		Size:      insn.BPF_W,
 		SyscallNr: 44,
+		Syscall:   [6]int16{0, 4, 8, 12, 16, 20}, // bx cx dx si di bp
 		Compat:    noCompat,
 	},
 	// struct pt_regs: uregs[18], r0-r15 first; arguments in r0-r3. The
@@ -99,6 +109,7 @@ var ptRegs = []PtRegs{
 		Ret:       0,
 		Size:      insn.BPF_W,
 		SyscallNr: -1,
+		Syscall:   [6]int16{68, 4, 8, 12, 16, 20}, // ARM_ORIG_r0 (uregs[17]) r1-r5
 		Compat:    noCompat,
 	},
 }

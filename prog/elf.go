@@ -19,6 +19,8 @@ type elfFile struct {
 	shoff uint64 // section headers
 	shent uint64
 	shnum uint64
+
+	machine uint16 // e_machine: EM_ARM, ...
 }
 
 // elfProg is a program header: PT_LOAD, PT_NOTE, ...
@@ -30,6 +32,9 @@ type elfProg struct {
 // PT_LOAD, PT_NOTE, PF_X, SHT_SYMTAB, SHT_DYNSYM and STT_FUNC of elf.h.
 const ptLoad, ptNote, pfX, shtSymtab, shtDynsym, sttFunc = 1, 4, 1, 2, 11, 2
 
+// EM_ARM of elf.h: 32-bit arm.
+const emARM = 40
+
 // readELF reads the header and program headers of r, size bytes long.
 func readELF(r io.ReaderAt, size int64) (*elfFile, error) {
 	var h [64]byte
@@ -39,7 +44,7 @@ func readELF(r io.ReaderAt, size int64) (*elfFile, error) {
 		return nil, errors.New("not a little-endian ELF file")
 	}
 	le := binary.LittleEndian
-	f := &elfFile{r: r, size: uint64(size), wide: class == 2}
+	f := &elfFile{r: r, size: uint64(size), wide: class == 2, machine: le.Uint16(h[18:])}
 	// e_phoff, e_phentsize, e_phnum, e_shoff, e_shentsize, e_shnum
 	var phoff, phent, phnum uint64
 	if f.wide {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/tracefs"
 )
 
 // elfTestFiles are real ELF files: stripped system binaries, this test
@@ -250,5 +252,40 @@ func TestSymbolOffsetBounds(t *testing.T) {
 		if got != c.want {
 			t.Errorf("f of %d bytes + %#x: %s, want %s", c.size, c.off, got, c.want)
 		}
+	}
+}
+
+// TestSymbolOffsetThumb: in a 32-bit arm binary, a Thumb function (whose
+// symbol's address is odd) and an address not 4-aligned are refused, saying
+// why, before the kernel refuses or misreads them; an ARM function is taken.
+func TestSymbolOffsetThumb(t *testing.T) {
+	if _, err := exec.LookPath("arm-linux-gnueabihf-gcc"); err != nil {
+		t.Skip("no arm-linux-gnueabihf-gcc: install gcc-arm-linux-gnueabihf")
+	}
+	dir := t.TempDir()
+	src := `__attribute__((target("thumb"), noinline)) int thumbf(int x) { return x + 1; }
+__attribute__((target("arm"), noinline)) int armf(int x) { return x * 3; }
+void _start(void) { armf(thumbf(1)); for (;;); }
+`
+	if err := os.WriteFile(dir+"/f.c", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("arm-linux-gnueabihf-gcc", "-O2", "-nostdlib", "-static", "-ffreestanding",
+		"-o", dir+"/f", dir+"/f.c")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", cmd, err, b)
+	}
+	if off, err := SymbolOffset(dir+"/f", "armf"); err != nil || off%4 != 0 {
+		t.Errorf("armf: %#x, %v; want a 4-aligned offset", off, err)
+	}
+	_, err := SymbolOffset(dir+"/f", "thumbf")
+	if says := "thumbf is Thumb code: " + armUprobes; !errors.Is(err, tracefs.ErrInvalid) ||
+		!strings.Contains(fmt.Sprint(err), says) {
+		t.Errorf("thumbf: %v; want ErrInvalid saying %q", err, says)
+	}
+	_, err = fileOffset(dir+"/f", "armf", 2)
+	if says := "is not 4-aligned: " + armUprobes; !errors.Is(err, tracefs.ErrInvalid) ||
+		!strings.Contains(fmt.Sprint(err), says) {
+		t.Errorf("armf+2: %v; want ErrInvalid saying %q", err, says)
 	}
 }

@@ -633,10 +633,10 @@ func rootExamples(t *testing.T) []testutil.RootExample {
 	if ok, _ := prog.HavePerfLink(); !ok {
 		cookies = "cookies need BPF perf links (5.15)"
 	}
-	if strconv.IntSize == 32 {
+	if long, _ := sys.KernelLongSize(); strconv.IntSize == 32 && long == 8 {
 		// The syscalls: tracepoints ignore compat system calls
 		// (ARCH_TRACE_IGNORE_COMPAT_SYSCALLS).
-		cookies = "sys_enter_getppid does not fire for a 32-bit process"
+		cookies = "sys_enter_getppid does not fire for a 32-bit process on a 64-bit kernel"
 	}
 	fentry := ""
 	if ok, _ := prog.HaveTracing(prog.BPF_TRACE_FEXIT); !ok {

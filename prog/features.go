@@ -449,10 +449,21 @@ func HaveProgType(t Type) (bool, error) {
 			unix.BPF_PROG_TYPE_EXT:        unix.EINVAL,
 			unix.BPF_PROG_TYPE_STRUCT_OPS: sys.ENOTSUPP,
 		}[t]
+		// What the verifier says of the target when it knows the type: ext's
+		// has no BTF; tracing's (probed as tp_btf) and lsm's id 1 is no
+		// function, nor tracepoint typedef, of the kernel's BTF. A kernel
+		// without BTF (Debian's armhf 5.10) says ext's words of those: they
+		// cannot load there.
+		said := []string{
+			"attach_btf_id 1 is not a function",
+			"attach_btf_id 1 is not a typedef",
+			"attach_btf_id 1 points to wrong type name",
+		}
+		if t == unix.BPF_PROG_TYPE_EXT {
+			said = []string{"can only be attached to another program annotated with BTF"}
+		}
 		refusedTarget := false
-		for _, s := range []string{"attach_btf_id 1 is not a function",
-			"attach_btf_id 1 is not a typedef", "attach_btf_id 1 points to wrong type name",
-			"can only be attached to another program annotated with BTF"} {
+		for _, s := range said {
 			refusedTarget = refusedTarget || strings.Contains(log, s)
 		}
 		if yes == unix.EINVAL && !refusedTarget {

@@ -13,9 +13,9 @@ import (
 // as its syscalls:sys_enter_<name> tracepoints name them ("newfstat" for
 // fstat's number, whose SYSCALL_DEFINE is newfstat): the numbers
 // raw_syscalls:sys_enter passes as its id. The tables come from
-// golang.org/x/sys's (go generate writes syscalls_table.go); x86-64's and
-// arm64's are checked against every syscall tracepoint of the kernels the
-// tests run on; i686's, armv7l's and riscv64's are transcribed from the
+// golang.org/x/sys's (go generate writes syscalls_table.go); x86-64's,
+// arm64's and armv7l's are checked against every syscall tracepoint of the
+// kernels the tests run on; i686's and riscv64's are transcribed from the
 // kernel's tables, not run here.
 type SyscallTable struct {
 	Arch    string         // the kernel's uname machine: "x86_64", "aarch64", ...

@@ -193,10 +193,13 @@ var entryPoints = map[string]map[string]string{
 		"arm_sync_file_range": "sync_file_range2",
 		"sigreturn":           "",
 		"rt_sigreturn":        "",
-		"statfs64":            "",
-		"fstatfs64":           "",
-		"mmap2":               "",
-		"arm_fadvise64_64":    "",
+		// Assembly or wrappers, which arm's kernel still matches to the
+		// tracepoints of the calls they make (arch_syscall_match_sym_name
+		// in arch/arm/include/asm/ftrace.h): armhf 7.2 has their events.
+		"statfs64":         "statfs64",
+		"fstatfs64":        "fstatfs64",
+		"mmap2":            "mmap_pgoff",
+		"arm_fadvise64_64": "fadvise64_64",
 	}),
 }
 

@@ -68,6 +68,11 @@ func SymbolOffset(path, symbol string) (uint64, error) {
 	return off, wrap(err, "uprobe target %s", path)
 }
 
+// armUprobes says what 32-bit arm's uprobes probe: ARM instructions,
+// 4-aligned, not Thumb code, which they refuse or, 4-aligned, misread
+// (arch_uprobe_analyze_insn: "Thumb not yet supported").
+const armUprobes = "32-bit arm's uprobes probe ARM instructions only (4-aligned, not Thumb)"
+
 // fileOffset returns the file offset off bytes into the function symbol, or
 // off without one (fileOffsets).
 func fileOffset(path, symbol string, off uint64) (uint64, error) {
@@ -120,6 +125,8 @@ func (f *elfFile) fileOffset(symbol string, off uint64) (uint64, error) {
 		case s.size != 0 && off >= s.size || s.value+off < s.value:
 			return 0, fmt.Errorf("%w: offset %#x is outside %s (%d bytes)",
 				tracefs.ErrInvalid, off, symbol, s.size)
+		case f.machine == emARM && s.value%2 != 0: // the mark of Thumb code
+			return 0, fmt.Errorf("%w: %s is Thumb code: %s", tracefs.ErrInvalid, symbol, armUprobes)
 		}
 		addr = s.value + off
 	}
@@ -129,6 +136,10 @@ func (f *elfFile) fileOffset(symbol string, off uint64) (uint64, error) {
 			base = p.vaddr
 		}
 		if p.typ == ptLoad && p.flags&pfX != 0 && addr >= base && addr-base < p.filesz {
+			if f.machine == emARM && addr%4 != 0 {
+				return 0, fmt.Errorf("%w: %#x is not 4-aligned: %s", tracefs.ErrInvalid, addr,
+					armUprobes)
+			}
 			return addr - base + p.off, nil
 		}
 	}

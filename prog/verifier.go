@@ -51,9 +51,12 @@ func (e *VerifierError) Unwrap() error { return e.Err }
 // with (besides ENOSPC, which only a log brings). What the kernel answers
 // after the verifier accepted the program is none of them: EMFILE or
 // ENFILE (no fd for it: bpf_prog_new_fd runs after bpf_check), ENOMEM (the
-// JIT).
+// JIT). EOPNOTSUPP is the verifier's refusal of what the architecture
+// cannot run: a 32-bit kernel's of an 8-byte load-acquire or store-release
+// (6.15, "only supported on 64-bit arches").
 func refusal(err error) bool {
-	return errors.Is(err, unix.EACCES) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.E2BIG)
+	return errors.Is(err, unix.EACCES) || errors.Is(err, unix.EINVAL) ||
+		errors.Is(err, unix.E2BIG) || errors.Is(err, unix.EOPNOTSUPP)
 }
 
 // verdict is the log less the statistics the verifier ends it with, which

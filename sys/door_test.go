@@ -32,8 +32,9 @@ var doorAllowed = map[string]bool{
 }
 
 // osAllowed are the functions and variables of package os that other
-// packages may use: reading files and directories, the process's own state
-// and standard streams, errors. The rest of os creates, writes, removes,
+// packages may use: reading files and directories (and comparing what
+// Stat says of two), the process's own state and standard streams,
+// errors. The rest of os creates, writes, removes,
 // renames, links or changes files (or wraps a raw fd: NewFile), or starts
 // processes.
 var osAllowed = map[string]bool{
@@ -41,7 +42,7 @@ var osAllowed = map[string]bool{
 	"Args": true, "Exit": true, "Getenv": true, "LookupEnv": true, "Executable": true,
 	"Getpid": true, "Geteuid": true, "Getuid": true, "Getpagesize": true, "Interrupt": true,
 	"Stdin": true, "Stdout": true, "Stderr": true,
-	"IsNotExist": true, "IsExist": true, "IsPermission": true,
+	"IsNotExist": true, "IsExist": true, "IsPermission": true, "SameFile": true,
 	"ErrNotExist": true, "ErrExist": true, "ErrPermission": true, "ErrClosed": true, "ErrDeadlineExceeded": true,
 }
 

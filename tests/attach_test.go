@@ -124,7 +124,7 @@ var threeSyscalls = []struct {
 	name string
 	nr   uintptr
 	n    int
-}{{"getppid", unix.SYS_GETPPID, 11}, {"getuid", unix.SYS_GETUID, 23}, {"getgid", unix.SYS_GETGID, 37}}
+}{{"getppid", unix.SYS_GETPPID, 11}, {"getuid", sysGetuid, 23}, {"getgid", sysGetgid, 37}}
 
 // TestCookies: one program on three syscall tracepoints, then on three
 // kprobes on the syscall handlers (the first through kprobe_events, the

@@ -44,9 +44,10 @@ func TestDocComments(t *testing.T) {
 						if !ok || !s.Name.IsExported() {
 							continue
 						}
-						// A uapi mirror: an attr, an info, or an info with one
-						// member of its union (UprobeMultiLinkInfo).
-						if dir == "sys" && (strings.HasSuffix(s.Name.Name, "Attr") || strings.Contains(s.Name.Name, "Info")) {
+						// A uapi mirror: an attr or an info struct.
+						name := s.Name.Name
+						mirror := strings.HasSuffix(name, "Attr") || strings.HasSuffix(name, "Info")
+						if dir == "sys" && mirror {
 							doc := s.Doc
 							if doc == nil {
 								doc = d.Doc

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,8 +25,8 @@ import (
 // /proc/config.gz.
 
 // since is a feature's first kernel, major<<8|minor, and the CONFIG_
-// option it needs beyond CONFIG_BPF_SYSCALL, CONFIG_NET and the like,
-// which every kernel here has.
+// options it needs (space-separated) beyond CONFIG_BPF_SYSCALL, CONFIG_NET
+// and the like, which every kernel here has.
 type since struct {
 	v      int
 	config string
@@ -39,8 +40,11 @@ var progTypesSince = map[string]since{
 	"raw_tracepoint": {0x411, ""}, "cgroup_sock_addr": {0x411, ""}, "lwt_seg6local": {0x412, ""},
 	"lirc_mode2": {0x412, "BPF_LIRC_MODE2"}, "sk_reuseport": {0x413, ""}, "flow_dissector": {0x414, ""},
 	"cgroup_sysctl": {0x502, ""}, "raw_tracepoint_writable": {0x502, ""}, "cgroup_sockopt": {0x503, ""},
-	"tracing": {0x505, ""}, "struct_ops": {0x506, ""}, "ext": {0x506, ""}, "lsm": {0x507, "BPF_LSM"},
-	"sk_lookup": {0x509, ""}, "syscall": {0x50e, ""}, "netfilter": {0x604, "NETFILTER_BPF_LINK"},
+	// tracing and lsm programs load only against the kernel's BTF, which
+	// Debian's armhf kernels lack.
+	"tracing": {0x505, "DEBUG_INFO_BTF"}, "lsm": {0x507, "BPF_LSM DEBUG_INFO_BTF"},
+	"struct_ops": {0x506, ""}, "ext": {0x506, ""}, "sk_lookup": {0x509, ""}, "syscall": {0x50e, ""},
+	"netfilter": {0x604, "NETFILTER_BPF_LINK"},
 }
 
 var mapTypesSince = map[string]since{
@@ -52,7 +56,7 @@ var mapTypesSince = map[string]since{
 	"reuseport_sockarray": {0x413, ""}, "percpu_cgroup_storage": {0x414, ""}, "queue": {0x414, ""}, "stack": {0x414, ""},
 	"sk_storage": {0x502, ""}, "devmap_hash": {0x504, ""}, "struct_ops": {0x506, ""}, "ringbuf": {0x508, ""},
 	"inode_storage": {0x50a, "BPF_LSM"}, "task_storage": {0x50b, ""}, "bloom_filter": {0x510, ""},
-	"user_ringbuf": {0x601, ""}, "cgrp_storage": {0x602, ""}, "arena": {0x609, ""},
+	"user_ringbuf": {0x601, ""}, "cgrp_storage": {0x602, ""}, "arena": {0x609, "64BIT"}, // and MMU
 }
 
 // helpersSince are pairs of program type and helper with the kernel that
@@ -78,15 +82,26 @@ var helpersSince = []struct {
 }
 
 // vmConfig is, for the options the table above names, what Debian's
-// config of each VM kernel sets, by BPFKIT_VM and, where arm64's differs,
-// BPFKIT_VM/arm64 (GOARCH being the VM's architecture).
+// config of each VM kernel sets, by BPFKIT_VM and, where arm64's or armhf's
+// differs, BPFKIT_VM/arm64 or /arm (GOARCH being the VM's architecture).
 var vmConfig = map[string][]string{
-	"6.12/arm64": {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS", "NETFILTER_BPF_LINK"},
-	"5.10":       {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS"},
-	"6.1":        {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS"},
-	"6.12":       {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS", "FPROBE", "NETFILTER_BPF_LINK"},
-	"7.2":        {"KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS", "FPROBE", "NETFILTER_BPF_LINK"},
+	"5.10":       debian64,
+	"6.1":        debian64,
+	"6.12":       append(slices.Clip(debian64), "FPROBE", "NETFILTER_BPF_LINK"),
+	"7.2":        append(slices.Clip(debian64), "FPROBE", "NETFILTER_BPF_LINK"),
+	"6.12/arm64": append(slices.Clip(debian64), "NETFILTER_BPF_LINK"),
+	"5.10/arm":   debianArmhf,
+	"6.1/arm":    debianArmhf,
+	"6.12/arm":   append(slices.Clip(debianArmhf), "NETFILTER_BPF_LINK"),
+	"7.2/arm":    append(slices.Clip(debianArmhf), "NETFILTER_BPF_LINK"),
 }
+
+// debian64 is what the config of every x86-64 and arm64 VM kernel sets.
+var debian64 = []string{"64BIT", "KPROBES", "UPROBES", "DEBUG_INFO_BTF", "BPF_LSM", "XDP_SOCKETS"}
+
+// debianArmhf is what the config of every armhf VM kernel sets: they are
+// 32-bit, without BTF.
+var debianArmhf = []string{"KPROBES", "UPROBES", "BPF_LSM", "XDP_SOCKETS"}
 
 // kernel is what the test knows of the running kernel: its version,
 // major<<8|minor, and whether a config option is set; known is false when
@@ -143,10 +158,12 @@ func (k kernel) has(s since) (has, known bool) {
 	if k.v < s.v {
 		return false, true
 	}
-	if s.config == "" {
-		return true, true
+	for _, o := range strings.Fields(s.config) {
+		if !k.config[o] {
+			return false, k.known
+		}
 	}
-	return k.config[s.config], k.known
+	return true, true
 }
 
 // expectedFeatures is, by feature name as prog.Features names it, whether
@@ -174,10 +191,16 @@ func expectedFeatures(t *testing.T) map[string]struct {
 	} else {
 		set("kprobe_multi", since{0x512, "FPROBE"}, 0, unix.EOPNOTSUPP)
 	}
-	set("uprobe_multi", since{0x606, "UPROBES"}, unix.EBADF, unix.EINVAL)
+	// A 32-bit kernel has no uprobe_multi links: EOPNOTSUPP from 6.6 on
+	// (bpf_uprobe_multi_link_attach: "no support for 32bit archs yet").
+	multiNo := unix.EINVAL
+	if k.v >= 0x606 && k.known && !k.config["64BIT"] {
+		multiNo = unix.EOPNOTSUPP
+	}
+	set("uprobe_multi", since{0x606, "UPROBES 64BIT"}, unix.EBADF, multiNo)
 	// 6.6 to 6.9 filtered a PID's threads wrong (EBADF), as the kernels
 	// here do not.
-	set("uprobe_multi_pid_filter", since{0x60a, "UPROBES"}, unix.EINVAL, unix.EINVAL)
+	set("uprobe_multi_pid_filter", since{0x60a, "UPROBES 64BIT"}, unix.EINVAL, multiNo)
 	set("kprobe_pmu", since{0x411, "KPROBES"}, 0, unix.ENOENT)
 	set("uprobe_pmu", since{0x411, "UPROBES"}, 0, unix.ENOENT)
 	set("btf_vmlinux", since{0x504, "DEBUG_INFO_BTF"}, 0, unix.ENOENT)

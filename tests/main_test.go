@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -27,7 +29,9 @@ func TestMain(m *testing.M) {
 // once a line arrives on stdin it calls getppid BPFKIT_TEST_GETPPID times,
 // opens /dev/null and /dev/zero, reads 123 bytes of zeros, maps 12289
 // bytes (mmapArgs), writes those many bytes of 'x' to /dev/null, one
-// write(2) each, BPFKIT_TEST_GAP apart, and exits.
+// write(2) each, BPFKIT_TEST_GAP apart, and exits. With
+// BPFKIT_TEST_ACROSS_CPUS set, each write is made on the next CPU it may
+// run on, round the CPUs.
 func writer(sizes string) int {
 	bufio.NewReader(os.Stdin).ReadString('\n')
 	n, _ := strconv.Atoi(os.Getenv("BPFKIT_TEST_GETPPID"))
@@ -51,15 +55,41 @@ func writer(sizes string) int {
 	for i := range buf {
 		buf[i] = 'x'
 	}
+	next := acrossCPUs(os.Getenv("BPFKIT_TEST_ACROSS_CPUS") != "")
 	for s := range strings.SplitSeq(sizes, ",") {
 		n, err := strconv.Atoi(s)
 		if err != nil || n > len(buf) {
 			return 1
 		}
 		time.Sleep(gap)
+		next()
 		null.Write(buf[:n])
 	}
 	return 0
+}
+
+// acrossCPUs returns a function that moves the calling thread, locked to
+// it, to the next CPU it may run on at each call; if not across, one that
+// does nothing.
+func acrossCPUs(across bool) func() {
+	var allowed unix.CPUSet
+	if !across || unix.SchedGetaffinity(0, &allowed) != nil {
+		return func() {}
+	}
+	runtime.LockOSThread()
+	var cpus []int
+	for cpu := range 1024 {
+		if allowed.IsSet(cpu) {
+			cpus = append(cpus, cpu)
+		}
+	}
+	i := 0
+	return func() {
+		var one unix.CPUSet
+		one.Set(cpus[i%len(cpus)])
+		unix.SchedSetaffinity(0, &one)
+		i++
+	}
 }
 
 // udpDropper is this binary run as another process that drops packets

@@ -13,7 +13,7 @@ import (
 // TestSyscallTableCoversTracepoints: every syscalls:sys_enter_* and
 // sys_exit_* tracepoint of the running kernel has a number in
 // prog.KernelSyscalls, so that funccount counts it through raw_syscalls
-// (in the VMs: x86-64 and arm64, 5.10 to 7.2).
+// (in the VMs: x86-64, arm64 and armhf, 5.10 to 7.2).
 func TestSyscallTableCoversTracepoints(t *testing.T) {
 	dir, err := tracefs.Path()
 	if err != nil {

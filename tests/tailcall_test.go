@@ -67,12 +67,15 @@ func run(t *testing.T, p *prog.Program) uint32 {
 }
 
 // TestTailCallChain: 1 -> 2 -> 3 runs in that order; an empty slot falls
-// through to the caller's next instruction.
+// through to the caller's next instruction. With the JIT on (enableJIT),
+// whose state it logs; the other tail-call tests run as the kernel is.
 func TestTailCallChain(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
+	enableJIT(t)
 	state, tm, jumps := tailMaps(t)
 	first := stage(t, state, jumps, 1, 1, 100)
+	t.Logf("stage: %s", jitState(t, first))
 	second := stage(t, state, jumps, 2, 2, 200)
 	third := stage(t, state, jumps, 3, -1, 3)
 	jumps.SetFD(1, second.FD())

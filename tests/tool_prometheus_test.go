@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -54,6 +53,18 @@ func (r *running) metricsAddr() string {
 // /metrics, and returns it.
 func checkMetrics(t *testing.T, addr string) string {
 	t.Helper()
+	body := fetchMetrics(t, addr)
+	cmd := exec.Command("promtool", "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s\nof:\n%s", err, out, body)
+	}
+	return body
+}
+
+// fetchMetrics returns what addr serves at /metrics.
+func fetchMetrics(t *testing.T, addr string) string {
+	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -62,11 +73,6 @@ func checkMetrics(t *testing.T, addr string) string {
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("GET http://%s/metrics: %s %v", addr, resp.Status, err)
-	}
-	cmd := exec.Command("promtool", "check", "metrics")
-	cmd.Stdin = bytes.NewReader(body)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("promtool check metrics: %v\n%s\nof:\n%s", err, out, body)
 	}
 	return string(body)
 }

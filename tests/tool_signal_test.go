@@ -115,6 +115,7 @@ func TestToolsSIGTERM(t *testing.T) {
 		{[]string{"dropmon", "-json", "60"}, "", jsonLinesWith("drops", 1)},
 		{[]string{"dropmon", "-events", "60"}, "", textEnds(`\n\d+ drops(, \d+ lost)?`)},
 		{[]string{"tracex1", "60"}, "", textEnds(`\n\d+ packets(, \d+ records lost)?`)},
+		{[]string{"tracex1", "-printk", "60"}, "", textEnds(`\n\d+ packets(, \d+ trace events lost)?`)},
 		{[]string{"tracex2", "-json", "60"}, "", jsonLinesWith("write_bytes", 1)},
 		{[]string{"tracex3", "-json", "60"}, "", jsonLinesWith("latency_us", 2)},
 		{[]string{"tracex4", "-json", "60"}, "kprobes", jsonLinesWith("asked_bytes", 1)},
@@ -184,14 +185,21 @@ func TestToolsReportLost(t *testing.T) {
 	}
 	defer sender.Close()
 	for _, c := range []struct {
-		args  []string
-		flood func() // one sample
+		args   []string
+		flood  func() // one sample
+		floods int64  // how many overflow the buffer: 20000 for a perf ring
 	}{
-		{[]string{"tracex5", "-json", "-p", strconv.Itoa(os.Getpid()), "60"}, func() { null.Write([]byte("x")) }},
-		{[]string{"dropmon", "-events", "-json", "60"}, func() { sender.WriteTo([]byte("x"), closed.LocalAddr()) }},
-		{[]string{"tracex1", "-json", "60"}, func() { sender.WriteTo([]byte("x"), open.LocalAddr()) }},
+		{[]string{"tracex5", "-json", "-p", strconv.Itoa(os.Getpid()), "60"}, func() { null.Write([]byte("x")) }, 0},
+		{[]string{"dropmon", "-events", "-json", "60"}, func() { sender.WriteTo([]byte("x"), closed.LocalAddr()) }, 0},
+		{[]string{"tracex1", "-json", "60"}, func() { sender.WriteTo([]byte("x"), open.LocalAddr()) }, 0},
+		// trace_pipe's buffer holds 1408 KiB per CPU, a line of tracex1 ~80 bytes
+		{[]string{"tracex1", "-printk", "-json", "60"}, func() { sender.WriteTo([]byte("x"), open.LocalAddr()) }, 60000},
 	} {
-		t.Run(c.args[0], func(t *testing.T) {
+		name := c.args[0]
+		if c.args[1] == "-printk" {
+			name += " -printk"
+		}
+		t.Run(name, func(t *testing.T) {
 			r := startTool(t, c.args[0], c.args[1:]...)
 			r.waitFor("Ctrl-C to stop")
 			// The flood: on one CPU, whose ring (at most 1 MiB, a sample
@@ -226,7 +234,7 @@ func TestToolsReportLost(t *testing.T) {
 					}
 				}
 			}()
-			for n.Load() < 20000 {
+			for n.Load() < max(c.floods, 20000) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			r.cmd.Process.Signal(syscall.SIGCONT)

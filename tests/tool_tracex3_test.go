@@ -10,74 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"unsafe"
 
 	"github.com/bpfkit/bpfkit/internal/testutil"
-	"golang.org/x/sys/unix"
 )
-
-// loopDevice attaches a 16 MiB file to a free loop device and returns its
-// path and minor number; it is detached when the test ends.
-func loopDevice(t testing.TB) (string, int) {
-	t.Helper()
-	backing, err := os.CreateTemp(t.TempDir(), "loop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backing.Close()
-	if err := backing.Truncate(16 << 20); err != nil {
-		t.Fatal(err)
-	}
-	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
-	if err != nil {
-		t.Skipf("no loop devices: %v", err)
-	}
-	defer ctl.Close()
-	n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := fmt.Sprintf("/dev/loop%d", n)
-	if _, err := os.Stat(path); err != nil { // no devtmpfs node yet
-		if err := unix.Mknod(path, unix.S_IFBLK|0o600, int(unix.Mkdev(7, uint32(n)))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dev, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	if err := unix.IoctlSetInt(int(dev.Fd()), unix.LOOP_SET_FD, int(backing.Fd())); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if d, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
-			unix.IoctlSetInt(int(d.Fd()), unix.LOOP_CLR_FD, 0)
-			d.Close()
-		}
-	})
-	return path, n
-}
-
-// directReads reads n blocks of 4 KiB from path with O_DIRECT, each at its
-// own offset: n requests the block layer issues and completes.
-func directReads(t testing.TB, path string, n int) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mem := make([]byte, 8192)
-	off := 4096 - int(uintptr(unsafe.Pointer(&mem[0]))%4096) // O_DIRECT wants an aligned buffer
-	buf := mem[off%4096 : off%4096+4096]
-	for i := range n {
-		if _, err := f.ReadAt(buf, int64(i)*4096); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // TestTracex3 makes 50 O_DIRECT reads on a loop device while tracex3
 // watches it: the histogram at exit must count exactly 50 requests, each
@@ -85,10 +20,10 @@ func directReads(t testing.TB, path string, n int) {
 // objects together, and the run's object (total) that comes last.
 func TestTracex3(t *testing.T) {
 	testutil.RequireRoot(t)
-	path, minor := loopDevice(t)
+	path, minor := testutil.LoopDevice(t)
 	r := startTool(t, "tracex3", "-dev", "7:"+strconv.Itoa(minor), "0.2")
 	r.waitFor("Ctrl-C to stop")
-	directReads(t, path, 50)
+	testutil.DirectReads(t, path, 50)
 	out := r.stop()
 	hist := out[strings.LastIndex(out, "usecs"):]
 	total := 0
@@ -102,10 +37,11 @@ func TestTracex3(t *testing.T) {
 		t.Fatalf("tracex3 counted %d requests on %s, want 50:\n%s", total, path, hist)
 	}
 	t.Log("\n" + hist)
+	checkHeatmaps(t, out[:strings.LastIndex(out, "usecs")])
 
 	r = startTool(t, "tracex3", "-json", "-dev", "7:"+strconv.Itoa(minor), "0.2")
 	r.waitFor("Ctrl-C to stop")
-	directReads(t, path, 50)
+	testutil.DirectReads(t, path, 50)
 	out = r.stop()
 	type column struct {
 		Requests  int
@@ -125,6 +61,34 @@ func TestTracex3(t *testing.T) {
 	if !last.Total || last.Requests != 50 || sum.Requests != 50 || jsonSlots(last.LatencyUs) != jsonSlots(sum.LatencyUs) {
 		t.Fatalf("tracex3 -json: %d requests in the intervals (slots %s), the run's object %+v; want 50 in both, the same slots:\n%s",
 			sum.Requests, jsonSlots(sum.LatencyUs), last, out)
+	}
+}
+
+// checkHeatmaps checks tracex3's frames of text: each a time, a line that
+// names the rows and the column of totals, and rows labelled by round
+// figures of a unit, from the first with requests to the last.
+func checkHeatmaps(t *testing.T, out string) {
+	t.Helper()
+	frames := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\n`).Split(out, -1)[1:]
+	label := regexp.MustCompile(`^ *(0|(1|2|4|8|16|32|64|128|256|512)(us|ms|s)) \|.*\| (\d+)$`)
+	if len(frames) == 0 {
+		t.Fatalf("no heatmap in:\n%s", out)
+	}
+	for _, f := range frames {
+		lines := strings.Split(strings.TrimRight(f, " \n"), "\n")
+		if !regexp.MustCompile(`^ *latency \| *\| requests$`).MatchString(lines[0]) {
+			t.Fatalf("a frame's first line %q, want \"latency |...| requests\":\n%s", lines[0], f)
+		}
+		rows := lines[1:]
+		for i, row := range rows {
+			m := label.FindStringSubmatch(row)
+			if m == nil {
+				t.Fatalf("row %q: want a round latency, its cells and its total:\n%s", row, f)
+			}
+			if (i == 0 || i == len(rows)-1) && m[4] == "0" {
+				t.Fatalf("an empty row %q at an edge of the frame:\n%s", row, f)
+			}
+		}
 	}
 }
 
@@ -201,5 +165,71 @@ func TestDropmonListenBusy(t *testing.T) {
 	b, _ := os.ReadFile(journal)
 	if loads := regexp.MustCompile(`(?m)^bpf\((BPF_MAP_CREATE|BPF_PROG_LOAD)`).FindAllString(string(b), -1); len(loads) > 0 {
 		t.Fatalf("dropmon loaded %q before finding the port in use:\n%s", loads, b)
+	}
+}
+
+// TestTracex3LeavesPerfUsers: while tracex3 runs, perf users of its
+// tracepoints get every record: counting perf events on block_rq_issue and
+// block_rq_complete, filtered on the loop device, count each of 50
+// requests a workload makes there, as tracex3 does. (A tracepoint program
+// returning 0 would hide every one of them from the perf events.)
+func TestTracex3LeavesPerfUsers(t *testing.T) {
+	testutil.RequireRoot(t)
+	path, minor := testutil.LoopDevice(t)
+	r := startTool(t, "tracex3", "-json", "-dev", "7:"+strconv.Itoa(minor), "60")
+	r.waitFor("Ctrl-C to stop")
+	filter := fmt.Sprintf("dev == %d", 7<<20|minor)
+	issued := perfCounter(t, "block", "block_rq_issue", filter, -1)
+	completed := perfCounter(t, "block", "block_rq_complete", filter, -1)
+	testutil.DirectReads(t, path, 50)
+	seen := [2]uint64{issued(), completed()}
+	out := r.stop()
+	lines := jsonLines[struct{ Requests int }](t, out)
+	if counted := lines[len(lines)-1].Requests; seen != [2]uint64{50, 50} || counted != 50 {
+		t.Fatalf("50 reads: the perf events counted %d issued and %d completed, tracex3 %d; want 50 each",
+			seen[0], seen[1], counted)
+	}
+}
+
+// TestPrometheusTracex3: tracex3 -listen serves the latencies of the loop
+// device as a histogram in seconds, labelled by device, which promtool
+// takes; a Prometheus server scraping it while 50 reads go to the device
+// finds 50 more requests in the series, in the +Inf bucket too, and their
+// latencies in its sum; bucket by bucket, what it counts is what tracex3
+// prints at exit.
+func TestPrometheusTracex3(t *testing.T) {
+	testutil.RequireRoot(t)
+	requirePrometheus(t)
+	path, minor := testutil.LoopDevice(t)
+	dev := "7:" + strconv.Itoa(minor)
+	r := startTool(t, "tracex3", "-json", "-listen", "127.0.0.1:0", "-dev", dev, "60")
+	addr := r.metricsAddr()
+	r.waitFor("Ctrl-C to stop")
+	p := scrapedByPrometheus(t, addr)
+	series := fmt.Sprintf(`tracex3_block_latency_seconds_%%s{job="bpfkit",device=%q%%s}`, dev)
+	count := fmt.Sprintf(series, "count", "")
+	if n := p.increase(count, func() { testutil.DirectReads(t, path, 50) }); n != 50 {
+		t.Fatalf("Prometheus counted %v requests for 50 reads: %+v", n, p.query(count))
+	}
+	if n := p.sum(fmt.Sprintf(series, "bucket", `,le="+Inf"`)); n != 50 {
+		t.Errorf("the +Inf bucket holds %v requests, want 50", n)
+	}
+	if sum := p.sum(fmt.Sprintf(series, "sum", "")); sum <= 0 || sum > 50 {
+		t.Errorf("the latencies sum to %v s, want some, under 50 s", sum)
+	}
+	body := checkMetrics(t, addr)
+	out := r.stop()
+	lines := jsonLines[struct {
+		LatencyUs []histSlot `json:"latency_us"`
+	}](t, out)
+	upTo := uint64(0) // requests at or below each bucket's bound, from tracex3's own total
+	for _, s := range lines[len(lines)-1].LatencyUs {
+		upTo += s.Count
+		le := strconv.FormatFloat(float64(s.To+1)/1e6, 'f', -1, 64)
+		want := fmt.Sprintf(series, "bucket", fmt.Sprintf(",le=%q", le))
+		want = strings.Replace(want, `job="bpfkit",`, "", 1) + " " + strconv.FormatUint(upTo, 10)
+		if !strings.Contains(body, "\n"+want+"\n") {
+			t.Errorf("no line %q in:\n%s", want, body)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,5 +55,41 @@ func TestTracex4(t *testing.T) {
 			}
 		}
 		t.Log("\n" + out)
+	}
+}
+
+// TestTracex4Listen: tracex4 -listen serves both histograms in bytes, with
+// the sizes of a process's writes in their log2 buckets (cumulative, le
+// the slots' upper edges) and their sum; promtool takes the text where
+// installed (not in the VMs, which alone have kprobes here).
+func TestTracex4Listen(t *testing.T) {
+	testutil.RequireRoot(t)
+	requireKprobes(t)
+	pid, write := writerProcess(t, 1, 100, 100, 100, 5000, 5000, 70000)
+	r := startTool(t, "tracex4", "-p", strconv.Itoa(pid), "-listen", "127.0.0.1:0", "60")
+	addr := r.metricsAddr()
+	r.waitFor("Ctrl-C to stop")
+	write()
+	body := fetchMetrics(t, addr)
+	if _, err := exec.LookPath("promtool"); err == nil {
+		body = checkMetrics(t, addr)
+	}
+	r.stop()
+	t.Logf("/metrics:\n%s", body)
+	for _, h := range []string{"tracex4_vfs_write_asked_bytes", "tracex4_vfs_write_written_bytes"} {
+		for _, want := range []string{
+			`_bucket{le="1"} 1`,
+			`_bucket{le="63"} 1`,
+			`_bucket{le="127"} 4`,
+			`_bucket{le="8191"} 6`,
+			`_bucket{le="131071"} 7`,
+			`_bucket{le="+Inf"} 7`,
+			`_sum 80301`,
+			`_count 7`,
+		} {
+			if !strings.Contains(body, "\n"+h+want+"\n") {
+				t.Errorf("no line %q in:\n%s", h+want, body)
+			}
+		}
 	}
 }

@@ -2,9 +2,11 @@ package tests
 
 import (
 	"fmt"
+	"os"
 	"strconv"
-	"syscall"
 	"testing"
+
+	"github.com/bpfkit/bpfkit/internal/testutil"
 )
 
 // toolCase is a tool of cmd/ as the benchmarks run it, beside what does
@@ -22,11 +24,11 @@ type toolCase struct {
 // running sdt for usdt, set up here for the benchmark), the periodic
 // tools reporting every interval.
 func toolCases(b *testing.B, interval string) []toolCase {
-	loop, minor := loopDevice(b)
+	loop, minor := testutil.LoopDevice(b)
 	sdt := sdtBinary(b)
 	sdtRunning := startSDTBinary(b, sdt)
 	blockIO := func(n int) func(testing.TB) { // at most the 4096 blocks of the loop device
-		return func(tb testing.TB) { directReads(tb, loop, min(n, 4096)) }
+		return func(tb testing.TB) { testutil.DirectReads(tb, loop, min(n, 4096)) }
 	}
 	firings := func(n int) func(testing.TB) { return sdtFirings(sdtRunning, n) }
 	// unbuffered: to a pipe bpftrace writes its lines only when its buffer
@@ -62,9 +64,11 @@ func toolCases(b *testing.B, interval string) []toolCase {
 			bt(`kprobe:vfs_write { @asked = hist(arg2); }
 			kretprobe:vfs_write { @written = hist(retval); }`),
 			writes, false},
-		{"tracex5", []string{"tracex5", interval},
-			bt(fmt.Sprintf(`tracepoint:raw_syscalls:sys_enter /args->id == %d/ {
-				@[args->id] = count(); }`, syscall.SYS_GETPPID)),
+		// this process's system calls, by number: tracex5 counts those it has
+		// no handler for (getppid), where bpftrace's one-liner counts all
+		{"tracex5", []string{"tracex5", "-p", strconv.Itoa(os.Getpid()), interval},
+			bt(fmt.Sprintf(`tracepoint:raw_syscalls:sys_enter /pid == %d/ {
+				@[args->id] = count(); }`, os.Getpid())),
 			getppids, true},
 		{"funccount", []string{"funccount", "syscalls:sys_enter_getppid", interval},
 			bt(`tracepoint:syscalls:sys_enter_getppid { @[probe] = count(); }`),

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -15,6 +16,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/bpfkit/bpfkit/sys"
+	"github.com/bpfkit/bpfkit/tracefs"
+	"golang.org/x/sys/unix"
 )
 
 // The tools are tested as their users run them: the static binaries of
@@ -115,9 +121,15 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *running {
 func (r *running) waitFor(s string) {
 	r.t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(r.out.String(), s) && !strings.Contains(r.err.String(), s) {
+	printed := func() bool {
+		return strings.Contains(r.out.String(), s) || strings.Contains(r.err.String(), s)
+	}
+	for !printed() {
 		select {
 		case <-r.done:
+			if printed() { // then exited, between the look and the wait
+				return
+			}
 			r.t.Fatalf("%s exited %d before printing %q:\n%s%s", r.cmd.Path, r.status, s, r.out.String(), r.err.String())
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -261,13 +273,20 @@ func workload(t *testing.T, getppid int, sizes ...int) (pid int, write func()) {
 // spacedWorkload is workload with gap between the writes.
 func spacedWorkload(t *testing.T, getppid int, gap time.Duration, sizes ...int) (pid int, write func()) {
 	t.Helper()
+	return startWaiting(t, workloadCmd(getppid, gap, sizes...))
+}
+
+// workloadCmd is the command of workload's process, for a caller to add
+// to its environment.
+func workloadCmd(getppid int, gap time.Duration, sizes ...int) *exec.Cmd {
 	var list []string
 	for _, s := range sizes {
 		list = append(list, strconv.Itoa(s))
 	}
 	w := exec.Command(os.Args[0])
-	w.Env = append(os.Environ(), "BPFKIT_TEST_WRITER="+strings.Join(list, ","), "BPFKIT_TEST_GETPPID="+strconv.Itoa(getppid), "BPFKIT_TEST_GAP="+gap.String())
-	return startWaiting(t, w)
+	w.Env = append(os.Environ(), "BPFKIT_TEST_WRITER="+strings.Join(list, ","),
+		"BPFKIT_TEST_GETPPID="+strconv.Itoa(getppid), "BPFKIT_TEST_GAP="+gap.String())
+	return w
 }
 
 // startWaiting starts w, a workload that waits for a line on its stdin,
@@ -318,5 +337,61 @@ func waitOutput(r *running, ok func(string) bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !ok(r.out.String()) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// perfCounter opens a counting perf event on tracepoint group:name, as a
+// perf user such as `perf stat -e group:name` does, with an ftrace filter
+// unless filter is "": for thread tid (0: the calling thread) on any CPU,
+// or with tid -1 for every task, one event per online CPU. count returns
+// what the events have counted since.
+func perfCounter(t *testing.T, group, name, filter string, tid int) (count func() uint64) {
+	t.Helper()
+	id, err := tracefs.TracepointID(group, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpus := []int{-1}
+	if tid == -1 {
+		if cpus, err = sys.OnlineCPUs(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fds []int
+	for _, cpu := range cpus {
+		attr := unix.PerfEventAttr{
+			Type:   unix.PERF_TYPE_TRACEPOINT,
+			Config: id,
+			Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+			Bits:   unix.PerfBitDisabled, // enabled once filtered: the ioctl's own call would count
+		}
+
+		fd, err := unix.PerfEventOpen(&attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			t.Fatalf("perf_event_open(%s:%s, cpu %d): %v", group, name, cpu, err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		if filter != "" {
+			b := append([]byte(filter), 0)
+			if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_SET_FILTER,
+				uintptr(unsafe.Pointer(&b[0]))); errno != 0 {
+				t.Fatalf("PERF_EVENT_IOC_SET_FILTER %q: %v", filter, errno)
+			}
+		}
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			t.Fatalf("PERF_EVENT_IOC_ENABLE: %v", err)
+		}
+		fds = append(fds, fd)
+	}
+	return func() uint64 {
+		n := uint64(0)
+		for _, fd := range fds {
+			var b [8]byte
+			if k, err := unix.Read(fd, b[:]); err != nil || k != 8 {
+				t.Fatalf("reading a perf counter: %d bytes, %v", k, err)
+			}
+			n += binary.NativeEndian.Uint64(b[:])
+		}
+		return n
 	}
 }

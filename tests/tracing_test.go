@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpfkit/bpfkit/btf"
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
@@ -19,7 +20,8 @@ import (
 // programs of attachType, with the reason the probe found (no BTF, a
 // kernel that refuses trampolines, one that cannot attach them). In the
 // VMs, Debian's kernels are known to have them on x86-64, and on arm64
-// from 6.4 (ftrace direct calls): a no there is a broken probe.
+// from 6.4 (ftrace direct calls): a no there is a broken probe. Debian's
+// armhf kernels have no BTF, so none.
 func requireTracing(t *testing.T, attachType uint32) {
 	t.Helper()
 	testutil.RequireRoot(t)
@@ -28,7 +30,8 @@ func requireTracing(t *testing.T, attachType uint32) {
 		t.Fatal(err)
 	}
 	v, _ := prog.KernelVersion()
-	has := runtime.GOARCH == "amd64" || v >= 6<<16|4<<8 || attachType == prog.BPF_TRACE_RAW_TP
+	has := runtime.GOARCH != "arm" &&
+		(runtime.GOARCH == "amd64" || v >= 6<<16|4<<8 || attachType == prog.BPF_TRACE_RAW_TP)
 	if os.Getenv("BPFKIT_VM") != "" && ok != has {
 		t.Fatalf("HaveTracing(%s) = %v on Debian's %s kernel %d.%d", sys.AttachTypeName(attachType),
 			ok, runtime.GOARCH, v>>16, v>>8&0xff)
@@ -236,7 +239,8 @@ func TestTpBTF(t *testing.T) {
 // TestTracingRefusalsSayWhy: where the kernel refuses fentry, the error
 // says why in words: a kernel that refuses trampoline programs at load
 // (EPERM with every capability), one that loads them but attaches no
-// trampoline to a kernel function (ENOTSUPP: arm64 before 6.4).
+// trampoline to a kernel function (ENOTSUPP: arm64 before 6.4), one
+// without BTF to name the target in (Debian's armhf kernels).
 func TestTracingRefusalsSayWhy(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
@@ -249,6 +253,15 @@ func TestTracingRefusalsSayWhy(t *testing.T) {
 		Insns:    []Item{Mov64Imm(R0, 0), Exit()}}
 	p, err := prog.Load(spec)
 	switch f.Errno {
+	case 0: // no kernel BTF, before any bpf(2) call
+		if err == nil {
+			p.Close()
+		}
+		if f.Note != "no kernel BTF" || !errors.Is(err, btf.ErrNoKernelBTF) ||
+			!errors.Is(err, sys.ErrNotSupported) ||
+			!strings.Contains(err.Error(), "CONFIG_DEBUG_INFO_BTF") {
+			t.Fatalf("fentry load: %v (probe: %q); want ErrNoKernelBTF and why", err, f.Note)
+		}
 	case unix.EPERM:
 		if !errors.Is(err, unix.EPERM) || !strings.Contains(err.Error(),
 			"refuses programs that run through a BPF trampoline") {

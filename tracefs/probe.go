@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -187,6 +188,14 @@ func (s ProbeSpec) Check() error {
 	if s.Offset >= size || s.RefCtrOffset >= size && s.RefCtrOffset != 0 {
 		return fmt.Errorf("%w: offset %#x or ref_ctr_offset %#x is past the end of %s (%d bytes)",
 			ErrInvalid, s.Offset, s.RefCtrOffset, s.Path, size)
+	}
+	// A 32-bit kernel holds both in unsigned longs: uprobe_events parses
+	// them with kstrtoul (ERANGE), and the PMU's create_local_trace_uprobe
+	// would cut probe_offset to 32 bits unseen, probing elsewhere.
+	long, err := sys.KernelLongSize()
+	if err == nil && long == 4 && max(s.Offset, s.RefCtrOffset) > math.MaxUint32 {
+		return fmt.Errorf("%w: offset %#x or ref_ctr_offset %#x: "+
+			"a 32-bit kernel takes file offsets below 4 GiB", ErrInvalid, s.Offset, s.RefCtrOffset)
 	}
 	return nil
 }

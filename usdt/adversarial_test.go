@@ -229,7 +229,7 @@ func TestAdversarialFile(t *testing.T) {
 // TestAdversarialParseArgs: argument strings that are not what a compiler
 // writes are refused with the argument and the reason.
 func TestAdversarialParseArgs(t *testing.T) {
-	x86, arm := elf.EM_X86_64, elf.EM_AARCH64
+	x86, arm, a32 := elf.EM_X86_64, elf.EM_AARCH64, elf.EM_ARM
 	long := strings.Repeat("a", 300)
 	for _, c := range []struct {
 		m    elf.Machine
@@ -257,8 +257,18 @@ func TestAdversarialParseArgs(t *testing.T) {
 		{arm, "8@x-1", `usdt: argument 0 "8@x-1": register "x-1": not one bpfkit can read`},
 		{arm, "8@x99999999999999999999", `usdt: argument 0 "8@x99999999999999999999": register "x99999999999999999999": not one bpfkit can read`},
 		{arm, "8@]] 8@x1", `usdt: argument 0 "8@]]": register "]]": not one bpfkit can read`},
-		{0, "8@%rax", `usdt: argument 0 "8@%rax": the arguments of EM_NONE binaries are not supported (x86 and arm64 are)`},
-		{elf.Machine(math.MaxUint16), "8@%rax", `usdt: argument 0 "8@%rax": the arguments of EM_ALPHA+28633 binaries are not supported (x86 and arm64 are)`},
+		{a32, "4@r15", `usdt: argument 0 "4@r15": register "r15": not one bpfkit can read`},
+		{a32, "4@[pc, #8]", `usdt: argument 0 "4@[pc, #8]": register "pc": not one bpfkit can ` +
+			`read`},
+		{a32, "4@r-1", `usdt: argument 0 "4@r-1": register "r-1": not one bpfkit can read`},
+		{a32, "4@r01", `usdt: argument 0 "4@r01": register "r01": not one bpfkit can read`},
+		{a32, "4@x1", `usdt: argument 0 "4@x1": register "x1": not one bpfkit can read`},
+		{a32, "8@lr", `usdt: argument 0 "8@lr": 8 bytes in lr and the register after it: ` +
+			`the pair must start at r0 to r13`},
+		{0, "8@%rax", `usdt: argument 0 "8@%rax": the arguments of EM_NONE binaries are not ` +
+			`supported (x86, arm64 and arm are)`},
+		{elf.Machine(math.MaxUint16), "8@%rax", `usdt: argument 0 "8@%rax": the arguments of ` +
+			`EM_ALPHA+28633 binaries are not supported (x86, arm64 and arm are)`},
 	} {
 		args, err := ParseArgs(c.m, c.s)
 		if err == nil || err.Error() != c.want || args != nil {

@@ -18,22 +18,27 @@ const (
 )
 
 // Arg is one argument of a call site: "-4@%edi" a signed 4-byte value in
-// edi, "8@-16(%rbp)" (arm64: "8@[x29, -16]") 8 bytes at rbp-16, "-4@$5"
-// (arm64: "-4@5") the constant 5.
+// edi, "8@-16(%rbp)" (arm64: "8@[x29, -16]"; arm: "8@[fp, #-16]") 8 bytes
+// at rbp-16, "-4@$5" (arm64: "-4@5"; arm: "-4@#5") the constant 5. On
+// 32-bit arm an 8-byte value in a register is in two, "8@r2" in r2 (low
+// half) and r3.
 type Arg struct {
 	Kind   ArgKind // a register, memory at a register plus Value, or a constant
-	Reg    string  // the register as written, without %: "rdi", "eax", "x1", "sp"
+	Reg    string  // the register as written, without %: "rdi", "eax", "x1", "r1", "sp"
 	Value  int64   // ArgConst: the value; ArgDeref: the offset from Reg
 	Size   int     // bytes: 1, 2, 4 or 8
 	Signed bool    // the size is written negative ("-4@...")
-	PtRegs int16   // Reg's offset in the x86_64 (for all x86) or arm64 struct pt_regs
+	// PtRegs is Reg's offset in the struct pt_regs of the x86_64 (for all
+	// x86), arm64 or 32-bit arm kernel (uregs[], 4 bytes each).
+	PtRegs int16
 	// Err, from Probe.ParseArgs, says why the argument cannot be read
 	// (its other fields are then zero); Args.Load of it returns Err.
 	Err error
 }
 
 // ParseArgs parses a call site's arguments ("8@%rdi -4@$5") in the
-// assembler syntax of machine: x86 (EM_X86_64, EM_386) or arm64.
+// assembler syntax of machine: x86 (EM_X86_64, EM_386), arm64 or 32-bit arm
+// (EM_ARM).
 func ParseArgs(machine elf.Machine, s string) ([]Arg, error) {
 	var out []Arg
 	for i, f := range splitArgs(s) {
@@ -46,7 +51,8 @@ func ParseArgs(machine elf.Machine, s string) ([]Arg, error) {
 	return out, nil
 }
 
-// splitArgs splits at spaces outside brackets: arm64 writes "8@[sp, 16]".
+// splitArgs splits at spaces outside brackets: arm64 writes "8@[sp, 16]",
+// arm "4@[sp, #16]".
 func splitArgs(s string) []string {
 	var out []string
 	depth, start := 0, 0
@@ -94,11 +100,11 @@ func parseArg(machine elf.Machine, s string) (a Arg, err error) {
 			loc = "$" + loc // not a constant
 		}
 		loc = strings.ReplaceAll(loc, "%", "")
-	case elf.EM_AARCH64:
+	case elf.EM_AARCH64, elf.EM_ARM:
 		loc = strings.ReplaceAll(loc, "#", "")
 	default:
-		return a, fmt.Errorf("the arguments of %v binaries are not supported (x86 and arm64 are)",
-			machine)
+		const known = "x86, arm64 and arm are"
+		return a, fmt.Errorf("the arguments of %v binaries are not supported (%s)", machine, known)
 	}
 	if strings.HasPrefix(loc, "[") && strings.HasSuffix(loc, "]") {
 		reg, off, _ := strings.Cut(loc[1:len(loc)-1], ",")
@@ -116,6 +122,11 @@ func parseArg(machine elf.Machine, s string) (a Arg, err error) {
 		if a.PtRegs, ok = regOffset(machine, a.Reg); !ok {
 			return a, fmt.Errorf("register %q: not one bpfkit can read", a.Reg)
 		}
+		// The pair's second register must be one too: r0 to r13 start one.
+		if machine == elf.EM_ARM && a.Kind == ArgReg && a.Size == 8 && a.PtRegs > 13*4 {
+			const pair = "the register after it: the pair must start at r0 to r13"
+			return a, fmt.Errorf("8 bytes in %s and %s", a.Reg, pair)
+		}
 	}
 	return a, nil
 }
@@ -131,9 +142,24 @@ const x86Regs = "r15 r15d r15w r15b:0 r14 r14d r14w r14b:8 " +
 	"rdx edx dx dl:96 rsi esi si sil:104 " +
 	"rdi edi di dil:112 rsp esp sp spl:152"
 
+// armRegs names 32-bit arm's registers by their offsets in its struct
+// pt_regs, uregs[18]: r0-r12 (r9, r10, r11 and r12 also as sb, sl, fp and
+// ip), sp, lr. Not pc: at a uprobe it is the site, not what an instruction
+// reading it there would see (the site plus 8).
+var armRegs = map[string]int16{
+	"sb": 9 * 4, "sl": 10 * 4, "fp": 11 * 4, "ip": 12 * 4, "sp": 13 * 4, "lr": 14 * 4,
+}
+
 // regOffset is the offset in the kernel's struct pt_regs (uapi
 // asm/ptrace.h) of a register of machine.
 func regOffset(machine elf.Machine, name string) (int16, bool) {
+	if machine == elf.EM_ARM {
+		if off, ok := armRegs[name]; ok {
+			return off, true
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(name, "r"))
+		return int16(n * 4), err == nil && name == "r"+strconv.Itoa(n) && n >= 0 && n <= 14
+	}
 	if machine == elf.EM_AARCH64 {
 		// struct user_pt_regs: regs[31] (x0-x30, or w0-w30), sp, pc, pstate
 		if name == "sp" {

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestParseArgs: the argument forms of x86 and arm64, and the strings
-// that must be refused rather than read wrong.
+// TestParseArgs: the argument forms of x86, arm64 and 32-bit arm, and the
+// strings that must be refused rather than read wrong.
 func TestParseArgs(t *testing.T) {
-	x86, arm := elf.EM_X86_64, elf.EM_AARCH64
+	x86, arm, a32 := elf.EM_X86_64, elf.EM_AARCH64, elf.EM_ARM
 	for _, c := range []struct {
 		m    elf.Machine
 		s    string
@@ -25,6 +25,16 @@ func TestParseArgs(t *testing.T) {
 		{arm, "8@[sp, 16] 8@[x1]", []Arg{{ArgDeref, "sp", 16, 8, false, 248, nil}, {ArgDeref, "x1", 0, 8, false, 8, nil}}},
 		{arm, "-4@-42 -8@[x29, -8] 4@w30 2@[x2, #4]", []Arg{{ArgConst, "", -42, 4, true, 0, nil}, {ArgDeref, "x29", -8, 8, true, 232, nil},
 			{ArgReg, "w30", 0, 4, false, 240, nil}, {ArgDeref, "x2", 4, 2, false, 16, nil}}},
+		{a32, "-4@r3 4@lr -4@#-42 1@#-56", []Arg{{ArgReg, "r3", 0, 4, true, 12, nil},
+			{ArgReg, "lr", 0, 4, false, 56, nil}, {ArgConst, "", -42, 4, true, 0, nil},
+			{ArgConst, "", -56, 1, false, 0, nil}}},
+		{a32, "-4@[r0] -2@[r0, #8] 8@[fp, #-16] 4@[sp, #8]", []Arg{
+			{ArgDeref, "r0", 0, 4, true, 0, nil}, {ArgDeref, "r0", 8, 2, true, 0, nil},
+			{ArgDeref, "fp", -16, 8, false, 44, nil}, {ArgDeref, "sp", 8, 4, false, 52, nil}}},
+		{a32, "-8@r0 8@r12 4@ip 4@sb 4@sl 4@r14", []Arg{{ArgReg, "r0", 0, 8, true, 0, nil},
+			{ArgReg, "r12", 0, 8, false, 48, nil}, {ArgReg, "ip", 0, 4, false, 48, nil},
+			{ArgReg, "sb", 0, 4, false, 36, nil}, {ArgReg, "sl", 0, 4, false, 40, nil},
+			{ArgReg, "r14", 0, 4, false, 56, nil}}},
 		{x86, "", nil},
 	} {
 		got, err := ParseArgs(c.m, c.s)

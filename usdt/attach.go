@@ -2,6 +2,7 @@ package usdt
 
 import (
 	"cmp"
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -64,6 +65,7 @@ func (a *Attachment) Close() error {
 type Args struct {
 	N      int     // how many arguments the probe has
 	sites  [][]Arg // the arguments of the sites the program serves
+	regs32 bool    // their registers are 32-bit arm's, of 4 bytes in its pt_regs
 	specs  *mapfd.Map
 	labels int
 }
@@ -96,7 +98,7 @@ func (a *Args) Load(dst, ctx insn.Register, n int) ([]insn.Item, error) {
 	}
 	differs := func(args []Arg) bool { return !args[n].same(a.sites[0][n]) }
 	if !slices.ContainsFunc(a.sites, differs) {
-		return a.sites[0][n].load(dst, ctx), nil
+		return a.sites[0][n].load(dst, ctx, a.regs32), nil
 	}
 	if a.specs == nil {
 		return nil, fmt.Errorf("usdt: argument %d differs between call sites, "+
@@ -131,16 +133,23 @@ func (a *Args) Load(dst, ctx insn.Register, n int) ([]insn.Item, error) {
 		// allows, so one constant offset for each register the sites use.
 		insn.LoadMem(insn.BPF_H, insn.R3, insn.R0, at+8),
 	}
+	// On 32-bit arm, each register with the next one, the pair an 8-byte
+	// argument takes, which the shift below cuts down to one for fewer.
 	for _, off := range slices.Sorted(maps.Keys(regs)) {
 		next := l(fmt.Sprint("reg", off))
+		items = append(items, insn.JumpImm(insn.BPF_JNE, insn.R3, int32(off), next))
+		items = append(items, register(insn.R1, insn.R2, ctx, off, a.regs32, true)...)
 		items = append(items,
-			insn.JumpImm(insn.BPF_JNE, insn.R3, int32(off), next),
-			insn.LoadMem(insn.BPF_DW, insn.R1, ctx, off),
 			insn.Ja(l("reg")),
 			insn.Label(next))
 	}
 	items = append(items, insn.Ja(l("zero")))
 	if len(regs) > 0 { // else unreachable, which the verifier refuses
+		// A 32-bit address wraps in 32 bits (and sheds the pair's second).
+		add := insn.ALU64Reg(insn.BPF_ADD, insn.R3, insn.R1)
+		if a.regs32 {
+			add = insn.ALU32Reg(insn.BPF_ADD, insn.R3, insn.R1)
+		}
 		items = append(items,
 			insn.Label(l("reg")),
 			insn.StoreMem(insn.BPF_DW, insn.R10, -8, insn.R1),
@@ -149,7 +158,7 @@ func (a *Args) Load(dst, ctx insn.Register, n int) ([]insn.Item, error) {
 			// The memory it points at, plus the offset: size bytes, 1 to 8.
 			insn.LoadMem(insn.BPF_DW, insn.R3, insn.R10, -8),
 			insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, at),
-			insn.ALU64Reg(insn.BPF_ADD, insn.R3, insn.R1),
+			add,
 			insn.StoreImm(insn.BPF_DW, insn.R10, -8, 0),
 			insn.LoadMem(insn.BPF_B, insn.R2, insn.R0, at+13),
 			insn.JumpImm(insn.BPF_JEQ, insn.R2, 0, l("zero")),
@@ -191,8 +200,27 @@ func (a Arg) same(b Arg) bool {
 		a.Size == b.Size && a.Signed == b.Signed
 }
 
+// register is dst = the register at offset off of the pt_regs at ctx: its
+// 8 bytes, or with regs32 (32-bit arm) its 4, zero-extended, and with pair
+// the next register's above them (through tmp): an 8-byte argument's two.
+// The verifier takes no 8-byte load at an offset not a multiple of 8
+// (kprobe_prog_is_valid_access), so a pair is two loads.
+func register(dst, tmp, ctx insn.Register, off int16, regs32, pair bool) []insn.Item {
+	if !regs32 {
+		return []insn.Item{insn.LoadMem(insn.BPF_DW, dst, ctx, off)}
+	}
+	items := []insn.Item{insn.LoadMem(insn.BPF_W, dst, ctx, off)}
+	if pair {
+		items = append(items,
+			insn.LoadMem(insn.BPF_W, tmp, ctx, off+4),
+			insn.ALU64Imm(insn.BPF_LSH, tmp, 32),
+			insn.ALU64Reg(insn.BPF_OR, dst, tmp))
+	}
+	return items
+}
+
 // load is Load for one site, whose argument is known.
-func (a Arg) load(dst, ctx insn.Register) []insn.Item {
+func (a Arg) load(dst, ctx insn.Register, regs32 bool) []insn.Item {
 	if a.Kind == ArgConst {
 		v := a.Value << (64 - 8*a.Size)
 		if a.Signed {
@@ -200,9 +228,19 @@ func (a Arg) load(dst, ctx insn.Register) []insn.Item {
 		}
 		return []insn.Item{insn.LoadImm64(dst, int64(uint64(v)>>(64-8*a.Size)))}
 	}
-	off := a.PtRegs
-	items := []insn.Item{insn.LoadMem(insn.BPF_DW, dst, ctx, off)}
-	if a.Kind == ArgDeref {
+	var items []insn.Item
+	if a.Kind == ArgReg {
+		tmp := insn.R0
+		if dst == insn.R0 {
+			tmp = insn.R1
+		}
+		items = register(dst, tmp, ctx, a.PtRegs, regs32, a.Size == 8)
+	} else {
+		// A 32-bit address wraps in 32 bits.
+		add := insn.ALU64Reg(insn.BPF_ADD, insn.R3, insn.R4)
+		if regs32 {
+			add = insn.ALU32Reg(insn.BPF_ADD, insn.R3, insn.R4)
+		}
 		// Size bytes at the register's value plus the offset, into r10-8,
 		// zeroed first.
 		items = []insn.Item{
@@ -210,12 +248,13 @@ func (a Arg) load(dst, ctx insn.Register) []insn.Item {
 			insn.Mov64Reg(insn.R1, insn.R10),
 			insn.ALU64Imm(insn.BPF_ADD, insn.R1, -8),
 			insn.Mov64Imm(insn.R2, int32(a.Size)),
-			insn.LoadMem(insn.BPF_DW, insn.R3, ctx, off),
-			insn.LoadImm64(insn.R4, a.Value),
-			insn.ALU64Reg(insn.BPF_ADD, insn.R3, insn.R4),
-			insn.Call(insn.BPF_FUNC_probe_read_user),
-			insn.LoadMem(insn.BPF_DW, dst, insn.R10, -8),
 		}
+		items = append(items, register(insn.R3, insn.R0, ctx, a.PtRegs, regs32, false)...)
+		items = append(items,
+			insn.LoadImm64(insn.R4, a.Value),
+			add,
+			insn.Call(insn.BPF_FUNC_probe_read_user),
+			insn.LoadMem(insn.BPF_DW, dst, insn.R10, -8))
 	}
 	if shift := int32(64 - 8*a.Size); shift > 0 {
 		op := insn.BPF_RSH
@@ -276,6 +315,14 @@ func (p *Probe) ParseArgs() ([][]Arg, error) {
 	return out, nil
 }
 
+// ptRegsArch is, by the machine of a file, the kernel (prog.PtRegs.Arch)
+// whose struct pt_regs its arguments' offsets (Arg.PtRegs) are in: x86_64's
+// for 32-bit x86 processes too, but 32-bit arm's only on a 32-bit kernel (an
+// aarch64 one keeps a 32-bit process's registers in x0-x14).
+var ptRegsArch = map[elf.Machine]string{
+	elf.EM_X86_64: "x86_64", elf.EM_386: "x86_64", elf.EM_AARCH64: "aarch64", elf.EM_ARM: "armv7l",
+}
+
 // Attach runs build's program at every call site of the probe, with the
 // semaphore as each site's ref_ctr_offset (4.20). Where the kernel has
 // bpf_cookie (5.15), one program serves every site. It is attached through
@@ -295,11 +342,18 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 		a.Close()
 		return nil, sys.Wrap("usdt", err, "attach to %s in %s", p, p.file.Path)
 	}
-	// The registers' offsets are those of 64-bit kernels' pt_regs.
-	regs, err := prog.KernelPtRegs()
-	if len(sites[0]) > 0 && (err != nil || regs.Size != insn.BPF_DW) {
-		return fail(fmt.Errorf("reading arguments needs an x86_64 or arm64 kernel: %w",
-			sys.ErrNotSupported))
+	if len(sites[0]) > 0 {
+		regs, err := prog.KernelPtRegs()
+		if err != nil {
+			return fail(err)
+		}
+		if want := ptRegsArch[p.file.Machine]; regs.Arch != want {
+			const read = "the arguments of %v files are read on %s kernels, this one is %s: %w"
+			return fail(fmt.Errorf(read, p.file.Machine, want, regs.Arch, sys.ErrNotSupported))
+		}
+	}
+	if err := p.armCode(); err != nil {
+		return fail(err)
 	}
 	if err := a.choose(o); err != nil {
 		return fail(err)
@@ -310,7 +364,7 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 	}
 	if !a.Cookies {
 		err = a.attachEach(p, o, sites, sems, build)
-	} else if err = a.loadOne(o, sites, build); err == nil && a.Multi {
+	} else if err = a.loadOne(p, o, sites, build); err == nil && a.Multi {
 		err = a.attachMulti(p, o, sems)
 	} else if err == nil {
 		err = a.attachCookies(p, o, sems)
@@ -360,7 +414,14 @@ func (p *Probe) semaphores() ([]uint64, error) {
 	return sems, nil
 }
 
-// load builds and loads the program for the sites serves.
+// args reads the arguments of sites, p's, in a program: with specs where
+// they differ between them and a cookie tells which site runs. A 32-bit arm
+// file's are in 32-bit arm's pt_regs (Attach has checked the kernel's).
+func (p *Probe) args(sites [][]Arg, specs *mapfd.Map) *Args {
+	return &Args{N: len(sites[0]), sites: sites, regs32: p.file.Machine == elf.EM_ARM, specs: specs}
+}
+
+// load builds and loads the program args reads the arguments of.
 func (a *Attachment) load(o Options, args *Args, build Builder) error {
 	items, err := build(args)
 	if err != nil {
@@ -381,7 +442,7 @@ func (a *Attachment) load(o Options, args *Args, build Builder) error {
 // loadOne loads the one program that serves every site, and the
 // descriptions of the arguments that differ between sites, which the
 // cookie indexes.
-func (a *Attachment) loadOne(o Options, sites [][]Arg, build Builder) error {
+func (a *Attachment) loadOne(p *Probe, o Options, sites [][]Arg, build Builder) error {
 	differ := slices.ContainsFunc(sites, func(args []Arg) bool {
 		return !slices.EqualFunc(args, sites[0], Arg.same)
 	})
@@ -391,7 +452,7 @@ func (a *Attachment) loadOne(o Options, sites [][]Arg, build Builder) error {
 			return err
 		}
 	}
-	return a.load(o, &Args{N: len(sites[0]), sites: sites, specs: a.specs}, build)
+	return a.load(o, p.args(sites, a.specs), build)
 }
 
 // attachMulti attaches the one program to every site through one
@@ -431,7 +492,7 @@ func (a *Attachment) attachEach(
 	p *Probe, o Options, sites [][]Arg, sems []uint64, build Builder,
 ) error {
 	for i, s := range p.Sites {
-		if err := a.load(o, &Args{N: len(sites[0]), sites: sites[i : i+1]}, build); err != nil {
+		if err := a.load(o, p.args(sites[i:i+1], nil), build); err != nil {
 			return err
 		}
 		uo := prog.UprobeOptions{Offset: s.Offset, PID: o.PID, RefCtrOffset: sems[i]}

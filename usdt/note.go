@@ -25,6 +25,7 @@ type File struct {
 	progs   []*elf.Prog
 	entry   uint64            // file offset of the entry point or .init, or 0
 	syms    map[string]uint64 // for %rip-relative arguments: symbols' addresses, 0 for two of a name
+	thumb   map[uint64]bool   // EM_ARM: offsets of the sites and entry not in ARM code (armCode)
 }
 
 // Probe is one provider:name and its call sites, a site (and note) per
@@ -101,8 +102,10 @@ func Open(path string) (*File, error) {
 	// Where Enable's uprobe goes: code a process runs once, the entry point
 	// of an executable, else (a shared library's is 0) .init.
 	file.entry, _ = file.offset(f.Entry, elf.PF_X)
+	armEntry := f.Entry%2 == 0 // 32-bit arm: ARM code, where Thumb's low bit is not set
 	if s := f.Section(".init"); s != nil && file.entry == 0 {
 		file.entry, _ = file.offset(s.Addr, elf.PF_X)
+		armEntry = false // ARM or Thumb: nothing says which
 	}
 	if want := ripSymbols(f.Machine, notes); len(want) > 0 {
 		file.syms = symbols(r, size, f, want)
@@ -127,7 +130,45 @@ func Open(path string) (*File, error) {
 		}
 		p.Sites = append(p.Sites, Site{Address: n.pc, Offset: off, Semaphore: n.sem, Args: n.args})
 	}
+	if f.Machine == elf.EM_ARM {
+		file.findThumb(r, armEntry)
+	}
 	return file, nil
+}
+
+// findThumb finds the sites of a 32-bit arm file that are not ARM code,
+// from the nop sys/sdt.h puts at each: ARM's is 0xe320f000 (before ARMv6K
+// mov r0, r0: 0xe1a00000), Thumb's 0xbf00; and Enable's entry unless
+// armEntry says it is ARM code.
+func (f *File) findThumb(r io.ReaderAt, armEntry bool) {
+	f.thumb = map[uint64]bool{}
+	for _, p := range f.Probes {
+		for _, s := range p.Sites {
+			var w [4]byte
+			r.ReadAt(w[:], int64(s.Offset))
+			if op := binary.LittleEndian.Uint32(w[:]); op != 0xe320f000 && op != 0xe1a00000 {
+				f.thumb[s.Offset] = true
+			}
+		}
+	}
+	if !armEntry && f.entry != 0 {
+		f.thumb[f.entry] = true
+	}
+}
+
+// armCode refuses sites in Thumb code: 32-bit arm's uprobes decode ARM
+// instructions only, refusing a site not 4-aligned and misreading a Thumb
+// one that is (arch_uprobe_analyze_insn: "Thumb not yet supported").
+// Debian's armhf gcc emits Thumb-2 unless told -marm.
+func (p *Probe) armCode() error {
+	for _, s := range p.Sites {
+		if p.file.thumb[s.Offset] {
+			const why = "32-bit arm's uprobes decode ARM instructions only (build with -marm)"
+			return fmt.Errorf("the code at file offset %#x is Thumb, or not known as ARM: %s: %w",
+				s.Offset, why, sys.ErrNotSupported)
+		}
+	}
+	return nil
 }
 
 // checkHeaders refuses a file before elf.NewFile reads it, where that

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
+	"github.com/bpfkit/bpfkit/sys"
 )
 
 // readelfNote is one probe descriptor as readelf -n prints it.
@@ -93,7 +94,8 @@ func checkFile(t *testing.T, path string, adjust uint64) *File {
 		t.Fatal(err)
 	}
 	defer ef.Close()
-	nop := map[elf.Machine][]byte{elf.EM_X86_64: {0x90}, elf.EM_386: {0x90}, elf.EM_AARCH64: {0x1f, 0x20, 0x03, 0xd5}}[f.Machine]
+	nop := map[elf.Machine][]byte{elf.EM_X86_64: {0x90}, elf.EM_386: {0x90},
+		elf.EM_AARCH64: {0x1f, 0x20, 0x03, 0xd5}, elf.EM_ARM: {0x00, 0xf0, 0x20, 0xe3}}[f.Machine]
 	n := 0
 	for _, p := range f.Probes {
 		for _, s := range p.Sites {
@@ -260,6 +262,9 @@ func checkSDTArgs(t *testing.T, f *File, ptr int, field []int64) {
 		if w.kind == ArgReg && a.Kind == ArgDeref && i == 11 {
 			w.kind = D // i386 passes the string pointer on the stack
 		}
+		if i == 8 && a.Kind == ArgReg && f.Machine == elf.EM_ARM {
+			w.kind, w.value = R, 0 // arm's gcc reads the volatile local into a register
+		}
 		if a.Kind != w.kind || size != w.size || (w.value != 0 && w.value != -1 && a.Value != w.value) || (w.value == -1 && a.Reg != "rsp" && a.Reg != "esp" && a.Reg != "sp") {
 			t.Errorf("argument %d %+v, want kind %d, size %d, value %d (-1: on the stack)", i, a, w.kind, w.size, w.value)
 		}
@@ -279,6 +284,48 @@ func TestSDTArm64(t *testing.T) {
 	path := buildSDT(t, "aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu", "-nostdlib", "-static", "-ffreestanding", "-DSDT_FREESTANDING")
 	f := checkFile(t, path, 0)
 	checkSDTArgs(t, f, 8, []int64{0, 12, 14, 16})
+}
+
+// TestSDTArm cross-builds it for 32-bit arm in ARM code (-marm: "-4@[r0]",
+// "8@[r0, #16]", "-4@#-42"), freestanding: its sites are ARM code, which
+// arm's uprobes can probe.
+func TestSDTArm(t *testing.T) {
+	path := buildSDT(t, "arm-linux-gnueabihf-gcc", "gcc-arm-linux-gnueabihf", "-marm",
+		"-nostdlib", "-static", "-ffreestanding", "-DSDT_FREESTANDING")
+	f := checkFile(t, path, 0)
+	if f.Machine != elf.EM_ARM || len(f.thumb) != 0 {
+		t.Fatalf("machine %v, sites in Thumb code %v", f.Machine, f.thumb)
+	}
+	checkSDTArgs(t, f, 4, []int64{0, 8, 10, 16})
+	for _, p := range f.Probes {
+		if err := p.armCode(); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+// TestSDTThumb: built in Thumb-2, as Debian's armhf gcc builds by default,
+// its sites are Thumb code, and Attach refuses them, saying why, before
+// anything is loaded (the kernel would refuse a site not 4-aligned and
+// misread one that is).
+func TestSDTThumb(t *testing.T) {
+	path := buildSDT(t, "arm-linux-gnueabihf-gcc", "gcc-arm-linux-gnueabihf", "-mthumb",
+		"-nostdlib", "-static", "-ffreestanding", "-DSDT_FREESTANDING")
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Probes {
+		for _, s := range p.Sites {
+			if !f.thumb[s.Offset] {
+				t.Errorf("%s site %#x: not found to be Thumb code", p, s.Address)
+			}
+		}
+		err := p.armCode()
+		if !errors.Is(err, sys.ErrNotSupported) || !strings.Contains(fmt.Sprint(err), "is Thumb") {
+			t.Errorf("%s: %v, want ErrNotSupported saying Thumb", p, err)
+		}
+	}
 }
 
 // TestSDT386 builds it as a 32-bit ELF file, freestanding (no 32-bit

@@ -1,6 +1,6 @@
 // Package testutil holds what bpfkit's tests share: the root requirement,
-// checks that a test leaves no BPF or perf fd open, and a private BPF file
-// system for pinning.
+// checks that a test leaves no BPF or perf fd open, a private BPF file
+// system for pinning, and a loop device to make block I/O on.
 package testutil
 
 import (

@@ -3,9 +3,10 @@
 #
 #   tests/vm/run.sh [-a ARCH] [-k KERNEL]... [-p PKG] [-- GO_TEST_ARGS...]
 #
-# ARCH is amd64 (default; qemu-system-x86_64) or arm64 (qemu-system-aarch64,
-# -M virt): the kernels are Debian's for that architecture, the test binary
-# and the tools are built with GOARCH=ARCH. KERNEL is one of 5.10 6.1 6.12
+# ARCH is amd64 (default; qemu-system-x86_64), arm64 (qemu-system-aarch64,
+# -M virt) or arm (32-bit, Debian's armhf; qemu-system-arm -M virt): the
+# kernels are Debian's for that architecture, the test binary and the tools
+# are built with GOARCH=ARCH (arm: GOARM=7). KERNEL is one of 5.10 6.1 6.12
 # 7.2 (default: all four; -k may repeat or take a comma list). PKG is the Go
 # package whose tests run in the VM (default ./tests/, relative to the
 # repository root; a directory with its own go.mod works too). GO_TEST_ARGS
@@ -80,16 +81,32 @@ case $ARCH in
 amd64)
 	QEMU=qemu-system-x86_64 QEMU_PKG=qemu-system-x86 MACHINE=() IMAGE_KIND="a bzImage"
 	KCACHE=$CACHE/kernels APTDIR=$CACHE/apt
-	CONSOLE=ttyS0 OUT_DEV=ttyS1 BUSYBOX= TCG_CPU=max CC=gcc ;;
+	DEB_ARCH=amd64 FLAVOUR=cloud-amd64 GOARM= SDT_CFLAGS=
+	CONSOLE=ttyS0 OUT_DEV=ttyS1 BUSYBOX= TCG_CPU=max TCG_THREAD=single CC=gcc ;;
 arm64)
 	QEMU=qemu-system-aarch64 QEMU_PKG=qemu-system-arm MACHINE=(-M virt) IMAGE_KIND="an arm64 Image"
 	KCACHE=$CACHE/kernels/arm64 APTDIR=$CACHE/apt/arm64
+	DEB_ARCH=arm64 FLAVOUR=cloud-arm64 GOARM= SDT_CFLAGS=
 	# -cpu max emulates pointer authentication with the architected QARMA5
 	# cipher, and Debian's arm64 kernels sign every return address: several
 	# times slower than pauth-impdef, qemu's cheap implementation-defined
 	# cipher (figures in tests/vm/README.md). Pointer authentication stays on.
-	CONSOLE=ttyAMA0 OUT_DEV=ttyS0 TCG_CPU=max,pauth-impdef=on CC=aarch64-linux-gnu-gcc ;;
-*) die "unknown architecture '$ARCH' (known: amd64 arm64)" ;;
+	CONSOLE=ttyAMA0 OUT_DEV=ttyS0 TCG_CPU=max,pauth-impdef=on TCG_THREAD=single
+	CC=aarch64-linux-gnu-gcc ;;
+arm)
+	# 32-bit ARMv7 (Debian's armhf): qemu-system-arm's virt machine and
+	# Debian's armmp-lpae kernels, a zImage (see tests/vm/README.md).
+	QEMU=qemu-system-arm QEMU_PKG=qemu-system-arm MACHINE=(-M virt) IMAGE_KIND="an arm zImage"
+	KCACHE=$CACHE/kernels/arm APTDIR=$CACHE/apt/arm
+	# sdt.c in ARM code: gcc's armhf default is Thumb-2, which arm's
+	# uprobes do not decode (arch_uprobe_analyze_insn).
+	DEB_ARCH=armhf FLAVOUR=armmp-lpae GOARM=7 SDT_CFLAGS=-marm
+	# Multi-threaded TCG: the 32-bit kernel makes its text read-only at boot
+	# (mark_readonly) inside stop_machine, flushing the TLB a page at a time
+	# with broadcast TLBIs, which crawl under single-threaded TCG with two
+	# vCPUs: /init had not started after 120 s; one vCPU took 15 s, multi 14.
+	CONSOLE=ttyAMA0 OUT_DEV=ttyS0 TCG_CPU=max TCG_THREAD=multi CC=arm-linux-gnueabihf-gcc ;;
+*) die "unknown architecture '$ARCH' (known: amd64 arm64 arm)" ;;
 esac
 ((${#KERNELS[@]})) || KERNELS=("${ALL_KERNELS[@]}")
 mapfile -t KERNELS < <(printf '%s\n' "${KERNELS[@]}" | awk '!seen[$0]++')
@@ -121,9 +138,9 @@ trap 'exit 130' INT TERM
 
 # ------------------------------------------------------------ host packages
 # qemu-system-x86 or -arm (the VM), busybox-static (the VM's userland: it
-# must be static, the initramfs has no libc; for arm64 its applet list names
-# the links, the binary comes from Debian's arm64 package: fetch_busybox) and
-# cpio (to pack the initramfs).
+# must be static, the initramfs has no libc; for arm64 and arm its applet
+# list names the links, the binary comes from Debian's package for the VM's
+# architecture: fetch_busybox) and cpio (to pack the initramfs).
 ensure_host_packages() {
 	local missing=() p
 	for p in "$QEMU_PKG" busybox-static cpio; do
@@ -158,7 +175,7 @@ build_test_binary() {
 	log "building test binary of $PKG (GOARCH=$ARCH)"
 	(
 		cd "$ROOT"
-		export GOARCH=$ARCH CGO_ENABLED=0
+		export GOARCH=$ARCH GOARM=$GOARM CGO_ENABLED=0
 		if [[ -d $PKG && -e $PKG/go.mod ]]; then
 			# A package with its own module (e.g. a throwaway probe).
 			cd "$PKG" && go test -c -o "$out" .
@@ -169,16 +186,20 @@ build_test_binary() {
 	[[ -x $out ]] || die "go test -c $PKG produced no binary (no test files?)"
 	# The tools, static, for the tests that run them (BPFKIT_TOOLS in the VM).
 	mkdir -p "$WORK/tools"
-	(cd "$ROOT" && GOARCH=$ARCH CGO_ENABLED=0 go build -trimpath -o "$WORK/tools/" ./cmd/...) || die "go build ./cmd/... failed"
+	(cd "$ROOT" && export GOARCH=$ARCH GOARM=$GOARM CGO_ENABLED=0 &&
+		go build -trimpath -o "$WORK/tools/" ./cmd/...) || die "go build ./cmd/... failed"
 	# The C program the USDT tests trace (usdt/testdata/sdt.c), static too:
-	# it needs systemtap-sdt-dev and gcc with libc6-dev (amd64) or
-	# gcc-aarch64-linux-gnu with libc6-dev-arm64-cross; without them those
-	# tests skip.
+	# it needs systemtap-sdt-dev and gcc with libc6-dev (amd64),
+	# gcc-aarch64-linux-gnu with libc6-dev-arm64-cross (arm64) or
+	# gcc-arm-linux-gnueabihf with libc6-dev-armhf-cross (arm); without them
+	# those tests skip.
 	# sys/sdt.h serves every architecture, but Debian installs it in the
 	# host's multiarch directory only: a cross compiler looks there last.
 	local sdt_h
 	sdt_h=$(find /usr/include -path '*/sys/sdt.h' 2>/dev/null | head -1)
-	"$CC" -static -O2 ${sdt_h:+-idirafter "${sdt_h%/sys/sdt.h}"} -o "$WORK/tools/sdt" "$ROOT/usdt/testdata/sdt.c" 2>"$WORK/sdt.log" ||
+	# shellcheck disable=SC2086 # SDT_CFLAGS: words
+	"$CC" -static -O2 $SDT_CFLAGS ${sdt_h:+-idirafter "${sdt_h%/sys/sdt.h}"} \
+		-o "$WORK/tools/sdt" "$ROOT/usdt/testdata/sdt.c" 2>"$WORK/sdt.log" ||
 		log "no static sdt program, the USDT tests will skip: $(head -1 "$WORK/sdt.log")"
 	# Go runs a test with the package directory as working directory; give the
 	# VM the package's testdata/ so relative paths keep working.
@@ -191,8 +212,8 @@ build_test_binary() {
 # and network are modules. So everything goes in through the initramfs;
 # each kernel's own modules (VM_MODULES) in a second archive (run_vm).
 # The links to busybox's applets are those the host's busybox lists: for
-# arm64 the binary is Debian's arm64 build of the same package (BUSYBOX,
-# fetch_busybox), which cannot run here.
+# arm64 and arm the binary is Debian's build of the same package for that
+# architecture (BUSYBOX, fetch_busybox), which cannot run here.
 build_initramfs() {
 	local stage=$WORK/initramfs bb a
 	bb=$(dpkg -L busybox-static | grep -m1 '^/\(usr/\)\{0,1\}bin/busybox$') || die "busybox-static has no busybox binary?"
@@ -221,7 +242,7 @@ build_initramfs() {
 		printf '%s\n' "$a" >>"$stage/args"
 	done
 	# The only architecture-dependent line of init: the device of the test's
-	# output (OUT_DEV: ttyS1 on x86, ttyS0 on a PCI UART on arm64).
+	# output (OUT_DEV: ttyS1 on x86, ttyS0 on a PCI UART on arm64 and arm).
 	printf '#!/bin/sh\nout=/dev/%s\n' "$OUT_DEV" >"$stage/init"
 	cat >>"$stage/init" <<'EOF'
 # PID 1 of the test VM, written by tests/vm/run.sh.
@@ -301,14 +322,15 @@ find_mirrors() {
 # order; the first whose kernel version starts with KERNEL wins. Exact ABI
 # names (linux-image-6.1.0-56-…) change with every Debian update, so they are
 # resolved from the meta packages. The cloud flavour boots fastest under
-# emulation (the generic 6.1 is XZ-compressed: ~6 s more to decompress).
+# emulation (the generic 6.1 is XZ-compressed: ~6 s more to decompress);
+# armhf has none, its kernels for virt machines are armmp and armmp-lpae.
 kernel_sources() {
 	case $1 in
-	5.10) echo "bullseye linux-image-cloud-$ARCH" ;;
-	6.1) echo "bookworm linux-image-cloud-$ARCH" ;;
-	6.12) echo "bookworm linux-image-6.12-cloud-$ARCH"
-		echo "trixie linux-image-cloud-$ARCH" ;;
-	7.2) echo "sid linux-image-cloud-$ARCH" ;;
+	5.10) echo "bullseye linux-image-$FLAVOUR" ;;
+	6.1) echo "bookworm linux-image-$FLAVOUR" ;;
+	6.12) echo "bookworm linux-image-6.12-$FLAVOUR"
+		echo "trixie linux-image-$FLAVOUR" ;;
+	7.2) echo "sid linux-image-$FLAVOUR" ;;
 	esac
 }
 
@@ -330,19 +352,38 @@ apt_opts() {
 	local d=$APTDIR/$1
 	APT=(-o "Dir::Etc::SourceList=$d/sources.list" -o Dir::Etc::SourceParts=/dev/null
 		-o "Dir::State::Lists=$d/lists" -o "Dir::Cache=$d/cache"
-		-o "APT::Architecture=$ARCH" -o "APT::Architectures::=$ARCH" -o Acquire::Languages=none
+		-o "APT::Architecture=$DEB_ARCH" -o "APT::Architectures::=$DEB_ARCH"
+		-o Acquire::Languages=none
 		-o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false
 		-o APT::Sandbox::User=root)
 }
 apt_update_group() {
-	local g=$1 d=$APTDIR/$1
+	local g=$1 d=$APTDIR/$1 bad
 	apt_opts "$g"
 	[[ -n ${APT_UPDATED[$g]:-} ]] && return 0
 	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
 	group_sources "$g" >"$d/sources.list"
 	log "apt-get update ($g: $(group_sources "$g" | awk '{print $3}' | paste -sd' '))"
-	apt-get "${APT[@]}" -qq --error-on=any update >"$d/update.log" 2>&1 ||
-		{ sed 's/^/    /' "$d/update.log" | tail -8; return 1; }
+	if ! apt-get "${APT[@]}" -qq --error-on=any update >"$d/update.log" 2>&1; then
+		# A suite beside the release (-updates, -security) whose index the
+		# mirror serves broken is left out, and the kernel comes from the
+		# others: the mirror served armhf's bookworm-security and
+		# trixie-security Packages.xz shorter than their InRelease said, and
+		# none of bullseye-security.
+		bad=$(sed -n 's#^E: Failed to fetch .*/dists/\([^/]*\)/.*#\1#p' "$d/update.log" | sort -u)
+		if [[ -z $bad ]] || grep -qxF "$g" <<<"$bad"; then
+			sed 's/^/    /' "$d/update.log" | tail -8
+			return 1
+		fi
+		mv "$d/update.log" "$d/update-broken.log"
+		log "apt: $g: left out $(paste -sd' ' <<<"$bad"), its index broken on the mirror" \
+			"($d/update-broken.log)"
+		group_sources "$g" | grep -vF -f <(sed 's/.*/ & main/' <<<"$bad") >"$d/sources.list"
+		if ! apt-get "${APT[@]}" -qq --error-on=any update >"$d/update.log" 2>&1; then
+			sed 's/^/    /' "$d/update.log" | tail -8
+			return 1
+		fi
+	fi
 	APT_UPDATED[$g]=1
 }
 
@@ -484,10 +525,11 @@ keep_modules() {
 	done
 }
 
-# arm64's userland: Debian's busybox-static for arm64 from the host's own
-# suite (the same build as the host's busybox, whose applet list names the
-# links), through the private apt configuration, extracted, never
-# installed. Cached in $CACHE/busybox/ARCH. Sets BUSYBOX, or FETCH_ERR.
+# arm64's and arm's userland: Debian's busybox-static for that
+# architecture from the host's own suite (the same build as the host's
+# busybox, whose applet list names the links), through the private apt
+# configuration, extracted, never installed. Cached in $CACHE/busybox/ARCH.
+# Sets BUSYBOX, or FETCH_ERR.
 fetch_busybox() {
 	local dst=$CACHE/busybox/$ARCH group stage
 	BUSYBOX=$dst/busybox FETCH_ERR=
@@ -521,19 +563,19 @@ fetch_busybox() {
 # ------------------------------------------------------------------ boot
 # Under PVM (/sys/module/kvm_pvm) /dev/kvm cannot run stock kernels: 6.1
 # hangs in the decompressor and 6.12 dies with a KVM emulation failure. TCG
-# stays single-threaded: multi-threaded TCG is ~20% faster but oopsed while
-# patching kernel text, which kprobes do all the time.
-# shellcheck disable=SC2054 # tcg,thread=single is one argument
+# stays single-threaded on x86 and arm64: multi-threaded TCG is ~20% faster
+# but oopsed while patching x86 kernel text, which kprobes do all the time
+# (arm's 32-bit kernel needs it, and patches its text in stop_machine).
 choose_accel() {
 	local host=amd64
 	[[ $(uname -m) != aarch64 ]] || host=arm64
 	case ${BPFKIT_VM_ACCEL:-} in
-	tcg) ACCEL=(-accel tcg,thread=single -cpu "${BPFKIT_VM_CPU:-$TCG_CPU}") ;;
+	tcg) ACCEL=(-accel "tcg,thread=$TCG_THREAD" -cpu "${BPFKIT_VM_CPU:-$TCG_CPU}") ;;
 	kvm) ACCEL=(-accel kvm -cpu host) ;;
 	'') if [[ $host == "$ARCH" && -w /dev/kvm && ! -e /sys/module/kvm_pvm ]]; then
 			ACCEL=(-accel kvm -cpu host)
 		else
-			ACCEL=(-accel tcg,thread=single -cpu "${BPFKIT_VM_CPU:-$TCG_CPU}")
+			ACCEL=(-accel "tcg,thread=$TCG_THREAD" -cpu "${BPFKIT_VM_CPU:-$TCG_CPU}")
 		fi ;;
 	*) die "BPFKIT_VM_ACCEL must be tcg or kvm" ;;
 	esac
@@ -541,14 +583,18 @@ choose_accel() {
 
 # Whether F is a kernel qemu can boot with -kernel: a bzImage has "HdrS" at
 # 0x202; an arm64 Image, which Debian's arm64 vmlinuz is (not compressed),
-# has "ARM\x64" at 0x38.
+# has "ARM\x64" at 0x38; an arm zImage (self-decompressing) has the magic
+# 0x016f2818 at 0x24, little-endian.
 image_ok() {
 	local f=$1
 	case $ARCH in
 	amd64) [[ $(dd if="$f" bs=1 skip=514 count=4 2>/dev/null) == HdrS ]] ;;
-	arm64) [[ $(dd if="$f" bs=1 skip=56 count=4 2>/dev/null | od -An -tx1 | tr -d ' \n') == 41524d64 ]] ;;
+	arm64) [[ $(hex_at "$f" 56) == 41524d64 ]] ;;
+	arm) [[ $(hex_at "$f" 36) == 18286f01 ]] ;;
 	esac
 }
+# hex_at FILE OFFSET prints the 4 bytes at OFFSET in hex.
+hex_at() { dd if="$1" bs=1 skip="$2" count=4 2>/dev/null | od -An -tx1 | tr -d ' \n'; }
 
 # Boots kernel K, waits for it, writes $WORK/K/{status,output,console.log}.
 # Always returns 0: the outcome is in the status file.
@@ -572,12 +618,12 @@ run_vm() {
 		(cd "$KCACHE/$k" && find modules -print0 | LC_ALL=C sort -z |
 			cpio --null -o -H newc --owner=0:0 --quiet) | gzip -6 | cat "$WORK/initramfs.gz" - >"$initrd"
 	fi
-	# The second serial port on x86. The arm64 virt machine has only one
-	# UART (PL011, the console): the output goes to a PCI 16550 (qemu's
+	# The second serial port on x86. The virt machine (arm64, arm) has only
+	# one UART (PL011, the console): the output goes to a PCI 16550 (qemu's
 	# pci-serial), which the kernel's built-in 8250_pci driver makes ttyS0.
 	case $ARCH in
 	amd64) out=(-serial "file:$d/output.log") ;;
-	arm64) out=(-chardev "file,id=out,path=$d/output.log" -device pci-serial,chardev=out) ;;
+	arm64|arm) out=(-chardev "file,id=out,path=$d/output.log" -device pci-serial,chardev=out) ;;
 	esac
 	# $CONSOLE: kernel console, to a log that is only shown on failure.
 	# $OUT_DEV: the test's output (see init).

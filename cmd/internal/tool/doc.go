@@ -11,16 +11,19 @@
 //     (PIDFlag, PIDOrAllFlag), -listen ADDR checked when parsed
 //     (ListenFlag);
 //   - Prometheus: metric families read at each scrape (Metrics: Counter,
-//     Gauge, Histogram of log2 slots in base units) in the text exposition
-//     format 0.0.4, served at /metrics by a small HTTP/1.1 server that
-//     holds against hostile clients (ListenMetrics, MetricsServer);
+//     Gauge, Histogram of log2 slots and BucketHistogram of bounds of its
+//     own, in base units) in the text exposition format 0.0.4, served at
+//     /metrics by a small HTTP/1.1 server that holds against hostile
+//     clients (ListenMetrics, MetricsServer);
 //   - the privilege check before anything is loaded (NeedRoot), a clean
 //     exit on Ctrl-C or SIGTERM that still prints the interval in
 //     progress (Context, Every, Read), the reading of perf rings with
-//     their losses reported (Read, Lost), detaching many links at once
+//     their losses reported (Read, Lost, LostIn; Flush for rings that
+//     wake the reader past a watermark, Batch to print what all the rings
+//     held in a tool's own order), detaching many links at once
 //     (Detach);
 //   - an event's time from its bpf_ktime_get_ns() stamp (EventTime);
-//   - the renderers: bcc's log2 histograms (Log2Hist, HistSlots) and
+//   - the renderers: bcc's histograms (Log2Hist, Hist, HistSlots) and
 //     heatmaps (Heatmap).
 //
 // Exit status: 0 on success, on Ctrl-C, for -h and -version; 1 when the

@@ -102,6 +102,7 @@ type family struct {
 	name, help, kind string // kind: counter, gauge or histogram
 	labels           []string
 	unit             Unit
+	bounds           []float64 // a BucketHistogram's upper bounds, in unit; nil for log2 slots
 	collect          func(s *scrape) error
 }
 
@@ -160,6 +161,77 @@ func (m *Metrics) addValues(name, help, kind string, labels []string, collect Co
 // that base unit. collect is called at every scrape.
 func (m *Metrics) Histogram(name, help string, unit Unit, labels []string,
 	collect CollectHistograms) error {
+	if err := checkHistogram(name, unit, labels); err != nil {
+		return err
+	}
+	f := &family{name: name, help: help, kind: "histogram", labels: labels, unit: unit}
+	f.collect = func(s *scrape) error {
+		return collect(func(h Log2Histogram, labelValues ...string) {
+			if !s.check(labelValues) {
+				return
+			}
+			// A bucket for each slot from 1 to 64 there is, then +Inf.
+			buckets := max(min(len(h.Slots), maxLog2Slot+1)-1, 1)
+			counts := make([]uint64, buckets+1)
+			for i, n := range h.Slots {
+				counts[min(max(i, 1)-1, buckets)] += n
+			}
+			s.series = append(s.series, s.labelled(labelValues, cumulative(counts, h.Sum)))
+		})
+	}
+	return m.add(f)
+}
+
+// Buckets is one series of a BucketHistogram: Counts[i] counts the values
+// of bucket i, above bound i-1 and up to bound i; the one past the last
+// bound, those above every bound (Counts past it count there too).
+type Buckets struct {
+	Counts []uint64
+	Sum    float64 // the sum of the values counted, in the family's Unit
+}
+
+// AddBuckets reports one series of a BucketHistogram: its counts, and its
+// label values in the order of the family's label names.
+type AddBuckets func(h Buckets, labelValues ...string)
+
+// CollectBuckets reads a BucketHistogram's series at a scrape, reporting
+// each through add; an error it returns fails the scrape.
+type CollectBuckets func(add AddBuckets) error
+
+// BucketHistogram adds a histogram family as Histogram does, for values
+// counted in buckets of bounds of their own rather than log2 slots:
+// bounds are the buckets' upper bounds in unit, increasing, and +Inf
+// follows them (tracex3's latencies: 1, 2, 4 ... 512 µs, then 1 ms ...).
+func (m *Metrics) BucketHistogram(name, help string, unit Unit, bounds []float64,
+	labels []string, collect CollectBuckets) error {
+	if err := checkHistogram(name, unit, labels); err != nil {
+		return err
+	}
+	for i := range bounds {
+		if math.IsNaN(bounds[i]) || math.IsInf(bounds[i], 0) || i > 0 && bounds[i] <= bounds[i-1] {
+			return fmt.Errorf("histogram %q: bounds %v: want finite numbers, increasing", name, bounds)
+		}
+	}
+	bounds = slices.Clone(bounds)
+	f := &family{name: name, help: help, kind: "histogram", labels: labels, unit: unit, bounds: bounds}
+	f.collect = func(s *scrape) error {
+		return collect(func(h Buckets, labelValues ...string) {
+			if !s.check(labelValues) {
+				return
+			}
+			counts := make([]uint64, len(bounds)+1)
+			for i, n := range h.Counts {
+				counts[min(i, len(bounds))] += n
+			}
+			s.series = append(s.series, s.labelled(labelValues, cumulative(counts, h.Sum)))
+		})
+	}
+	return m.add(f)
+}
+
+// checkHistogram says why a histogram family's name, unit or labels are
+// refused, if they are.
+func checkHistogram(name string, unit Unit, labels []string) error {
 	switch {
 	case unit < Number || unit > Seconds:
 		return fmt.Errorf("histogram %q: unit %d is none of tool's units", name, unit)
@@ -174,26 +246,16 @@ func (m *Metrics) Histogram(name, help string, unit Unit, labels []string,
 			return fmt.Errorf("histogram %q: %s is a name of its own", name, suffix)
 		}
 	}
-	f := &family{name: name, help: help, kind: "histogram", labels: labels, unit: unit}
-	f.collect = func(s *scrape) error {
-		return collect(func(h Log2Histogram, labelValues ...string) {
-			if !s.check(labelValues) {
-				return
-			}
-			// A bucket for each slot from 1 to 64 there is, then +Inf.
-			buckets := max(min(len(h.Slots), maxLog2Slot+1)-1, 1)
-			cumulative := make([]uint64, buckets+1)
-			for i, n := range h.Slots {
-				cumulative[min(max(i, 1)-1, buckets)] += n
-			}
-			for i := 1; i < len(cumulative); i++ {
-				cumulative[i] += cumulative[i-1]
-			}
-			hist := series{hist: cumulative, sum: h.Sum}
-			s.series = append(s.series, s.labelled(labelValues, hist))
-		})
+	return nil
+}
+
+// cumulative is a histogram's series of counts per bucket, +Inf's last:
+// each bucket's count with those below it, as the exposition writes them.
+func cumulative(counts []uint64, sum float64) series {
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
 	}
-	return m.add(f)
+	return series{hist: counts, sum: sum}
 }
 
 // maxLog2Slot is the last slot of a u64's log2 histogram, 2^63 and up.
@@ -336,11 +398,7 @@ func (f *family) write(b *bytes.Buffer, all []series) {
 		}
 		perBase := f.unit.perBase()
 		for i, n := range s.hist[:len(s.hist)-1] {
-			edge := uint64(1)<<(i+1) - 1 // the largest value of slot i+1
-			if i+1 == maxLog2Slot {
-				edge = math.MaxUint64
-			}
-			le := `le="` + formatValue(float64(edge)/perBase) + `"`
+			le := `le="` + formatValue(f.bound(i)/perBase) + `"`
 			writeSample(b, f.name+"_bucket", joinLabels(set, le), float64(n))
 		}
 		count := float64(s.hist[len(s.hist)-1])
@@ -348,6 +406,18 @@ func (f *family) write(b *bytes.Buffer, all []series) {
 		writeSample(b, f.name+"_sum", set, s.sum/perBase)
 		writeSample(b, f.name+"_count", set, count)
 	}
+}
+
+// bound is the upper bound of a histogram's bucket i, in its unit: its
+// own, or the largest value of log2 slot i+1.
+func (f *family) bound(i int) float64 {
+	if f.bounds != nil {
+		return f.bounds[i]
+	}
+	if i+1 == maxLog2Slot {
+		return float64(uint64(math.MaxUint64))
+	}
+	return float64(uint64(1)<<(i+1) - 1)
 }
 
 // joinLabels joins two label sets written as `a="x",b="y"`.

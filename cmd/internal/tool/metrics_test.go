@@ -135,6 +135,55 @@ func TestMetricsHistogram(t *testing.T) {
 	}
 }
 
+// TestMetricsBucketHistogram: buckets of bounds of their own are written
+// cumulative at those bounds, in the base unit, then +Inf with the counts
+// past the last bound, _sum and _count; promtool (where installed) takes
+// the text. Bounds that do not increase are refused.
+func TestMetricsBucketHistogram(t *testing.T) {
+	var m Metrics
+	bounds := []float64{1000, 2000, 1e6} // ns: 1 µs, 2 µs, 1 ms
+	err := m.BucketHistogram("lat_seconds", "Latency.", Nanoseconds, bounds, []string{"device"},
+		func(add AddBuckets) error {
+			add(Buckets{Counts: []uint64{2, 0, 5, 1, 3}, Sum: 4e9}, "8:0")
+			add(Buckets{}, "7:0")
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := m.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`lat_seconds_bucket{device="8:0",le="0.000001"} 2`,
+		`lat_seconds_bucket{device="8:0",le="0.000002"} 2`,
+		`lat_seconds_bucket{device="8:0",le="0.001"} 7`,
+		`lat_seconds_bucket{device="8:0",le="+Inf"} 11`,
+		`lat_seconds_sum{device="8:0"} 4`,
+		`lat_seconds_count{device="8:0"} 11`,
+		`lat_seconds_bucket{device="7:0",le="0.001"} 0`,
+		`lat_seconds_count{device="7:0"} 0`,
+	} {
+		if !strings.Contains(b.String(), "\n"+line+"\n") {
+			t.Errorf("no line %q in:\n%s", line, b.String())
+		}
+	}
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = &b
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("promtool check metrics: %v\n%s", err, out)
+		}
+	}
+	noBuckets := func(AddBuckets) error { return nil }
+	for _, bad := range [][]float64{{2, 1}, {1, 1}, {math.NaN()}, {math.Inf(1)}} {
+		if err := m.BucketHistogram("b_seconds", "", Seconds, bad, nil, noBuckets); err == nil {
+			t.Errorf("bounds %v accepted", bad)
+		}
+	}
+}
+
 // TestMetricsRefused: names against Prometheus's conventions are refused
 // when the family is added; a callback's error or a wrong number of label
 // values fails the scrape, which then writes nothing.

@@ -12,24 +12,16 @@ import (
 func Log2Slot(v uint64) int { return max(bits.Len64(v), 1) }
 
 // Log2Hist writes slots (slots[i] counting the values of Log2Slot i) in
-// the layout of bcc's print_log2_hist: a "valType : count distribution"
-// header, then one "lo -> hi : count |****|" row per slot up to the last
-// one that is not empty, 40 stars wide (20 past slot 32).
+// the layout of bcc's print_log2_hist (Hist), one row per slot from 1 up
+// to the last one that is not empty.
 func Log2Hist(w io.Writer, valType string, slots []uint64) {
-	idxMax, valMax := -1, uint64(0)
+	idxMax := -1
 	for i, v := range slots {
 		if v > 0 {
 			idxMax = i
 		}
-		valMax = max(valMax, v)
 	}
-	header, body, stars := "     %-19s : count     distribution\n", "%10d -> %-10d : %-8d |%s|\n", 40
-	if idxMax > 32 {
-		header, body, stars = "               %-29s : count     distribution\n", "%20d -> %-20d : %-8d |%s|\n", 20
-	}
-	if idxMax > 0 {
-		fmt.Fprintf(w, header, valType)
-	}
+	var rows []HistSlot
 	for i := 1; i <= idxMax; i++ {
 		lo, hi := uint64(1)<<i>>1, uint64(1)<<i-1
 		if i == 64 {
@@ -38,7 +30,33 @@ func Log2Hist(w io.Writer, valType string, slots []uint64) {
 		if lo == hi {
 			lo--
 		}
-		fmt.Fprintf(w, body, lo, hi, slots[i], starBar(slots[i], valMax, stars))
+		rows = append(rows, HistSlot{From: lo, To: hi, Count: slots[i]})
+	}
+	Hist(w, valType, rows)
+}
+
+// Hist writes the rows of a histogram in the layout of bcc's
+// print_log2_hist: a "valType : count distribution" header, then one
+// "from -> to : count |****|" line per row, the bar 40 stars wide for the
+// largest count; the columns widen, and the bar narrows to 20, when a row
+// reaches 2^32. No rows, nothing written.
+func Hist(w io.Writer, valType string, rows []HistSlot) {
+	valMax, wide := uint64(0), false
+	for _, r := range rows {
+		valMax = max(valMax, r.Count)
+		wide = wide || r.To >= 1<<32
+	}
+	header := "     %-19s : count     distribution\n"
+	body, stars := "%10d -> %-10d : %-8d |%s|\n", 40
+	if wide {
+		header = "               %-29s : count     distribution\n"
+		body, stars = "%20d -> %-20d : %-8d |%s|\n", 20
+	}
+	if len(rows) > 0 {
+		fmt.Fprintf(w, header, valType)
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, body, r.From, r.To, r.Count, starBar(r.Count, valMax, stars))
 	}
 }
 
@@ -62,9 +80,11 @@ var (
 // cols[c][r] the count of row r in it), rows top to bottom as labels
 // names them. A cell is shaded by its count against its column's largest,
 // as tracex3's sample shades its rows: with 256-colour backgrounds when
-// color is set, else with its symbols. Each row ends with its total.
-func Heatmap(w io.Writer, cols [][]uint64, labels []string, color bool) {
-	width := 0
+// color is set, else with its symbols. Each row ends with its total over
+// the columns drawn; a first line names the rows (axis) and the totals
+// (total) above them.
+func Heatmap(w io.Writer, cols [][]uint64, labels []string, color bool, axis, total string) {
+	width := len(axis)
 	for _, l := range labels {
 		width = max(width, len(l))
 	}
@@ -75,6 +95,7 @@ func Heatmap(w io.Writer, cols [][]uint64, labels []string, color bool) {
 		}
 	}
 	var b strings.Builder
+	fmt.Fprintf(&b, "%*s |%s| %s\n", width, axis, strings.Repeat(" ", len(cols)), total)
 	for r, label := range labels {
 		fmt.Fprintf(&b, "%*s |", width, label)
 		total := uint64(0)

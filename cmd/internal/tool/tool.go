@@ -29,6 +29,17 @@ type Tool struct {
 	Interval time.Duration // the positional interval, or the default
 	Count    int           // the positional count; 0 means until stopped
 	Args     []string      // with TakesArgs, the positional arguments before the interval
+	// Flush, if set, is the longest Read lets a sample wait in a ring that
+	// wakes it only past a watermark (perfring.Options.Watermark), which
+	// spares the producer a wake-up per sample: Read looks at the rings at
+	// least this often.
+	Flush time.Duration
+	// Batch, if set, makes Read read every ring each time it is woken, and
+	// then call Batch: the samples it has handed to sample since are a
+	// batch of all the rings held, which a tool may print in its own order
+	// (tracex5: by time, where each CPU's ring is in order but the rings
+	// are not in order with each other).
+	Batch func() error
 
 	summary, usage string
 	examples       []string
@@ -366,29 +377,16 @@ func (t *Tool) Read(ctx context.Context, r *perfring.PerfReader, what string, sa
 		}
 		return sample(rec)
 	}
-	ended := func(err error) bool {
-		return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-	}
-	// ReadFunc with a context that has ended reads the rings the kernel
-	// woke us for; called again, it finds none and reads them all.
-	done, stop := context.WithCancel(context.Background())
-	stop()
 	next := time.Now().Add(t.Interval)
 	for n := 1; ; n++ {
 		in, cancel := context.WithDeadline(ctx, next)
-		for in.Err() == nil {
-			if _, err := r.ReadFunc(in, f); err != nil && !ended(err) {
-				cancel()
-				return err
-			}
-		}
+		err := t.readUntil(in, r, f)
 		cancel()
-		for range 2 {
-			if _, err := r.ReadFunc(done, f); ended(err) {
-				break
-			} else if err != nil {
-				return err
-			}
+		if err == nil {
+			err = t.readAll(r, f)
+		}
+		if err != nil {
+			return err
 		}
 		final := ctx.Err() != nil
 		if report != nil {
@@ -405,11 +403,65 @@ func (t *Tool) Read(ctx context.Context, r *perfring.PerfReader, what string, sa
 	}
 }
 
+// readUntil reads the rings until in ends, looking at them at least every
+// Flush.
+func (t *Tool) readUntil(
+	in context.Context, r *perfring.PerfReader, f func(perfring.Record) error,
+) error {
+	for in.Err() == nil {
+		poll, cancel := in, context.CancelFunc(func() {})
+		if t.Flush > 0 {
+			poll, cancel = context.WithTimeout(in, t.Flush)
+		}
+		_, err := r.ReadFunc(poll, f)
+		cancel()
+		if err != nil && !ended(err) {
+			return err
+		}
+		if t.Batch != nil {
+			if err := t.readAll(r, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readAll reads what every ring holds, without waiting, then calls Batch
+// if set. ReadFunc with a context that has ended reads the rings the
+// kernel woke us for; called again, it finds none and reads them all.
+func (t *Tool) readAll(r *perfring.PerfReader, f func(perfring.Record) error) error {
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	for range 2 {
+		if _, err := r.ReadFunc(done, f); ended(err) {
+			break
+		} else if err != nil {
+			return err
+		}
+	}
+	if t.Batch != nil {
+		return t.Batch()
+	}
+	return nil
+}
+
+// ended says whether err is a context's end.
+func ended(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
 // Lost reports that the kernel dropped n samples (named by what) on cpu,
 // its perf ring being full: as a line of text, or with -json as the
 // object {"time", "lost", "cpu"}, the shape every tool that reads a ring
 // uses for it.
 func (t *Tool) Lost(cpu int, n uint64, what string) error {
+	return t.LostIn(cpu, n, what, "perf ring")
+}
+
+// LostIn is Lost for another of the kernel's buffers, named by buffer
+// ("trace buffer" for trace_pipe's): the same object with -json.
+func (t *Tool) LostIn(cpu int, n uint64, what, buffer string) error {
 	if t.JSON {
 		return t.Emit(struct {
 			Time string `json:"time"`
@@ -417,7 +469,7 @@ func (t *Tool) Lost(cpu int, n uint64, what string) error {
 			CPU  int    `json:"cpu"`
 		}{time.Now().Format(time.RFC3339Nano), n, cpu})
 	}
-	_, err := fmt.Fprintf(t.Stdout, "lost %d %s on CPU %d: the perf ring was full\n", n, what, cpu)
+	_, err := fmt.Fprintf(t.Stdout, "lost %d %s on CPU %d: the %s was full\n", n, what, cpu, buffer)
 	return err
 }
 

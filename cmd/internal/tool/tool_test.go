@@ -64,7 +64,7 @@ func TestHeatmap(t *testing.T) {
 	labels := []string{"1us", "2us", "4us", "8us"}
 	for _, color := range []bool{false, true} {
 		var b bytes.Buffer
-		Heatmap(&b, cols, labels, color)
+		Heatmap(&b, cols, labels, color, "latency", "requests")
 		name := "heatmap_text"
 		if color {
 			name = "heatmap_color"
