@@ -27,7 +27,9 @@ import (
 // tracepoint's own record lacks (NewEventReader); a program's output can
 // carry its own time instead.
 type Options struct {
-	RingBytes    int  // each CPU's ring, rounded up to a power of two of pages, at most 1 GiB; 0: 256 KiB
+	// RingBytes is each CPU's ring, rounded up to a power of two of pages,
+	// at most 1 GiB; 0: 256 KiB.
+	RingBytes    int
 	Watermark    int  // bytes, below the ring's size; 0: wake every WakeupEvents records
 	WakeupEvents int  // records, at most 2^32-1; 0: 1
 	SampleTime   bool // stamp each sample with the kernel's CLOCK_MONOTONIC time: Record.Time
@@ -145,7 +147,12 @@ func newPerfReader(array *mapfd.Map, ev Event, o Options) (*PerfReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &PerfReader{array: array, poll: poll, lost: make([]atomic.Uint64, len(cpus)), timed: o.SampleTime}
+	r := &PerfReader{
+		array: array,
+		poll:  poll,
+		lost:  make([]atomic.Uint64, len(cpus)),
+		timed: o.SampleTime,
+	}
 	poll.release, poll.stop = r.release, r.stop
 	if array != nil {
 		var info sys.MapInfo

@@ -81,9 +81,9 @@ func newRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
 }
 
 // position reads consumer_pos or producer_pos at p (acquire), which are
-// the kernel's unsigned longs: on a 32-bit kernel 4 bytes, which wrap at
-// 4 GiB, read as the count of bytes ahead of r.pos, so that the reader
-// counts positions in 64 bits on every kernel.
+// the kernel's unsigned longs. On a 32-bit kernel they are 4 bytes, which
+// wrap at 4 GiB, and are read as the count of bytes ahead of r.pos. So the
+// reader counts positions in 64 bits on every kernel.
 func (r *RingBufReader) position(p *uint64) uint64 {
 	if !r.narrow {
 		return atomic.LoadUint64(p)

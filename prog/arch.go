@@ -23,10 +23,10 @@ type PtRegs struct {
 	// where it is not in pt_regs (32-bit arm keeps it in thread_info).
 	SyscallNr int16
 	// Syscall are the offsets of the system call's arguments 0 to 5, where
-	// the kernel reads them (syscall_get_arguments): they differ from a
-	// function's on x86-64 (r10, not cx) and on arm64, riscv64 and arm,
-	// whose first is the saved copy orig_x0, orig_a0 or ARM_ORIG_r0 (the
-	// register itself holds the return value once the call has run).
+	// the kernel reads them (syscall_get_arguments). They differ from a
+	// function's on x86-64 (r10, not cx). On arm64, riscv64 and arm the
+	// first is the saved copy orig_x0, orig_a0 or ARM_ORIG_r0: the register
+	// itself holds the return value once the call has run.
 	Syscall [6]int16
 	// Compat tells a compat (32-bit) task's system calls apart.
 	Compat CompatTest

@@ -1,10 +1,10 @@
 // Package sys is bpfkit's only door to the kernel: one Go function per bpf(2)
 // command (MapCreate, ProgLoad, LinkCreate, ...), perf_event_open(2) and the
 // perf ioctls that attach and enable programs. It also reads the CPU lists
-// that per-CPU maps and perf rings are sized by (PossibleCPUs, OnlineCPUs),
-// and the width of the kernel's words, which a BPF ring buffer's positions
-// have (KernelLongSize: 4 on a 32-bit kernel, 8 for a 32-bit process on a
-// 64-bit one).
+// that per-CPU maps and perf rings are sized by (PossibleCPUs, OnlineCPUs).
+// And it reads the width of the kernel's words, which a BPF ring buffer's
+// positions have (KernelLongSize: 4 on a 32-bit kernel, 8 for a 32-bit
+// process on a 64-bit one).
 //
 // Each command takes its member of union bpf_attr as a struct padded to
 // AttrSize, more than any kernel's union. It passes the running kernel's

@@ -58,9 +58,13 @@ func perfEventOpen(
 		if attr.Bits&unix.PerfBitUseClockID != 0 {
 			clock = fmt.Sprintf(" clockid=%d", attr.Clockid)
 		}
-		return fmt.Sprintf("%s sample_type=%#x wakeup=%d bits=%#x%s, pid=%d, cpu=%d, group_fd=%d, flags=%#x",
-			describePerf(attr, pmu, target), attr.Sample_type, attr.Wakeup, attr.Bits, clock, pid, cpu, groupFD, flags)
-	}, func() (int, error) { return unix.PerfEventOpen(attr, arg32(pid), arg32(cpu), arg32(groupFD), flags) })
+		return fmt.Sprintf(
+			"%s sample_type=%#x wakeup=%d bits=%#x%s, pid=%d, cpu=%d, group_fd=%d, flags=%#x",
+			describePerf(attr, pmu, target), attr.Sample_type, attr.Wakeup, attr.Bits, clock,
+			pid, cpu, groupFD, flags)
+	}, func() (int, error) {
+		return unix.PerfEventOpen(attr, arg32(pid), arg32(cpu), arg32(groupFD), flags)
+	})
 	fd, err = newFD(fd, err, "perf_event_open")
 	if e, ok := err.(*Error); ok {
 		switch e.Errno {

@@ -316,9 +316,9 @@ func (p *Probe) ParseArgs() ([][]Arg, error) {
 }
 
 // ptRegsArch is, by the machine of a file, the kernel (prog.PtRegs.Arch)
-// whose struct pt_regs its arguments' offsets (Arg.PtRegs) are in: x86_64's
-// for 32-bit x86 processes too, but 32-bit arm's only on a 32-bit kernel (an
-// aarch64 one keeps a 32-bit process's registers in x0-x14).
+// whose struct pt_regs its arguments' offsets (Arg.PtRegs) are in. It is
+// x86_64's for 32-bit x86 processes too, but 32-bit arm's only on a 32-bit
+// kernel: an aarch64 one keeps a 32-bit process's registers in x0-x14.
 var ptRegsArch = map[elf.Machine]string{
 	elf.EM_X86_64: "x86_64", elf.EM_386: "x86_64", elf.EM_AARCH64: "aarch64", elf.EM_ARM: "armv7l",
 }

@@ -24,9 +24,9 @@
 // Attachment.Multi say which).
 //
 // The arguments are read from the kernel's struct pt_regs, whose layout
-// is the architecture's: a file's are read on the kernel its machine runs
-// on (x86 files on x86_64, 32-bit arm files on a 32-bit arm kernel, whose
-// registers are 4 bytes, an 8-byte argument in two). 32-bit arm's uprobes
+// is the architecture's. A file's are read on the kernel its machine runs
+// on: x86 files on x86_64, 32-bit arm files on a 32-bit arm kernel, whose
+// registers are 4 bytes, an 8-byte argument in two. 32-bit arm's uprobes
 // probe ARM code only: Attach refuses a probe whose sites are Thumb code,
 // what Debian's armhf gcc emits unless told -marm.
 package usdt

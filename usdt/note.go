@@ -137,9 +137,9 @@ func Open(path string) (*File, error) {
 }
 
 // findThumb finds the sites of a 32-bit arm file that are not ARM code,
-// from the nop sys/sdt.h puts at each: ARM's is 0xe320f000 (before ARMv6K
-// mov r0, r0: 0xe1a00000), Thumb's 0xbf00; and Enable's entry unless
-// armEntry says it is ARM code.
+// and Enable's entry unless armEntry says it is ARM code. It reads the nop
+// sys/sdt.h puts at each site: ARM's is 0xe320f000 (before ARMv6K mov r0,
+// r0: 0xe1a00000), Thumb's 0xbf00.
 func (f *File) findThumb(r io.ReaderAt, armEntry bool) {
 	f.thumb = map[uint64]bool{}
 	for _, p := range f.Probes {
