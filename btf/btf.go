@@ -179,9 +179,9 @@ func checkName(kind Kind, name string) error {
 }
 
 // nameOffsets are the string offsets (as types name them) at which the
-// string section holds name and its NUL: in place when the blob is in
-// memory, else read in chunks that overlap by the name's length so that
-// none is missed at a boundary.
+// string section holds name and its NUL. They are found in place when the
+// blob is in memory, else in chunks read from the file, which overlap by
+// the name's length so that none is missed at a boundary.
 func (b *Blob) nameOffsets(name string) ([]uint32, error) {
 	pat := []byte(name + "\x00")
 	if b.mem != nil {

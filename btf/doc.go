@@ -1,13 +1,13 @@
 // Package btf finds one type id by name in the kernel's BTF: a FUNC for
 // an fentry or fexit program's target, the TYPEDEF btf_trace_<name> for
-// a tp_btf program's tracepoint. It is a lookup, not a parser: it reads
-// the header, honouring hdr_len, finds the name's offsets in the string
-// section, and walks the type section once, each type 12 bytes and a
-// trailing part whose size its kind says: over a read-only mapping where
-// the kernel allows one (6.16), else reading as it goes rather than
-// holding the file. Every size and offset is checked against the file; a
-// name that two types of the kind share is refused (ErrAmbiguous), since
-// the kernel would attach to whichever the id names.
+// a tp_btf program's tracepoint. It is a lookup, not a parser. It reads
+// the header, honouring hdr_len, and finds the name's offsets in the
+// string section. Then it walks the type section once, each type 12 bytes
+// and a trailing part whose size its kind says. It walks a read-only
+// mapping where the kernel allows one (6.16), else reads as it goes rather
+// than holding the file. Every size and offset is checked against the
+// file. A name that two types of the kind share is refused (ErrAmbiguous),
+// since the kernel would attach to whichever the id names.
 //
 // Everything else in bpfkit is BTF-free: programs are built without BTF,
 // and this lookup is the only use of the kernel's.

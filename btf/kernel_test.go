@@ -21,6 +21,9 @@ import (
 // btf_trace_ TYPEDEF, every 250th FUNC, and the FUNC names bpftool lists
 // twice, which Find must refuse.
 func TestVmlinuxAgainstBpftool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compares every function of the kernel's BTF with bpftool's: not under -short")
+	}
 	vmlinux, err := Vmlinux()
 	if errors.Is(err, ErrNoKernelBTF) {
 		t.Skip(err)

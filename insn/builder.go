@@ -101,7 +101,8 @@ func ALU32RegOff(op ALUOp, dst, src Register, off int16) Item {
 // address space srcAS to dstAS, "r1 = addr_space_cast(r2, 0, 1)", between
 // an arena's user (1) and kernel (0) addresses.
 func AddrSpaceCast(dst, src Register, dstAS, srcAS uint16) Item {
-	return raw(BPF_ALU64|uint8(BPF_MOV)|BPF_X, dst, src, BPF_ADDR_SPACE_CAST, int32(dstAS)<<16|int32(srcAS))
+	spaces := int32(dstAS)<<16 | int32(srcAS)
+	return raw(BPF_ALU64|uint8(BPF_MOV)|BPF_X, dst, src, BPF_ADDR_SPACE_CAST, spaces)
 }
 
 // Mov64Imm is BPF_MOV64_IMM: dst = imm (sign-extended).

@@ -7,11 +7,22 @@ import (
 
 // Tables from kernel/bpf/disasm.c, indexed by BPF_OP >> 4 or BPF_SIZE >> 3.
 var (
-	aluOpStr    = [16]string{"+=", "-=", "*=", "/=", "|=", "&=", "<<=", ">>=", "neg", "%=", "^=", "=", "s>>=", "endian"}
-	jmpOpStr    = [16]string{"jmp", "==", ">", ">=", "&", "!=", "s>", "s>=", "call", "exit", "<", "<=", "s<", "s<="}
-	atomicOpStr = [16]string{BPF_ADD >> 4: "add", BPF_OR >> 4: "or", BPF_AND >> 4: "and", BPF_XOR >> 4: "xor"}
-	ldstStr     = [4]string{"u32", "u16", "u8", "u64"}
-	ldsxStr     = [4]string{"s32", "s16", "s8", ""}
+	aluOpStr = [16]string{
+		"+=", "-=", "*=", "/=", "|=", "&=", "<<=", ">>=",
+		"neg", "%=", "^=", "=", "s>>=", "endian",
+	}
+	jmpOpStr = [16]string{
+		"jmp", "==", ">", ">=", "&", "!=", "s>", "s>=",
+		"call", "exit", "<", "<=", "s<", "s<=",
+	}
+	atomicOpStr = [16]string{
+		BPF_ADD >> 4: "add",
+		BPF_OR >> 4:  "or",
+		BPF_AND >> 4: "and",
+		BPF_XOR >> 4: "xor",
+	}
+	ldstStr = [4]string{"u32", "u16", "u8", "u64"}
+	ldsxStr = [4]string{"s32", "s16", "s8", ""}
 )
 
 // String returns the disassembly of the single slot i; for the first slot
@@ -41,7 +52,8 @@ func disassemble(insns []Instruction, xlated bool, callName func(call Instructio
 	var b strings.Builder
 	for i := 0; i < len(insns); {
 		text, n := Format(insns, i)
-		if in := insns[i]; xlated && in.Code == BPF_JMP|uint8(BPF_CALL) && in.Src != BPF_PSEUDO_KFUNC_CALL {
+		in := insns[i]
+		if xlated && in.Code == BPF_JMP|uint8(BPF_CALL) && in.Src != BPF_PSEUDO_KFUNC_CALL {
 			name := ""
 			if callName != nil {
 				name = callName(in)
@@ -141,7 +153,8 @@ func formatALU(in Instruction) (string, bool) {
 	case op > BPF_END:
 		return "", false
 	case in.Code == BPF_ALU64|uint8(BPF_MOV)|BPF_X && in.Off == BPF_ADDR_SPACE_CAST:
-		return fmt.Sprintf("r%d = addr_space_cast(r%d, %d, %d)", in.Dst, in.Src, uint32(in.Imm)>>16, uint16(in.Imm)), true
+		dstAS, srcAS := uint32(in.Imm)>>16, uint16(in.Imm)
+		return fmt.Sprintf("r%d = addr_space_cast(r%d, %d, %d)", in.Dst, in.Src, dstAS, srcAS), true
 	case in.Code == BPF_ALU64|uint8(BPF_MOV)|BPF_X && in.Off == -1:
 		return fmt.Sprintf("r%d = &(void __percpu *)(r%d)", in.Dst, in.Src), true
 	}
@@ -200,7 +213,8 @@ func formatSTX(in Instruction, size string) (string, bool) {
 	case op != int32(BPF_ADD) && op != int32(BPF_OR) && op != int32(BPF_AND) && op != int32(BPF_XOR):
 		return "", false
 	case in.Imm&int32(BPF_FETCH) != 0:
-		return fmt.Sprintf("r%d = atomic%s_fetch_%s(%s, r%d)", in.Src, bits, atomicOpStr[op>>4], mem, in.Src), true
+		name := atomicOpStr[op>>4]
+		return fmt.Sprintf("r%d = atomic%s_fetch_%s(%s, r%d)", in.Src, bits, name, mem, in.Src), true
 	default:
 		return fmt.Sprintf("lock *%s %s r%d", mem, aluOpStr[op>>4], in.Src), true
 	}
@@ -234,9 +248,11 @@ func formatJump(in Instruction) (string, bool) {
 	case op == BPF_JA || op == BPF_CALL || op == BPF_EXIT || op > BPF_JSLE:
 		return "", false
 	case in.Source() == BPF_X:
-		return fmt.Sprintf("if %s %s %s goto pc%+d", reg(wide, in.Dst), jmpOpStr[op>>4], reg(wide, in.Src), in.Off), true
+		dst, src := reg(wide, in.Dst), reg(wide, in.Src)
+		return fmt.Sprintf("if %s %s %s goto pc%+d", dst, jmpOpStr[op>>4], src, in.Off), true
 	default:
-		return fmt.Sprintf("if %s %s 0x%x goto pc%+d", reg(wide, in.Dst), jmpOpStr[op>>4], uint32(in.Imm), in.Off), true
+		dst := reg(wide, in.Dst)
+		return fmt.Sprintf("if %s %s 0x%x goto pc%+d", dst, jmpOpStr[op>>4], uint32(in.Imm), in.Off), true
 	}
 }
 

@@ -1,9 +1,9 @@
-// Package insn is the eBPF instruction set as plain data: the uapi's opcode
-// constants, struct bpf_insn and its encoding, a builder DSL modelled on
-// the kernel's BPF_* macros with labels, map and helper references that
-// Assemble resolves, the helper ids, and a disassembler printing what the
-// verifier log and `bpftool prog dump xlated` print. It imports only the
-// standard library.
+// Package insn is the eBPF instruction set as plain data. It holds the
+// uapi's opcode constants, struct bpf_insn and its encoding, and the helper
+// ids. Its builder DSL is modelled on the kernel's BPF_* macros, with
+// labels and map and helper references that Assemble resolves. Its
+// disassembler prints what the verifier log and `bpftool prog dump xlated`
+// print. It imports only the standard library.
 //
 // A program is a []Item: instructions from the builders (Mov64Imm,
 // LoadMem, JumpImm, Call, ...), Label markers, and sequences such as

@@ -28,7 +28,8 @@ func MapAdd(m MapFD, key, scratch int16, by Register) []Item {
 
 func mapAdd(m MapFD, key, scratch int16, by Register) []Item {
 	if key < -512 || key >= 0 || scratch < -512 || scratch > -8 || scratch%8 != 0 {
-		return bad("map increment: key at r10%+d, value at r10%+d: the stack is r10-512 to r10-1, the value 8-byte aligned", key, scratch)
+		return bad("map increment: key at r10%+d, value at r10%+d: "+
+			"the stack is r10-512 to r10-1, the value 8-byte aligned", key, scratch)
 	}
 	found := []Item{Mov64Imm(R1, 1), Atomic(BPF_DW, BPF_ADD.Atomic(), R0, R1, 0)}
 	store := StoreImm(BPF_DW, R10, scratch, 1)
@@ -36,7 +37,12 @@ func mapAdd(m MapFD, key, scratch int16, by Register) []Item {
 		found = []Item{Atomic(BPF_DW, BPF_ADD.Atomic(), R0, by, 0)}
 		store = StoreMem(BPF_DW, R10, scratch, by)
 	}
-	lookup := []Item{Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), LoadMapFD(R1, m), Call(BPF_FUNC_map_lookup_elem)}
+	lookup := []Item{
+		Mov64Reg(R2, R10),
+		ALU64Imm(BPF_ADD, R2, int32(key)),
+		LoadMapFD(R1, m),
+		Call(BPF_FUNC_map_lookup_elem),
+	}
 	n := int16(len(found))
 	// lookup; if found: add, done. Else insert; if another CPU inserted
 	// first: lookup again; if found: add. (Each run of instructions is a
@@ -46,10 +52,18 @@ func mapAdd(m MapFD, key, scratch int16, by Register) []Item {
 	items = append(items, lookup...)
 	items = append(items, JumpImmOff(BPF_JEQ, R0, 0, n+1))
 	items = append(items, found...)
-	items = append(items, []Item{JaOff(9 + 1 + 5 + 1 + n), // over the slots below
-		store, Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, int32(key)), Mov64Reg(R3, R10), ALU64Imm(BPF_ADD, R3, int32(scratch)),
-		Mov64Imm(R4, BPF_NOEXIST), LoadMapFD(R1, m), Call(BPF_FUNC_map_update_elem),
-		JumpImmOff(BPF_JEQ, R0, 0, 5+1+n)}...)
+	items = append(items, []Item{
+		JaOff(9 + 1 + 5 + 1 + n), // over the slots below
+		store,
+		Mov64Reg(R2, R10),
+		ALU64Imm(BPF_ADD, R2, int32(key)),
+		Mov64Reg(R3, R10),
+		ALU64Imm(BPF_ADD, R3, int32(scratch)),
+		Mov64Imm(R4, BPF_NOEXIST),
+		LoadMapFD(R1, m),
+		Call(BPF_FUNC_map_update_elem),
+		JumpImmOff(BPF_JEQ, R0, 0, 5+1+n),
+	}...)
 	items = append(items, lookup...)
 	items = append(items, JumpImmOff(BPF_JEQ, R0, 0, n))
 	return append(items, found...)
@@ -69,8 +83,12 @@ func Log2(dst, src, tmp Register) []Item {
 	}
 	items := []Item{Mov64Imm(dst, 0)}
 	for s := int32(32); s > 0; s /= 2 {
-		items = append(items, Mov64Reg(tmp, src), ALU64Imm(BPF_RSH, tmp, s), JumpImmOff(BPF_JEQ, tmp, 0, 2),
-			Mov64Reg(src, tmp), ALU64Imm(BPF_ADD, dst, s))
+		items = append(items,
+			Mov64Reg(tmp, src),
+			ALU64Imm(BPF_RSH, tmp, s),
+			JumpImmOff(BPF_JEQ, tmp, 0, 2),
+			Mov64Reg(src, tmp),
+			ALU64Imm(BPF_ADD, dst, s))
 	}
 	return items
 }

@@ -52,7 +52,8 @@ func AppendEncode(b []byte, insns []Instruction) ([]byte, error) {
 	b = slices.Grow(b, len(insns)*InstructionSize)[:at+len(insns)*InstructionSize]
 	for n, in := range insns {
 		if r := max(in.Dst, in.Src); r > 15 {
-			return b[:at], &itemError{fmt.Sprintf("encode: instruction %d", n), fmt.Errorf("%w: r%d does not fit 4 bits", ErrRegister, r)}
+			err := fmt.Errorf("%w: r%d does not fit 4 bits", ErrRegister, r)
+			return b[:at], &itemError{fmt.Sprintf("encode: instruction %d", n), err}
 		}
 		s := b[at+n*InstructionSize : at+n*InstructionSize+InstructionSize]
 		s[0], s[1] = in.Code, byte(in.Dst)|byte(in.Src)<<4
@@ -71,8 +72,13 @@ func Decode(b []byte) ([]Instruction, error) {
 	insns := make([]Instruction, len(b)/InstructionSize)
 	for n := range insns {
 		s := b[n*InstructionSize:]
-		insns[n] = Instruction{Code: s[0], Dst: Register(s[1] & 0x0f), Src: Register(s[1] >> 4),
-			Off: int16(binary.LittleEndian.Uint16(s[2:])), Imm: int32(binary.LittleEndian.Uint32(s[4:]))}
+		insns[n] = Instruction{
+			Code: s[0],
+			Dst:  Register(s[1] & 0x0f),
+			Src:  Register(s[1] >> 4),
+			Off:  int16(binary.LittleEndian.Uint16(s[2:])),
+			Imm:  int32(binary.LittleEndian.Uint32(s[4:])),
+		}
 	}
 	return insns, nil
 }

@@ -125,11 +125,16 @@ const (
 
 // Atomic operations other than the ALU ones (see ALUOp.Atomic).
 const (
-	BPF_FETCH     AtomicOp = 0x01             // BPF_FETCH: also return the old value in src
-	BPF_XCHG      AtomicOp = 0xe0 | BPF_FETCH // BPF_XCHG: exchange src with memory
-	BPF_CMPXCHG   AtomicOp = 0xf0 | BPF_FETCH // BPF_CMPXCHG: compare with r0 and exchange
-	BPF_LOAD_ACQ  AtomicOp = 0x100            // BPF_LOAD_ACQ: load-acquire, dst = *(src + off) (6.15)
-	BPF_STORE_REL AtomicOp = 0x110            // BPF_STORE_REL: store-release, *(dst + off) = src (6.15)
+	// BPF_FETCH: also return the old value in src.
+	BPF_FETCH AtomicOp = 0x01
+	// BPF_XCHG: exchange src with memory.
+	BPF_XCHG AtomicOp = 0xe0 | BPF_FETCH
+	// BPF_CMPXCHG: compare with r0 and exchange.
+	BPF_CMPXCHG AtomicOp = 0xf0 | BPF_FETCH
+	// BPF_LOAD_ACQ: load-acquire, dst = *(src + off) (6.15).
+	BPF_LOAD_ACQ AtomicOp = 0x100
+	// BPF_STORE_REL: store-release, *(dst + off) = src (6.15).
+	BPF_STORE_REL AtomicOp = 0x110
 )
 
 // Special encodings of newer kernels.
@@ -152,17 +157,27 @@ const (
 
 // Flags that helpers take as arguments, for programs to load as immediates.
 // They are untyped, so that each goes where its value fits and nowhere
-// else: BPF_F_CURRENT_CPU, a u64 flags value 0x00000000ffffffff, goes in
-// with LoadImm64(r, BPF_F_CURRENT_CPU) and does not compile as Mov64Imm's
-// int32, which the kernel sign-extends to all ones, a flags value that
-// bpf_perf_event_output refuses (EINVAL: bits outside BPF_F_INDEX_MASK).
+// else. BPF_F_CURRENT_CPU, a u64 flags value 0x00000000ffffffff, goes in
+// with LoadImm64(r, BPF_F_CURRENT_CPU). It does not compile as Mov64Imm's
+// int32, which the kernel would sign-extend to all ones: a flags value
+// that bpf_perf_event_output refuses (EINVAL: bits outside
+// BPF_F_INDEX_MASK).
 const (
-	BPF_ANY              = 0          // BPF_ANY: map update creates or replaces
-	BPF_NOEXIST          = 1          // BPF_NOEXIST: map update creates only
-	BPF_EXIST            = 2          // BPF_EXIST: map update replaces only
-	BPF_F_INDEX_MASK     = 0xffffffff // BPF_F_INDEX_MASK: the cpu or index part of perf_event_output's flags
-	BPF_F_CURRENT_CPU    = 0xffffffff // BPF_F_CURRENT_CPU: this CPU's perf ring, in perf_event_output's flags; LoadImm64 it
-	BPF_F_USER_STACK     = 1 << 8     // BPF_F_USER_STACK: get_stackid/get_stack walk the user stack
-	BPF_F_FAST_STACK_CMP = 1 << 9     // BPF_F_FAST_STACK_CMP: get_stackid compares stacks by hash only
-	BPF_F_REUSE_STACKID  = 1 << 10    // BPF_F_REUSE_STACKID: get_stackid replaces a colliding stack
+	// BPF_ANY: a map update creates or replaces.
+	BPF_ANY = 0
+	// BPF_NOEXIST: a map update creates only.
+	BPF_NOEXIST = 1
+	// BPF_EXIST: a map update replaces only.
+	BPF_EXIST = 2
+	// BPF_F_INDEX_MASK: the cpu or index part of perf_event_output's flags.
+	BPF_F_INDEX_MASK = 0xffffffff
+	// BPF_F_CURRENT_CPU: this CPU's perf ring, in perf_event_output's
+	// flags; LoadImm64 it.
+	BPF_F_CURRENT_CPU = 0xffffffff
+	// BPF_F_USER_STACK: get_stackid and get_stack walk the user stack.
+	BPF_F_USER_STACK = 1 << 8
+	// BPF_F_FAST_STACK_CMP: get_stackid compares stacks by hash only.
+	BPF_F_FAST_STACK_CMP = 1 << 9
+	// BPF_F_REUSE_STACKID: get_stackid replaces a colliding stack.
+	BPF_F_REUSE_STACKID = 1 << 10
 )

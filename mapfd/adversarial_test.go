@@ -23,21 +23,10 @@ import (
 // otherwise than Go, paths outside the BPF file system. Each checks the
 // exact answer, and that nothing is written or removed where it must not be.
 
-// wantErr fails t unless err is non-nil, starts with "mapfd: " (every error
-// mapfd returns does) and holds every part.
+// wantErr is testutil.WantErr for mapfd's errors.
 func wantErr(t *testing.T, what string, err error, parts ...string) {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("%s: no error, want one saying %q", what, parts)
-	}
-	if !strings.HasPrefix(err.Error(), "mapfd: ") {
-		t.Fatalf("%s: error %q does not start with mapfd's prefix", what, err)
-	}
-	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Fatalf("%s: error %q does not say %q", what, err, p)
-		}
-	}
+	testutil.WantErr(t, "mapfd", what, err, parts...)
 }
 
 // TestLookupBatchSizesIn64Bits: with 1 MiB values, 4096 keys' worth of key

@@ -8,12 +8,12 @@
 // fixed-size Go types and, like the byte API, does not allocate per call.
 // Element operations on hash, array, per-CPU and LRU maps, which never sleep
 // in the kernel, skip the Go runtime's system call bookkeeping
-// (sys.MapElemNoSleep).
+// (sys.MapLookupElemNoSleep and its siblings).
 //
 // A missing key is ErrKeyNotExist, which also matches unix.ENOENT. Every
-// other error keeps the errno of the bpf(2) call beneath it. Create
-// checks a map's sizes against what the kernel requires of its type (a
-// ring buffer's size a power of two and a multiple of the page size, an
-// array's key 4 bytes) before asking, and a refusal names the map's type
-// and the rule broken, or says what the errno means for that type.
+// other error keeps the errno of the bpf(2) call beneath it. Create checks
+// a map's sizes against what the kernel requires of its type before
+// asking: a ring buffer's size a power of two and a multiple of the page
+// size, an array's key 4 bytes. A refusal names the map's type and the
+// rule broken, or says what the errno means for that type.
 package mapfd

@@ -85,14 +85,22 @@ func (m *Map) LookupBatch(c *BatchCursor, keys, values []byte) (int, error) {
 			sys.QuoteName(m.name), m.typ)
 	}
 	// In 64 bits: in 32 the product wraps, and the kernel writes past values.
-	n := min(uint64(len(keys))/uint64(m.keySize), uint64(len(values))/max(uint64(m.valueSize), 1), math.MaxUint32)
+	byKeys := uint64(len(keys)) / uint64(m.keySize)
+	byValues := uint64(len(values)) / max(uint64(m.valueSize), 1)
+	n := min(byKeys, byValues, math.MaxUint32)
 	if n == 0 {
-		return 0, fmt.Errorf("mapfd: map %q: lookup batch: buffers of %d and %d bytes hold no whole element (key %d bytes, value %d)",
+		return 0, fmt.Errorf("mapfd: map %q: lookup batch: buffers of %d and %d bytes "+
+			"hold no whole element (key %d bytes, value %d)",
 			m.name, len(keys), len(values), m.keySize, m.valueSize)
 	}
 	var out uint64
-	attr := sys.MapBatchAttr{MapFD: uint32(m.fd.Int()), Keys: sys.SlicePointer(keys), Values: sys.SlicePointer(values),
-		Count: uint32(n), OutBatch: sys.NewPointer(unsafe.Pointer(&out))}
+	attr := sys.MapBatchAttr{
+		MapFD:    uint32(m.fd.Int()),
+		Keys:     sys.SlicePointer(keys),
+		Values:   sys.SlicePointer(values),
+		Count:    uint32(n),
+		OutBatch: sys.NewPointer(unsafe.Pointer(&out)),
+	}
 	if c.started {
 		attr.InBatch = sys.NewPointer(unsafe.Pointer(&c.token))
 	}

@@ -16,18 +16,31 @@ type Type uint32
 
 // The map types bpfkit knows; any other bpf_map_type value works as well.
 const (
-	Hash           Type = unix.BPF_MAP_TYPE_HASH             // keys of any size to values
-	Array          Type = unix.BPF_MAP_TYPE_ARRAY            // u32 indexes to values, all present, zeroed
-	ProgArray      Type = unix.BPF_MAP_TYPE_PROG_ARRAY       // values are program fds; for bpf_tail_call
-	PerfEventArray Type = unix.BPF_MAP_TYPE_PERF_EVENT_ARRAY // values are perf event fds; for bpf_perf_event_output
-	PerCPUHash     Type = unix.BPF_MAP_TYPE_PERCPU_HASH      // a value per possible CPU for each key
-	PerCPUArray    Type = unix.BPF_MAP_TYPE_PERCPU_ARRAY     // a value per possible CPU for each index
-	StackTrace     Type = unix.BPF_MAP_TYPE_STACK_TRACE      // stacks by id, for bpf_get_stackid
-	LRUHash        Type = unix.BPF_MAP_TYPE_LRU_HASH         // a hash that evicts the least recently used
-	LRUPerCPUHash  Type = unix.BPF_MAP_TYPE_LRU_PERCPU_HASH  // an LRU hash with a value per CPU
-	Queue          Type = unix.BPF_MAP_TYPE_QUEUE            // FIFO, no keys (4.20)
-	Stack          Type = unix.BPF_MAP_TYPE_STACK            // LIFO, no keys (4.20)
-	RingBuf        Type = unix.BPF_MAP_TYPE_RINGBUF          // 5.8; MaxEntries is the size in bytes, a power of 2 and of the page size
+	// Hash maps keys of any size to values.
+	Hash Type = unix.BPF_MAP_TYPE_HASH
+	// Array maps u32 indexes to values, all present, zeroed.
+	Array Type = unix.BPF_MAP_TYPE_ARRAY
+	// ProgArray holds program fds, for bpf_tail_call.
+	ProgArray Type = unix.BPF_MAP_TYPE_PROG_ARRAY
+	// PerfEventArray holds perf event fds, for bpf_perf_event_output.
+	PerfEventArray Type = unix.BPF_MAP_TYPE_PERF_EVENT_ARRAY
+	// PerCPUHash holds a value per possible CPU for each key.
+	PerCPUHash Type = unix.BPF_MAP_TYPE_PERCPU_HASH
+	// PerCPUArray holds a value per possible CPU for each index.
+	PerCPUArray Type = unix.BPF_MAP_TYPE_PERCPU_ARRAY
+	// StackTrace holds stacks by id, for bpf_get_stackid.
+	StackTrace Type = unix.BPF_MAP_TYPE_STACK_TRACE
+	// LRUHash is a hash that evicts the least recently used.
+	LRUHash Type = unix.BPF_MAP_TYPE_LRU_HASH
+	// LRUPerCPUHash is an LRU hash with a value per CPU.
+	LRUPerCPUHash Type = unix.BPF_MAP_TYPE_LRU_PERCPU_HASH
+	// Queue is a FIFO without keys (4.20).
+	Queue Type = unix.BPF_MAP_TYPE_QUEUE
+	// Stack is a LIFO without keys (4.20).
+	Stack Type = unix.BPF_MAP_TYPE_STACK
+	// RingBuf is the BPF ring buffer (5.8). MaxEntries is its size in
+	// bytes, a power of 2 and a multiple of the page size.
+	RingBuf Type = unix.BPF_MAP_TYPE_RINGBUF
 )
 
 // String is the type's name as in the uapi's enum bpf_map_type, without
@@ -36,7 +49,11 @@ func (t Type) String() string { return sys.MapTypeName(uint32(t)) }
 
 // PerCPU reports whether the map holds one value per possible CPU.
 func (t Type) PerCPU() bool {
-	return t == PerCPUHash || t == PerCPUArray || t == LRUPerCPUHash || t == unix.BPF_MAP_TYPE_PERCPU_CGROUP_STORAGE
+	switch t {
+	case PerCPUHash, PerCPUArray, LRUPerCPUHash, unix.BPF_MAP_TYPE_PERCPU_CGROUP_STORAGE:
+		return true
+	}
+	return false
 }
 
 // Flags for Update, as in the uapi header.
@@ -49,15 +66,19 @@ const (
 
 // Flags for Spec.Flags (map_flags), as in the uapi header.
 const (
-	BPF_F_NO_PREALLOC    = unix.BPF_F_NO_PREALLOC    // hash: allocate elements at update, not all at create
+	BPF_F_NO_PREALLOC    = unix.BPF_F_NO_PREALLOC    // hash: allocate at update, not all at create
 	BPF_F_NO_COMMON_LRU  = unix.BPF_F_NO_COMMON_LRU  // LRU hash: an LRU list per CPU
 	BPF_F_RDONLY         = unix.BPF_F_RDONLY         // user space only reads, through this fd
 	BPF_F_WRONLY         = unix.BPF_F_WRONLY         // user space only writes, through this fd
 	BPF_F_RDONLY_PROG    = unix.BPF_F_RDONLY_PROG    // programs only read (5.2)
 	BPF_F_WRONLY_PROG    = unix.BPF_F_WRONLY_PROG    // programs only write (5.2)
 	BPF_F_STACK_BUILD_ID = unix.BPF_F_STACK_BUILD_ID // stack trace: build id and offset per frame
-	BPF_F_PRESERVE_ELEMS = unix.BPF_F_PRESERVE_ELEMS // perf event array: keep the events when its creator's fd closes (5.10)
-	BPF_F_INNER_MAP      = unix.BPF_F_INNER_MAP      // InnerMap template: inner maps may differ in MaxEntries (5.10)
+	// BPF_F_PRESERVE_ELEMS: a perf event array keeps its events when its
+	// creator's fd closes (5.10).
+	BPF_F_PRESERVE_ELEMS = unix.BPF_F_PRESERVE_ELEMS
+	// BPF_F_INNER_MAP: on an InnerMap template, the inner maps may differ
+	// in MaxEntries (5.10).
+	BPF_F_INNER_MAP = unix.BPF_F_INNER_MAP
 )
 
 // ErrKeyNotExist is returned for a key that is not in the map. It matches
@@ -83,9 +104,11 @@ func (m *Map) wrap(op string, err error) error {
 
 // Spec describes a map to create.
 type Spec struct {
-	Type      Type   // the map type
-	KeySize   uint32 // bytes; zero for a PerfEventArray or ProgArray means 4
-	ValueSize uint32 // bytes, per CPU for per-CPU maps; zero for a PerfEventArray or ProgArray means 4 (an fd)
+	Type    Type   // the map type
+	KeySize uint32 // bytes; zero for a PerfEventArray or ProgArray means 4
+	// ValueSize is in bytes, per CPU for per-CPU maps; zero for a
+	// PerfEventArray or ProgArray means 4 (an fd).
+	ValueSize uint32
 	// MaxEntries is the capacity. Zero for a PerfEventArray means one entry
 	// per possible CPU, what bpf_perf_event_output with BPF_F_CURRENT_CPU
 	// and perfring.NewPerfReader need.
@@ -104,13 +127,13 @@ type Map struct {
 	valueSize  uint32 // of the buffer a lookup fills: stride × CPUs for per-CPU maps
 	maxEntries uint32
 	name       string
-	noSleep    bool // element operations never sleep: see sys.MapElemNoSleep
+	noSleep    bool // element operations never sleep: see sys.MapLookupElemNoSleep
 }
 
-// Create makes a new map. One whose sizes break its type's rule (a ring
-// buffer's size a power of two and a multiple of the page size, an
-// array's key 4 bytes, ...) is refused before the kernel is asked, with
-// an error that says the rule and wraps EINVAL, as the kernel's would.
+// Create makes a new map. A map whose sizes break its type's rule is
+// refused before the kernel is asked. A ring buffer's size, say, must be a
+// power of two and a multiple of the page size, and an array's key is 4
+// bytes. The error says the rule and wraps EINVAL, as the kernel's would.
 func Create(spec Spec) (*Map, error) {
 	name, err := sys.NewObjName(spec.Name)
 	if err != nil {
@@ -129,8 +152,14 @@ func Create(spec Spec) (*Map, error) {
 	if err := checkSizes(spec); err != nil {
 		return nil, err
 	}
-	attr := sys.MapCreateAttr{MapType: uint32(spec.Type), KeySize: spec.KeySize, ValueSize: spec.ValueSize,
-		MaxEntries: spec.MaxEntries, MapFlags: spec.Flags, MapName: name}
+	attr := sys.MapCreateAttr{
+		MapType:    uint32(spec.Type),
+		KeySize:    spec.KeySize,
+		ValueSize:  spec.ValueSize,
+		MaxEntries: spec.MaxEntries,
+		MapFlags:   spec.Flags,
+		MapName:    name,
+	}
 	if spec.InnerMap != nil {
 		if spec.InnerMap.fd.Int() < 0 {
 			return nil, fmt.Errorf("%w: the inner map of %s", ErrClosed, sys.QuoteName(spec.Name))
@@ -156,9 +185,11 @@ func newMap(fd int, typ Type, key, value, max uint32, name string) (*Map, error)
 	m.fd.Set(fd)
 	if typ.PerCPU() {
 		n, err := sys.PossibleCPUs()
-		size := uint64(n) * ((uint64(value) + 7) &^ 7) // in 64 bits: value+7 and the product both wrap in 32
+		// In 64 bits: value+7 and the product both wrap in 32.
+		size := uint64(n) * ((uint64(value) + 7) &^ 7)
 		if err == nil && size > math.MaxUint32 {
-			err = fmt.Errorf("per-CPU value of %d bytes times %d CPUs is more than a lookup can take", value, n)
+			err = fmt.Errorf("per-CPU value of %d bytes times %d CPUs is more than a lookup can take",
+				value, n)
 		}
 		if err != nil {
 			unix.Close(fd)
@@ -171,7 +202,7 @@ func newMap(fd int, typ Type, key, value, max uint32, name string) (*Map, error)
 
 // Open opens the map pinned at path in a BPF file system.
 func Open(path string) (*Map, error) {
-	fd, err := sys.OpenPinned(path, "map")
+	fd, err := sys.OpenPinned(path, sys.ObjMap)
 	if err != nil {
 		return nil, fmt.Errorf("mapfd: open pinned map %s: %w", path, err)
 	}
@@ -192,7 +223,8 @@ func OpenID(id uint32) (*Map, error) {
 func NextID(after uint32) (uint32, error) {
 	attr := sys.GetIDAttr{ID: after}
 	err := sys.MapGetNextID(&attr)
-	if notExist(err) || after >= math.MaxInt32 { // ids are below INT_MAX; past it the kernel answers EINVAL
+	// Ids are below INT_MAX; past it the kernel answers EINVAL.
+	if notExist(err) || after >= math.MaxInt32 {
 		return 0, nil
 	}
 	if err != nil {
@@ -207,7 +239,8 @@ func fromFD(fd int) (*Map, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("mapfd: map info: %w", err)
 	}
-	return newMap(fd, Type(info.Type), info.KeySize, info.ValueSize, info.MaxEntries, info.Name.String())
+	name := info.Name.String()
+	return newMap(fd, Type(info.Type), info.KeySize, info.ValueSize, info.MaxEntries, name)
 }
 
 // FD is the map's file descriptor, for programs that reference it
@@ -280,17 +313,30 @@ func (m *Map) Lookup(key, value []byte) error {
 // bookkeeping for the map types whose element operations never sleep. A
 // missing key is ErrKeyNotExist, but to an update.
 func (m *Map) elemOp(cmd int, key, value unsafe.Pointer, flags uint64) error {
-	attr := sys.MapElemAttr{MapFD: uint32(m.fd.Int()), Key: sys.NewPointer(key), Value: sys.NewPointer(value), Flags: flags}
+	attr := sys.MapElemAttr{
+		MapFD: uint32(m.fd.Int()),
+		Key:   sys.NewPointer(key),
+		Value: sys.NewPointer(value),
+		Flags: flags,
+	}
+	// Direct calls, not function values: through one, attr would escape
+	// and every call would allocate.
 	var err error
 	switch {
-	case m.noSleep && cmd <= unix.BPF_MAP_GET_NEXT_KEY:
-		err = sys.MapElemNoSleep(cmd, &attr)
+	case cmd == unix.BPF_MAP_LOOKUP_ELEM && m.noSleep:
+		err = sys.MapLookupElemNoSleep(&attr)
 	case cmd == unix.BPF_MAP_LOOKUP_ELEM:
 		err = sys.MapLookupElem(&attr)
+	case cmd == unix.BPF_MAP_UPDATE_ELEM && m.noSleep:
+		err = sys.MapUpdateElemNoSleep(&attr)
 	case cmd == unix.BPF_MAP_UPDATE_ELEM:
 		err = sys.MapUpdateElem(&attr)
+	case cmd == unix.BPF_MAP_DELETE_ELEM && m.noSleep:
+		err = sys.MapDeleteElemNoSleep(&attr)
 	case cmd == unix.BPF_MAP_DELETE_ELEM:
 		err = sys.MapDeleteElem(&attr)
+	case cmd == unix.BPF_MAP_GET_NEXT_KEY && m.noSleep:
+		err = sys.MapGetNextKeyNoSleep(&attr)
 	case cmd == unix.BPF_MAP_GET_NEXT_KEY:
 		err = sys.MapGetNextKey(&attr)
 	case cmd == unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM:
@@ -307,8 +353,15 @@ func (m *Map) elemOp(cmd int, key, value unsafe.Pointer, flags uint64) error {
 	return m.wrap(elemOps[cmd], err)
 }
 
-var elemOps = [...]string{unix.BPF_MAP_LOOKUP_ELEM: "lookup", unix.BPF_MAP_UPDATE_ELEM: "update", unix.BPF_MAP_DELETE_ELEM: "delete",
-	unix.BPF_MAP_GET_NEXT_KEY: "next key", unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM: "lookup and delete", unix.BPF_MAP_FREEZE: "freeze"}
+// elemOps names the element commands in errors.
+var elemOps = [...]string{
+	unix.BPF_MAP_LOOKUP_ELEM:            "lookup",
+	unix.BPF_MAP_UPDATE_ELEM:            "update",
+	unix.BPF_MAP_DELETE_ELEM:            "delete",
+	unix.BPF_MAP_GET_NEXT_KEY:           "next key",
+	unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM: "lookup and delete",
+	unix.BPF_MAP_FREEZE:                 "freeze",
+}
 
 func (m *Map) lookup(key, value unsafe.Pointer) error {
 	return m.elemOp(unix.BPF_MAP_LOOKUP_ELEM, key, value, 0)
@@ -436,6 +489,13 @@ func (m *Map) Info() (Info, error) {
 	if err := sys.InfoByFD(m.fd.Int(), &i); err != nil {
 		return Info{}, m.wrap("info", err)
 	}
-	return Info{ID: i.ID, Type: Type(i.Type), KeySize: i.KeySize, ValueSize: i.ValueSize, MaxEntries: i.MaxEntries,
-		Flags: i.MapFlags, Name: i.Name.String()}, nil
+	return Info{
+		ID:         i.ID,
+		Type:       Type(i.Type),
+		KeySize:    i.KeySize,
+		ValueSize:  i.ValueSize,
+		MaxEntries: i.MaxEntries,
+		Flags:      i.MapFlags,
+		Name:       i.Name.String(),
+	}, nil
 }

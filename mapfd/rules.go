@@ -11,9 +11,10 @@ import (
 )
 
 // sizeRule is what the kernel requires of a map type's key size, value
-// size and max_entries when it creates one (its map_alloc_check), the
-// same from 5.10 to 7.2: BPF_MAP_CREATE answers EINVAL, and no more, to
-// a map that breaks it. Each rule says in words what it requires.
+// size and max_entries when it creates one (its map_alloc_check). The
+// rules are the same from 5.10 to 7.2. BPF_MAP_CREATE answers EINVAL, and
+// no more, to a map that breaks one, so each rule says in words what it
+// requires.
 type sizeRule struct {
 	ok   func(s Spec) bool
 	says string
@@ -107,9 +108,9 @@ func checkSizes(spec Spec) error {
 }
 
 // refused says why the kernel refused a map, from its errno, where the
-// errno alone would not: EINVAL is a size or a flag the kernel does not
-// take for the type (the rules above passed), E2BIG a key or value too
-// large for it.
+// errno alone would not. EINVAL is a size or a flag the kernel does not
+// take for the type, the rules above having passed; E2BIG is a key or
+// value too large for it.
 func refused(spec Spec, err error) error {
 	why := ""
 	switch {

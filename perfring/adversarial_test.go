@@ -24,21 +24,10 @@ import (
 // ReadFunc callback. Each checks the exact answer, within a time limit, so
 // that a hang fails rather than stalls.
 
-// wantErr fails t unless err is non-nil, starts with "perfring: " (every
-// error perfring returns does) and holds every part.
+// wantErr is testutil.WantErr for perfring's errors.
 func wantErr(t *testing.T, what string, err error, parts ...string) {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("%s: no error, want one saying %q", what, parts)
-	}
-	if !strings.HasPrefix(err.Error(), "perfring: ") {
-		t.Fatalf("%s: error %q does not start with perfring's prefix", what, err)
-	}
-	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Fatalf("%s: error %q does not say %q", what, err, p)
-		}
-	}
+	testutil.WantErr(t, "perfring", what, err, parts...)
 }
 
 // within runs f, and panics, failing the whole run, if it has not returned
@@ -338,6 +327,7 @@ func hostileReadArguments(t *testing.T, kind string) {
 	r, _ := newReader(t, kind)
 	_, err := r.ReadFunc(context.Background(), nil)
 	wantErr(t, "ReadFunc with a nil callback", err, "perfring: ReadFunc with a nil callback")
+	//lint:ignore SA1012 a nil context is the hostile argument under test
 	_, err = r.Read(nil)
 	wantErr(t, "Read with a nil context", err, "perfring: nil context")
 	for _, d := range []time.Time{time.Unix(0, 0), time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), time.Now().Add(-time.Hour)} {

@@ -2,6 +2,7 @@ package perfring_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -46,6 +47,7 @@ type benchConfig struct {
 	ringbuf   bool
 	ring      int
 	watermark int
+	records   int // the producer's getppid calls; 0: produced
 }
 
 var rounds = flag.Int("rounds", 7, "BenchmarkRead: runs of each reader per configuration, alternating")
@@ -74,9 +76,9 @@ func BenchmarkRead(b *testing.B) {
 	for _, ring := range []int{256 << 10, 4 << 20} {
 		size := fmt.Sprintf("%dKiB", ring>>10)
 		configs = append(configs,
-			benchConfig{"perf/" + size + "/every-record", false, ring, 0},
-			benchConfig{"perf/" + size + "/watermark-64KiB", false, ring, 64 << 10},
-			benchConfig{"ringbuf/" + size, true, ring, 0})
+			benchConfig{"perf/" + size + "/every-record", false, ring, 0, 0},
+			benchConfig{"perf/" + size + "/watermark-64KiB", false, ring, 64 << 10, 0},
+			benchConfig{"ringbuf/" + size, true, ring, 0, 0})
 	}
 	withLibbpf := libbpfReader(b) != ""
 	if !withLibbpf {
@@ -118,6 +120,58 @@ func BenchmarkRead(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTuning measures what the reader's one reach into the Go
+// runtime buys over a plain epoll loop: runtime.goyield every 8 ms
+// (yield.go), so that sysmon finds the reader passing through the
+// scheduler and leaves its P alone. It runs the scenario of BenchmarkRead,
+// read by ReadFunc, without yielding ("plain") and with ("yield"), -rounds
+// times each, alternating; with GOMAXPROCS as it is and 1. Reported as
+// .../median: each variant's median CPU time per record, and the median of
+// yield's ratios to plain's in the same round (x-plain): other work on the
+// machine comes and goes, and the runs of a round are close in time.
+func BenchmarkTuning(b *testing.B) {
+	testutil.RequireRoot(b)
+	// Rings of 4 MiB, which lose few records: a reader that falls behind
+	// and loses many spends a different CPU time per record, by chance.
+	configs := []benchConfig{
+		{"perf/every-record", false, 4 << 20, 0, 300_000},
+		{"perf/watermark-64KiB", false, 4 << 20, 64 << 10, 2_000_000},
+		{"ringbuf", true, 4 << 20, 0, 1_000_000},
+	}
+	variants := []string{"plain", "yield"}
+	for _, procs := range []int{runtime.GOMAXPROCS(0), 1} {
+		for _, c := range configs {
+			prefix := fmt.Sprintf("procs-%d/%s/", procs, c.name)
+			cpu := map[string][]float64{}
+			for round := range *rounds {
+				for k := range variants {
+					v := variants[(k+round)%len(variants)]
+					b.Run(prefix+v, func(b *testing.B) {
+						defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+						defer perfring.SetYield(v == "yield")()
+						for b.Loop() {
+							r := runScenario(b, c, "bpfkit")
+							cpu[v] = append(cpu[v], r.cpuPerRecord)
+						}
+					})
+				}
+			}
+			b.Run(prefix+"median", func(b *testing.B) {
+				for b.Loop() {
+				}
+				b.ReportMetric(0, "ns/op")
+				var ratios []float64 // of runs of the same round, close in time
+				for i, plain := range cpu["plain"] {
+					ratios = append(ratios, cpu["yield"][i]/plain)
+				}
+				b.ReportMetric(median(cpu["plain"]), "plain-cpu-ns/record")
+				b.ReportMetric(median(cpu["yield"]), "yield-cpu-ns/record")
+				b.ReportMetric(median(ratios), "yield-x-plain")
+			})
+		}
 	}
 }
 
@@ -183,7 +237,8 @@ func runScenario(b *testing.B, c benchConfig, impl string) result {
 		cons = startBpfkit(b, out, c, impl == "bpfkit-read")
 	}
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "BPFKIT_PRODUCER="+strconv.Itoa(produced))
+	sent := cmp.Or(c.records, produced)
+	cmd.Env = append(os.Environ(), "BPFKIT_PRODUCER="+strconv.Itoa(sent))
 	stdin, _ := cmd.StdinPipe()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -226,8 +281,8 @@ func runScenario(b *testing.B, c benchConfig, impl string) result {
 		b.Fatalf("the kernel reported %d lost, the program saw %d outputs fail", lost, e.failed())
 	}
 	received, lost := samples-flushed, lost-flushLost
-	if received+lost != produced {
-		b.Fatalf("received %d + lost %d != sent %d", received, lost, produced)
+	if received+lost != uint64(sent) {
+		b.Fatalf("received %d + lost %d != sent %d", received, lost, sent)
 	}
 	b.ReportMetric(float64(received)/elapsed.Seconds(), "records/s")
 	b.ReportMetric(float64(lost), "lost")

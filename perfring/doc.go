@@ -9,16 +9,17 @@
 // producer_pos); we load it with acquire, and hand space back by storing
 // data_tail (consumer_pos) with release. A ring buffer record's busy bit,
 // cleared with release on commit, is loaded with acquire. The positions are
-// 8-byte aligned 64-bit words, as sync/atomic needs on 32-bit ports, except
-// the ring buffer's on a 32-bit kernel, which are its 4-byte unsigned longs
-// (sys.KernelLongSize), wrapping at 4 GiB: read and stored as 4 bytes, they
-// are counted on in 64 bits.
+// 8-byte aligned 64-bit words, as sync/atomic needs on 32-bit ports. The
+// exception is the ring buffer's on a 32-bit kernel: its 4-byte unsigned
+// longs (sys.KernelLongSize), which wrap at 4 GiB. They are read and stored
+// as 4 bytes, and counted on in 64 bits.
 //
 // # Cost
 //
 // ReadFunc hands records to its callback in place, and the space back once
-// per batch; a perf record that wraps around its ring is copied once into a
-// reused buffer (the ring buffer maps its data twice in a row: none wraps).
+// per batch. A perf record that wraps around its ring is copied once into a
+// reused buffer; the ring buffer maps its data twice in a row, and none of
+// its records wraps.
 // Read copies each record into a reused buffer, since Close may unmap the
 // ring under the caller. No read path allocates per record. As in libbpf, a
 // perf ring is read only when the kernel has woken the reader for it: a

@@ -27,7 +27,9 @@ import (
 // tracepoint's own record lacks (NewEventReader); a program's output can
 // carry its own time instead.
 type Options struct {
-	RingBytes    int  // each CPU's ring, rounded up to a power of two of pages, at most 1 GiB; 0: 256 KiB
+	// RingBytes is each CPU's ring, rounded up to a power of two of pages,
+	// at most 1 GiB; 0: 256 KiB.
+	RingBytes    int
 	Watermark    int  // bytes, below the ring's size; 0: wake every WakeupEvents records
 	WakeupEvents int  // records, at most 2^32-1; 0: 1
 	SampleTime   bool // stamp each sample with the kernel's CLOCK_MONOTONIC time: Record.Time
@@ -81,8 +83,9 @@ const (
 // entries still the reader's own, so that the newer reader keeps receiving
 // when the older one closes. The kernel lets no one read a perf event
 // array's entries (a lookup answers ENOTSUPP), so this process keeps the
-// record of whose each is: a reader in another process that takes entries
-// over is beyond it, and loses them when this process's reader closes.
+// record of whose each is. A reader in another process that takes entries
+// over is beyond that record, and loses them when this process's reader
+// closes.
 func NewPerfReader(array *mapfd.Map, o Options) (*PerfReader, error) {
 	err := checkMap(array, mapfd.PerfEventArray)
 	var r *PerfReader
@@ -137,13 +140,19 @@ func newPerfReader(array *mapfd.Map, ev Event, o Options) (*PerfReader, error) {
 		return nil, err
 	}
 	if n := cpus[len(cpus)-1]; array != nil && uint32(n) >= array.MaxEntries() {
-		return nil, fmt.Errorf("map %q has %d entries, CPU %d is online", array.Name(), array.MaxEntries(), n)
+		return nil, fmt.Errorf("map %q has %d entries, CPU %d is online",
+			array.Name(), array.MaxEntries(), n)
 	}
 	poll, err := newPoller(len(cpus))
 	if err != nil {
 		return nil, err
 	}
-	r := &PerfReader{array: array, poll: poll, lost: make([]atomic.Uint64, len(cpus)), timed: o.SampleTime}
+	r := &PerfReader{
+		array: array,
+		poll:  poll,
+		lost:  make([]atomic.Uint64, len(cpus)),
+		timed: o.SampleTime,
+	}
 	poll.release, poll.stop = r.release, r.stop
 	if array != nil {
 		var info sys.MapInfo
@@ -190,16 +199,18 @@ func checkMap(m *mapfd.Map, want mapfd.Type) error {
 func ringSize(o Options, page int) (int, error) {
 	switch {
 	case o.RingBytes < 0 || o.RingBytes > maxRingBytes:
-		return 0, fmt.Errorf("RingBytes %d out of range [0, %d]", o.RingBytes, maxRingBytes)
+		return 0, fmt.Errorf("Options.RingBytes %d out of range [0, %d]", o.RingBytes, maxRingBytes)
 	case o.WakeupEvents < 0 || uint64(o.WakeupEvents) > math.MaxUint32:
-		return 0, fmt.Errorf("WakeupEvents %d out of range [0, %d]", o.WakeupEvents, uint64(math.MaxUint32))
+		return 0, fmt.Errorf("Options.WakeupEvents %d out of range [0, %d]",
+			o.WakeupEvents, uint64(math.MaxUint32))
 	}
 	want, size := int64(cmp.Or(o.RingBytes, 256<<10)), int64(page)
 	for size < want { // page and maxRingBytes are powers of two: size <= max(page, maxRingBytes)
 		size *= 2
 	}
 	if o.Watermark < 0 || int64(o.Watermark) >= size {
-		return 0, fmt.Errorf("Watermark %d out of range [0, %d): it must be below the ring's size", o.Watermark, size)
+		return 0, fmt.Errorf("Options.Watermark %d out of range [0, %d): "+
+			"it must be below the ring's size", o.Watermark, size)
 	}
 	return int(size), nil
 }
@@ -228,8 +239,14 @@ func openRing(cpu, size, page int, ev Event, disabled bool, o Options) (*perfRin
 		unix.Close(fd)
 		return nil, fmt.Errorf("%d-byte ring: %w", size, err)
 	}
-	ring := &perfRing{cpu: cpu, fd: fd, mem: mem, data: mem[page:],
-		head: (*uint64)(unsafe.Pointer(&mem[offDataHead])), tail: (*uint64)(unsafe.Pointer(&mem[offDataTail]))}
+	ring := &perfRing{
+		cpu:  cpu,
+		fd:   fd,
+		mem:  mem,
+		data: mem[page:],
+		head: (*uint64)(unsafe.Pointer(&mem[offDataHead])),
+		tail: (*uint64)(unsafe.Pointer(&mem[offDataTail])),
+	}
 	ring.pos = atomic.LoadUint64(ring.tail)
 	ring.end, ring.released = ring.pos, ring.pos
 	ring.woken = true // the first read looks
@@ -289,11 +306,11 @@ func (r *PerfReader) stop() {
 	}
 }
 
-// Close stops the reader: blocked and later reads return ErrClosed, and
-// the rings are freed and the map's entries still the reader's cleared (a
-// newer reader's stay; the map stays open) once no read uses them; during
-// a ReadFunc callback, by that ReadFunc after the callback. Closing twice
-// is harmless.
+// Close stops the reader: blocked and later reads return ErrClosed. Once
+// no read uses them, the rings are freed and the map's entries still the
+// reader's are cleared; a newer reader's stay, and the map stays open.
+// Called during a ReadFunc callback, it leaves that to the ReadFunc, after
+// the callback. Closing twice is harmless.
 func (r *PerfReader) Close() error {
 	r.poll.shutdown()
 	return nil
@@ -321,7 +338,9 @@ func (r *PerfReader) Pause() error { return r.pause(true) }
 func (r *PerfReader) Resume() error { return r.pause(false) }
 
 func (r *PerfReader) pause(on bool) error {
-	return r.eachRing("pause", func(ring *perfRing) error { return sys.PerfEventPauseOutput(ring.fd, on) })
+	return r.eachRing("pause", func(ring *perfRing) error {
+		return sys.PerfEventPauseOutput(ring.fd, on)
+	})
 }
 
 // eachRing calls f for every ring, its fd held open, or returns ErrClosed.
@@ -440,12 +459,18 @@ func (ring *perfRing) releaseTo(pos uint64) {
 }
 
 // ReadFunc waits until the kernel wakes the reader for a ring, then calls f
-// with every record that ring holds, in order, in place, and returns how
-// many it delivered; the first call reads every ring. A record counts as
-// read once f has it: an error from f stops the reading and is returned,
-// as is ErrClosed after a Close from f; a panic goes on up. Records below
-// a Watermark wake nobody: when the deadline passes or ctx ends, ReadFunc
-// reads what the rings hold before it gives up.
+// with every record that ring holds, in order, in place. It returns how
+// many records it delivered; the first call reads every ring.
+//
+// A record counts as read once f has it. An error from f stops the reading
+// and is returned, as is ErrClosed after a Close from f; a panic goes on
+// up. Records below a Watermark wake nobody, so when the deadline passes
+// or ctx ends, ReadFunc reads what the rings hold before it gives up.
+//
+// When it gives up, the error says why: it wraps ctx.Err() when ctx ends
+// (errors.Is(err, context.Canceled) or context.DeadlineExceeded), and
+// os.ErrDeadlineExceeded when the time SetDeadline set passes. After
+// Close it is ErrClosed.
 func (r *PerfReader) ReadFunc(ctx context.Context, f func(Record) error) (int, error) {
 	if f == nil {
 		return 0, errNilFunc
@@ -505,7 +530,8 @@ func (r *PerfReader) drain(f func(Record) error) (int, error) {
 			continue
 		}
 		if n := uint64(len(ring.data)); ring.end-ring.pos > n { // never from a sane kernel
-			err = wrap(fmt.Errorf("%w: %d bytes published in a ring of %d", ErrCorrupt, ring.end-ring.pos, n), "CPU %d", ring.cpu)
+			err = wrap(fmt.Errorf("%w: %d bytes published in a ring of %d",
+				ErrCorrupt, ring.end-ring.pos, n), "CPU %d", ring.cpu)
 			ring.pos = ring.end
 		} else {
 			if !delivering {
@@ -555,62 +581,38 @@ func (r *PerfReader) drainRing(i int, ring *perfRing, f func(Record) error) (int
 
 // samples delivers the common records in the span at off (8-byte aligned,
 // for the header reads), stopping before the first other one, and returns
-// how many it delivered; the position moves past each record before f sees
+// how many it delivered. The position moves past each record before f sees
 // it. It is a function of its own so that little stays live across the
-// call to f: Go reloads every live value after a call. It prefetches
-// prefetchAhead bytes ahead, a prefetchChunk at a time: the records usually
-// wait in the cache of the CPU that wrote them, and the hardware prefetcher
-// stops at each 4 KiB page; on the ring's own CPU the prefetches are
-// wasted, but cost less than they save elsewhere.
+// call to f: Go reloads every live value after a call.
 func samples(ring *perfRing, off, left uint64, f func(Record) error) (int, error) {
 	data, cpu, count := unsafe.Pointer(unsafe.SliceData(ring.data)), ring.cpu, 0
-	prefetch(unsafe.Add(data, off), uintptr(min(left, prefetchAhead)))
 	for left >= 16 {
-		prefetchNext(data, off, left)
-		stop := max(left-min(left, prefetchChunk), 15)
-		for left > stop {
-			h := (*sampleHeader)(unsafe.Add(data, off))
-			size, raw := uint64(h.size), uint64(h.raw)
-			if !isSample(h.typ, size, raw, left) {
-				return count, nil
-			}
-			off += size
-			left -= size
-			count++
-			ring.pos += size
-			if err := f(Record{CPU: cpu, Sample: unsafe.Slice(&h.data[0], raw)}); err != nil {
-				return count, err
-			}
-			if ring.stop.Load() {
-				return count, ErrClosed
-			}
+		h := (*sampleHeader)(unsafe.Add(data, off))
+		size, raw := uint64(h.size), uint64(h.raw)
+		if !isSample(h.typ, size, raw, left) {
+			return count, nil
+		}
+		off += size
+		left -= size
+		count++
+		ring.pos += size
+		if err := f(Record{CPU: cpu, Sample: unsafe.Slice(&h.data[0], raw)}); err != nil {
+			return count, err
+		}
+		if ring.stop.Load() {
+			return count, ErrClosed
 		}
 	}
 	return count, nil
-}
-
-// How far ahead and in what chunks samples prefetches: far enough for the
-// lines to arrive from the writing CPU's cache in time, near enough to be
-// still cached then; chunks large enough for the prefetches to cost little
-// beside the records. BenchmarkRead, its records written on other CPUs,
-// chose them.
-const (
-	prefetchAhead = 2048
-	prefetchChunk = 1024
-)
-
-// prefetchNext prefetches the chunk prefetchAhead bytes past off, as much
-// of it as lies within left.
-func prefetchNext(data unsafe.Pointer, off, left uint64) {
-	if left > prefetchAhead {
-		prefetch(unsafe.Add(data, off+prefetchAhead), uintptr(min(left-prefetchAhead, prefetchChunk)))
-	}
 }
 
 // Read returns the next record, waiting for one, as ReadFunc does. Its
 // Sample is a copy in a reused buffer, valid until the next call. Records
 // come in order per CPU, a ring until it is empty; space is handed back
 // when a ring is emptied, or a quarter of it read.
+//
+// Its errors are ReadFunc's: one that wraps ctx.Err() when ctx ends,
+// os.ErrDeadlineExceeded when the deadline passes, ErrClosed after Close.
 func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 	if err := r.poll.enter(ctx); err != nil {
 		return Record{}, err
@@ -635,9 +637,6 @@ func (r *PerfReader) Read(ctx context.Context) (Record, error) {
 				h := (*sampleHeader)(unsafe.Add(data, off))
 				if size, raw := uint64(h.size), uint64(h.raw); isSample(h.typ, size, raw, left) {
 					ring.pos += size
-					if off%prefetchChunk+size >= prefetchChunk { // into the next chunk
-						prefetchNext(data, off+size, left-size)
-					}
 					return Record{CPU: ring.cpu, Sample: keep(&r.kept, unsafe.Slice(&h.data[0], raw))}, nil
 				}
 			}

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
-	_ "unsafe" // for go:linkname
 
 	"github.com/bpfkit/bpfkit/sys"
 	"golang.org/x/sys/unix"
@@ -24,17 +22,15 @@ var ErrClosed = errors.New("perfring: reader closed")
 // callback runs, from it or from another goroutine.
 var ErrReentrant = errors.New("perfring: Read or ReadFunc called while a ReadFunc callback runs")
 
-// poller waits on the rings' fds with one epoll, plus an eventfd that Close,
-// a cancelled context or SetDeadline write to wake a blocked reader; it
-// says who may read, and when the rings are freed.
+// poller waits on the rings' fds with one epoll, plus an eventfd that
+// Close, a cancelled context or SetDeadline write to wake a blocked reader.
+// It says who may read, and when the rings are freed.
 type poller struct {
 	epfd     int
 	wakefd   *sys.EventFD
 	events   []unix.EpollEvent
-	deadline atomic.Int64  // unix nanoseconds, 0 for none
-	yielded  time.Duration // when epollWait last yielded to the scheduler, since epoch
-	oneP     bool          // GOMAXPROCS is 1, as of the last yield
-	waitedAt time.Duration // when epollWait last began a wait, since epoch
+	deadline atomic.Int64 // unix nanoseconds, 0 for none
+	yield    yielder      // passes through the scheduler now and then: see yield.go
 
 	closed     atomic.Bool
 	delivering atomic.Bool // a ReadFunc is calling its callback, which may call Close
@@ -163,63 +159,15 @@ func (p *poller) wait(ctx context.Context) (int, error) {
 	}
 }
 
-// epollWait waits up to timeout ms (-1: no limit), first yielding to the
-// scheduler if it has not for yieldEvery. Why: sysmon takes the P of a
-// goroutine in a system call at its next tick once it has run 10 ms without
-// passing through the scheduler, idle Ps or not (forcePreemptNS; retake in
-// runtime/proc.go, Go 1.26): a reader that only drains and waits would lose
-// its P at every wait, and goyield resets that clock. With GOMAXPROCS=1
-// sysmon takes the P of any system call lasting a tick, so a wait likely to
-// last (the last cycle did) holds the P instead, up to holdMs
-// (sys.EpollWaitHoldingP). Our epoll fd nested in Go's netpoller would lose
-// wake-ups: perf_poll consumes a ring's pending wake-up
-// (atomic_xchg(&rb->poll, 0)), so the runtime's epoll, checking ours,
-// would swallow the event.
+// epollWait waits up to timeout ms (-1: no limit) on the poller's own epoll
+// fd. Go's netpoller cannot do this wait: our epoll fd nested in the
+// runtime's would lose wake-ups, since perf_poll consumes a ring's pending
+// wake-up (atomic_xchg(&rb->poll, 0)), and the runtime's epoll, checking
+// ours, would swallow the event.
 func (p *poller) epollWait(timeout int) (int, error) {
-	now := time.Since(epoch)
-	if now-p.yielded > yieldEvery {
-		goyield()
-		p.yielded = now
-		p.oneP = runtime.GOMAXPROCS(0) == 1 // it may change (Go 1.25: cgroup limits)
-	}
-	if timeout == 0 { // a look, not a wait
-		return sys.EpollWait(p.epfd, p.events, 0)
-	}
-	cycle := now - p.waitedAt // the previous wait, and the reading after it
-	p.waitedAt = now
-	if !p.oneP || cycle <= holdAbove {
-		return sys.EpollWait(p.epfd, p.events, timeout)
-	}
-	hold := holdMs
-	if timeout > 0 && timeout < hold {
-		hold = timeout
-	}
-	n, err := sys.EpollWaitHoldingP(p.epfd, p.events, hold)
-	if errors.Is(err, unix.EINTR) {
-		goyield() // the runtime could not preempt us in the call
-	}
-	if err != nil || n > 0 || hold == timeout {
-		return n, err
-	}
-	if timeout > 0 {
-		timeout -= hold
-	}
+	p.yield.ifDue()
 	return sys.EpollWait(p.epfd, p.events, timeout)
 }
-
-// With one P, a wait holds it when the previous wait and reading lasted
-// more than holdAbove, sysmon's shortest tick: shorter waits keep the P
-// anyway, and a held wait that sleeps costs a kernel timer.
-const (
-	holdMs    = 1
-	holdAbove = 20 * time.Microsecond
-)
-
-// yieldEvery is below sysmon's 10 ms (forcePreemptNS).
-const yieldEvery = 8 * time.Millisecond
-
-// epoch makes time.Since read the monotonic clock alone: one vDSO call.
-var epoch = time.Now()
 
 // setDeadline makes blocked and future waits return os.ErrDeadlineExceeded
 // at t; the zero t means no deadline.
@@ -278,11 +226,3 @@ func (p *poller) free() {
 	}
 	p.wakefd.Close()
 }
-
-// goyield is runtime.goyield: Gosched onto the goroutine's own P's queue,
-// waking no idle thread to find no work. The runtime keeps it for
-// go:linkname (go.dev/issue/67401, gVisor); were it removed, the build
-// would fail, not misbehave.
-//
-//go:linkname goyield runtime.goyield
-func goyield()

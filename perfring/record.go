@@ -56,7 +56,9 @@ var ErrCorrupt = errors.New("perfring: corrupt record")
 // power of two, published up to head: its type, the bytes after its 8-byte
 // header, and its size. A body that wraps is copied into *scratch, grown
 // once to 64 KiB (the header's size is 16 bits).
-func perfRecord(data []byte, tail, head uint64, scratch *[]byte) (typ uint32, body []byte, size uint64, err error) {
+func perfRecord(data []byte, tail, head uint64, scratch *[]byte) (
+	typ uint32, body []byte, size uint64, err error,
+) {
 	n := uint64(len(data))
 	avail := head - tail
 	if n == 0 || n&(n-1) != 0 || avail > n {
@@ -64,7 +66,8 @@ func perfRecord(data []byte, tail, head uint64, scratch *[]byte) (typ uint32, bo
 	}
 	off := tail & (n - 1)
 	if avail < 8 || off%8 != 0 {
-		return 0, nil, 0, fmt.Errorf("%w: header at offset %d with %d bytes published", ErrCorrupt, off, avail)
+		return 0, nil, 0, fmt.Errorf("%w: header at offset %d with %d bytes published",
+			ErrCorrupt, off, avail)
 	}
 	typ = binary.NativeEndian.Uint32(data[off:])
 	size = uint64(binary.NativeEndian.Uint16(data[off+6:]))
@@ -123,10 +126,15 @@ const (
 // ringbufRecord parses the record at position cons of a BPF ring buffer of
 // n bytes mapped twice in data, published up to prod: the sample (nil if
 // discarded) and the space it takes, or busy if not yet committed.
-func ringbufRecord(data []byte, n, cons, prod uint64) (sample []byte, size uint64, busy bool, err error) {
+func ringbufRecord(data []byte, n, cons, prod uint64) (
+	sample []byte, size uint64, busy bool, err error,
+) {
 	avail := prod - cons
-	if n == 0 || n&(n-1) != 0 || uint64(len(data)) != 2*n || avail > n || avail < ringbufHdrSize || cons%8 != 0 {
-		return nil, 0, false, fmt.Errorf("%w: ring buffer record at %d with %d bytes published in a ring of %d", ErrCorrupt, cons, avail, n)
+	badRing := n == 0 || n&(n-1) != 0 || uint64(len(data)) != 2*n
+	if badRing || avail > n || avail < ringbufHdrSize || cons%8 != 0 {
+		return nil, 0, false, fmt.Errorf(
+			"%w: ring buffer record at %d with %d bytes published in a ring of %d",
+			ErrCorrupt, cons, avail, n)
 	}
 	// acquire: the producer clears the busy bit with release
 	off := cons & (n - 1)
@@ -137,7 +145,8 @@ func ringbufRecord(data []byte, n, cons, prod uint64) (sample []byte, size uint6
 	l := uint64(hdr &^ (ringbufBusy | ringbufDiscard))
 	size = (l + ringbufHdrSize + 7) &^ 7
 	if size > avail {
-		return nil, 0, false, fmt.Errorf("%w: ring buffer record of %d bytes with %d published", ErrCorrupt, l, avail)
+		return nil, 0, false, fmt.Errorf("%w: ring buffer record of %d bytes with %d published",
+			ErrCorrupt, l, avail)
 	}
 	if hdr&ringbufDiscard != 0 {
 		return nil, size, false, nil
@@ -163,7 +172,8 @@ func Decode[T any](sample []byte, out *T) error {
 	}
 	size := int(unsafe.Sizeof(*out))
 	if len(sample) < size {
-		return fmt.Errorf("perfring: a sample of %d bytes is shorter than %s (%d bytes)", len(sample), typ, size)
+		return fmt.Errorf("perfring: a sample of %d bytes is shorter than %s (%d bytes)",
+			len(sample), typ, size)
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), size), sample)
 	return nil

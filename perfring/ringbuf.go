@@ -81,9 +81,9 @@ func newRingBufReader(m *mapfd.Map) (*RingBufReader, error) {
 }
 
 // position reads consumer_pos or producer_pos at p (acquire), which are
-// the kernel's unsigned longs: on a 32-bit kernel 4 bytes, which wrap at
-// 4 GiB, read as the count of bytes ahead of r.pos, so that the reader
-// counts positions in 64 bits on every kernel.
+// the kernel's unsigned longs. On a 32-bit kernel they are 4 bytes, which
+// wrap at 4 GiB, and are read as the count of bytes ahead of r.pos. So the
+// reader counts positions in 64 bits on every kernel.
 func (r *RingBufReader) position(p *uint64) uint64 {
 	if !r.narrow {
 		return atomic.LoadUint64(p)
@@ -164,6 +164,11 @@ func (r *RingBufReader) handBack() {
 
 // ReadFunc waits for records and calls f with each, in place, as
 // PerfReader.ReadFunc does, handing the space back after the batch.
+//
+// When ctx ends its error wraps ctx.Err() (errors.Is(err,
+// context.Canceled) or context.DeadlineExceeded); when the time
+// SetDeadline set passes it wraps os.ErrDeadlineExceeded; after Close it
+// is ErrClosed.
 func (r *RingBufReader) ReadFunc(ctx context.Context, f func(Record) error) (int, error) {
 	if f == nil {
 		return 0, errNilFunc
@@ -210,6 +215,8 @@ func (r *RingBufReader) deliver(f func(Record) error) (int, error) {
 }
 
 // Read returns the next record, waiting for one, as PerfReader.Read does.
+// Its errors are ReadFunc's: one that wraps ctx.Err() when ctx ends,
+// os.ErrDeadlineExceeded when the deadline passes, ErrClosed after Close.
 func (r *RingBufReader) Read(ctx context.Context) (Record, error) {
 	if err := r.poll.enter(ctx); err != nil {
 		return Record{}, err

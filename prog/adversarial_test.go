@@ -25,21 +25,10 @@ import (
 // closed handles, strings the kernel would cut at a NUL, names it refuses,
 // pins of the wrong kind. Each checks the exact answer.
 
-// wantErr fails t unless err is non-nil, starts with "prog: " (every error
-// prog returns does) and holds every part.
+// wantErr is testutil.WantErr for prog's errors.
 func wantErr(t *testing.T, what string, err error, parts ...string) {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("%s: no error, want one saying %q", what, parts)
-	}
-	if !strings.HasPrefix(err.Error(), "prog: ") {
-		t.Fatalf("%s: error %q does not start with prog's prefix", what, err)
-	}
-	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Fatalf("%s: error %q does not say %q", what, err, p)
-		}
-	}
+	testutil.WantErr(t, "prog", what, err, parts...)
 }
 
 func fdOpen(fd int) bool {

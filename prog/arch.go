@@ -18,15 +18,15 @@ type PtRegs struct {
 	Ret  int16     // offset of the register holding the return value
 	Size insn.Size // register width: BPF_DW, or BPF_W on 32-bit kernels
 	// SyscallNr is the offset of what holds the number of the system call
-	// in progress, syscall_get_nr's source, until it returns (where
-	// raw_syscalls:sys_exit, unlike sys_enter, does not pass it); -1 where
-	// it is not in pt_regs (32-bit arm keeps it in thread_info).
+	// in progress until it returns, syscall_get_nr's source. It is read
+	// where raw_syscalls:sys_exit, unlike sys_enter, does not pass it. -1
+	// where it is not in pt_regs (32-bit arm keeps it in thread_info).
 	SyscallNr int16
 	// Syscall are the offsets of the system call's arguments 0 to 5, where
-	// the kernel reads them (syscall_get_arguments): they differ from a
-	// function's on x86-64 (r10, not cx) and on arm64, riscv64 and arm,
-	// whose first is the saved copy orig_x0, orig_a0 or ARM_ORIG_r0 (the
-	// register itself holds the return value once the call has run).
+	// the kernel reads them (syscall_get_arguments). They differ from a
+	// function's on x86-64 (r10, not cx). On arm64, riscv64 and arm the
+	// first is the saved copy orig_x0, orig_a0 or ARM_ORIG_r0: the register
+	// itself holds the return value once the call has run.
 	Syscall [6]int16
 	// Compat tells a compat (32-bit) task's system calls apart.
 	Compat CompatTest
@@ -53,10 +53,10 @@ var ptRegs = []PtRegs{
 	// struct pt_regs: r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di
 	// orig_ax ip cs flags sp ss. A system call entered from 32-bit code
 	// (int $0x80, sysenter, or syscall in compat mode) has cs ==
-	// __USER32_CS, 0x23: the kernel's in_ia32_syscall() for all but
-	// int $0x80 made by 64-bit code, which the tracepoints skip and the
-	// test does not see (its cs is __USER_CS). cs is read as its 16 bits:
-	// FRED (6.9) keeps more in the u64 around it.
+	// __USER32_CS, 0x23. That is the kernel's in_ia32_syscall() for all
+	// but int $0x80 made by 64-bit code: the tracepoints skip those, and
+	// the test does not see them (their cs is __USER_CS). cs is read as its
+	// 16 bits: FRED (6.9) keeps more in the u64 around it.
 	{
 		Arch:      "x86_64",
 		Args:      []int16{112, 104, 96, 88, 72, 64},
@@ -133,7 +133,8 @@ func PtRegsOf(machine string) (PtRegs, error) {
 			return r, nil
 		}
 	}
-	return PtRegs{}, fmt.Errorf("prog: kprobe arguments: no pt_regs layout for %q: %w", machine, sys.ErrNotSupported)
+	return PtRegs{}, fmt.Errorf("prog: kprobe arguments: no pt_regs layout for %q: %w",
+		machine, sys.ErrNotSupported)
 }
 
 // canonicalMachine names uname machines alike that bpfkit treats alike:
@@ -153,7 +154,8 @@ func canonicalMachine(machine string) string {
 // register.
 func (r PtRegs) Arg(dst, ctx insn.Register, n int) (insn.Item, error) {
 	if n < 0 || n >= len(r.Args) {
-		return insn.Item{}, fmt.Errorf("prog: kprobe argument %d: %s passes %d in registers", n, r.Arch, len(r.Args))
+		return insn.Item{}, fmt.Errorf("prog: kprobe argument %d: %s passes %d in registers",
+			n, r.Arch, len(r.Args))
 	}
 	return insn.LoadMem(r.Size, dst, ctx, r.Args[n]), nil
 }

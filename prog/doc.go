@@ -1,9 +1,9 @@
 // Package prog is where a program meets the kernel.
 //
-// Load assembles an insn program and hands it to the verifier; when the
-// verifier says no, it loads it again with a log and returns a
-// *VerifierError with the log's last lines and the failing instruction
-// (what fails after the verifier said yes, EMFILE say, is a plain error). A
+// Load assembles an insn program and hands it to the verifier. When the
+// verifier says no, Load loads it again with a log and returns a
+// *VerifierError with the log's last lines and the failing instruction;
+// what fails after the verifier said yes, EMFILE say, is a plain error. A
 // Program can be test-run, pinned, and asked for its Info, including the
 // instructions as the kernel rewrote them.
 //
@@ -18,18 +18,19 @@
 // the same for many places of one binary. Tracing programs (fentry,
 // fexit, tp_btf) name their target in Spec.AttachTo, which Load looks up
 // in the kernel's BTF (package btf: the one use of BTF in bpfkit; the
-// programs carry none), and AttachTracing links them with
-// BPF_LINK_CREATE, which carries a cookie, or BPF_RAW_TRACEPOINT_OPEN
-// before (HaveTracingLink). A *Link's Close undoes all the attachment
-// created.
+// programs carry none). AttachTracing links them with BPF_LINK_CREATE,
+// which carries a cookie, or BPF_RAW_TRACEPOINT_OPEN before
+// (HaveTracingLink). A *Link's Close undoes all the attachment created.
+// A tracepoint program's return value filters the event for every perf
+// user of the tracepoint: a program that only counts returns 1.
 //
 // EnableStats keeps the kernel's run statistics on (BPF_ENABLE_STATS, or
 // the sysctl kernel.bpf_stats_enabled before 5.8, set back at Close), and
 // StatsByID reads a program's runs, run time and recursion misses in one
-// call. The statistics cost every run: MeasureStatsCost measures how much
-// (the time they count for a program that does nothing, and how much
-// longer a run takes with them on), so that a program's own time can be
-// told from the measuring.
+// call. The statistics cost every run. MeasureStatsCost measures how much,
+// so that a program's own time can be told from the measuring: the time
+// they count for a program that does nothing, and how much longer a run
+// takes with them on.
 //
 // Feature probes (HaveProgType, HaveMapType, HaveHelper, HaveTracing, ...,
 // Features for all) try once and cache the answer with the errno it rests
@@ -39,8 +40,8 @@
 // reading /proc/kallsyms once per batch of new addresses and keeping only
 // their names; Kallsyms reads the whole table once and keeps it, for
 // lookups by name too. SyscallSymbol names the kernel function of a system
-// call of this process; KernelSyscalls numbers the system calls as
-// raw_syscalls passes them, named as the syscalls:* tracepoints name them;
+// call of this process. KernelSyscalls numbers the system calls as
+// raw_syscalls passes them, named as the syscalls:* tracepoints name them.
 // KernelPtRegs says where a program finds arguments, a system call's
-// number and whether it came from a compat task.
+// number, and whether it came from a compat task.
 package prog

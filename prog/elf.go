@@ -38,17 +38,29 @@ const emARM = 40
 // readELF reads the header and program headers of r, size bytes long.
 func readELF(r io.ReaderAt, size int64) (*elfFile, error) {
 	var h [64]byte
-	if n, _ := r.ReadAt(h[:], 0); n < 52 || string(h[:4]) != "\x7fELF" || h[5] != 1 || h[4] != 1 && h[4] != 2 {
+	n, _ := r.ReadAt(h[:], 0)
+	class, data := h[4], h[5] // EI_CLASS: 1 for 32 bits, 2 for 64; EI_DATA: 1 little-endian
+	if n < 52 || string(h[:4]) != "\x7fELF" || data != 1 || class != 1 && class != 2 {
 		return nil, errors.New("not a little-endian ELF file")
 	}
 	le := binary.LittleEndian
-	f := &elfFile{r: r, size: uint64(size), wide: h[4] == 2, machine: le.Uint16(h[18:])}
+	f := &elfFile{r: r, size: uint64(size), wide: class == 2, machine: le.Uint16(h[18:])}
 	// e_phoff, e_phentsize, e_phnum, e_shoff, e_shentsize, e_shnum
-	phoff, phent, phnum := uint64(le.Uint32(h[28:])), uint64(le.Uint16(h[42:])), uint64(le.Uint16(h[44:]))
-	f.shoff, f.shent, f.shnum = uint64(le.Uint32(h[32:])), uint64(le.Uint16(h[46:])), uint64(le.Uint16(h[48:]))
+	var phoff, phent, phnum uint64
 	if f.wide {
-		phoff, phent, phnum = le.Uint64(h[32:]), uint64(le.Uint16(h[54:])), uint64(le.Uint16(h[56:]))
-		f.shoff, f.shent, f.shnum = le.Uint64(h[40:]), uint64(le.Uint16(h[58:])), uint64(le.Uint16(h[60:]))
+		phoff = le.Uint64(h[32:])
+		phent = uint64(le.Uint16(h[54:]))
+		phnum = uint64(le.Uint16(h[56:]))
+		f.shoff = le.Uint64(h[40:])
+		f.shent = uint64(le.Uint16(h[58:]))
+		f.shnum = uint64(le.Uint16(h[60:]))
+	} else {
+		phoff = uint64(le.Uint32(h[28:]))
+		phent = uint64(le.Uint16(h[42:]))
+		phnum = uint64(le.Uint16(h[44:]))
+		f.shoff = uint64(le.Uint32(h[32:]))
+		f.shent = uint64(le.Uint16(h[46:]))
+		f.shnum = uint64(le.Uint16(h[48:]))
 	}
 	if phent < map[bool]uint64{false: 32, true: 56}[f.wide] {
 		return nil, errors.New("bad ELF program headers")
@@ -59,11 +71,23 @@ func readELF(r io.ReaderAt, size int64) (*elfFile, error) {
 	}
 	for i := range phnum {
 		ph := buf[i*phent:]
-		p := elfProg{typ: le.Uint32(ph), off: uint64(le.Uint32(ph[4:])), vaddr: uint64(le.Uint32(ph[8:])),
-			filesz: uint64(le.Uint32(ph[16:])), mem: uint64(le.Uint32(ph[20:])), flags: le.Uint32(ph[24:])}
+		p := elfProg{
+			typ:    le.Uint32(ph),
+			off:    uint64(le.Uint32(ph[4:])),
+			vaddr:  uint64(le.Uint32(ph[8:])),
+			filesz: uint64(le.Uint32(ph[16:])),
+			mem:    uint64(le.Uint32(ph[20:])),
+			flags:  le.Uint32(ph[24:]),
+		}
 		if f.wide {
-			p = elfProg{typ: le.Uint32(ph), flags: le.Uint32(ph[4:]), off: le.Uint64(ph[8:]), vaddr: le.Uint64(ph[16:]),
-				filesz: le.Uint64(ph[32:]), mem: le.Uint64(ph[40:])}
+			p = elfProg{
+				typ:    le.Uint32(ph),
+				flags:  le.Uint32(ph[4:]),
+				off:    le.Uint64(ph[8:]),
+				vaddr:  le.Uint64(ph[16:]),
+				filesz: le.Uint64(ph[32:]),
+				mem:    le.Uint64(ph[40:]),
+			}
 		}
 		f.progs = append(f.progs, p)
 	}
@@ -104,9 +128,11 @@ func (f *elfFile) funcSymbol(name string) (elfSym, bool, error) {
 	section := func(i uint64) (typ uint32, off, size uint64, link uint32, ent uint64) {
 		s := sh[i*f.shent:]
 		if f.wide {
-			return le.Uint32(s[4:]), le.Uint64(s[24:]), le.Uint64(s[32:]), le.Uint32(s[40:]), le.Uint64(s[56:])
+			return le.Uint32(s[4:]), le.Uint64(s[24:]), le.Uint64(s[32:]), le.Uint32(s[40:]),
+				le.Uint64(s[56:])
 		}
-		return le.Uint32(s[4:]), uint64(le.Uint32(s[16:])), uint64(le.Uint32(s[20:])), le.Uint32(s[24:]), uint64(le.Uint32(s[36:]))
+		return le.Uint32(s[4:]), uint64(le.Uint32(s[16:])), uint64(le.Uint32(s[20:])),
+			le.Uint32(s[24:]), uint64(le.Uint32(s[36:]))
 	}
 	for _, want := range []uint32{shtSymtab, shtDynsym} {
 		for i := range f.shnum {
@@ -123,12 +149,14 @@ func (f *elfFile) funcSymbol(name string) (elfSym, bool, error) {
 			for j := uint64(0); j+ent <= size; j += ent {
 				s := syms[j:]
 				// st_name, st_value, st_size, st_info
-				nameOff, value, sz, info := uint64(le.Uint32(s)), uint64(le.Uint32(s[4:])), uint64(le.Uint32(s[8:])), s[12]
+				nameOff, value, sz, info := uint64(le.Uint32(s)), uint64(le.Uint32(s[4:])),
+					uint64(le.Uint32(s[8:])), s[12]
 				if f.wide {
 					nameOff, info, value, sz = uint64(le.Uint32(s)), s[4], le.Uint64(s[8:]), le.Uint64(s[16:])
 				}
-				if info&0xf != sttFunc || value == 0 || nameOff+uint64(len(name)) >= uint64(len(strs)) ||
-					string(strs[nameOff:nameOff+uint64(len(name))]) != name || strs[nameOff+uint64(len(name))] != 0 {
+				end := nameOff + uint64(len(name)) // where name's NUL must be
+				if info&0xf != sttFunc || value == 0 || end >= uint64(len(strs)) ||
+					string(strs[nameOff:end]) != name || strs[end] != 0 {
 					continue
 				}
 				return elfSym{value, sz}, true, nil

@@ -25,10 +25,10 @@ type Feature struct {
 	Errno unix.Errno // the kernel's answer to the probe: 0 when it simply accepted it
 	Value int        // a measurement: the tail-call limit
 	Err   error      // the probe could not tell (no privilege, an answer it did not expect)
-	// Note says what the answer means where its errno alone does not: why
-	// a no is a no (EPERM to root from a kernel that refuses trampolines),
-	// or why a yes rests on an error the probe provoked (perf_link's
-	// EBADF).
+	// Note says what the answer means where its errno alone does not. It
+	// says why a no is a no (EPERM to root from a kernel that refuses
+	// trampolines), or why a yes rests on an error the probe provoked
+	// (perf_link's EBADF).
 	Note string
 }
 
@@ -100,12 +100,13 @@ func Probed(name string) (Feature, bool) {
 	return f, ok
 }
 
-// Features runs the probes without arguments, HaveProgType and HaveMapType
-// for every type the journal names, HaveHelper for bpf_get_attach_cookie in
-// kprobe and raw tracepoint programs (bpf_cookie: 5.15 and 6.10),
-// HaveTracing, HaveTracingLink and HaveTracingCookie for fentry, fexit and
-// tp_btf, and HaveHelper for every helper insn names and type of
-// helpersOf; it returns every answer cached, by name.
+// Features runs the probes and returns every answer cached, by name. It
+// runs the probes without arguments, and HaveProgType and HaveMapType for
+// every type the journal names. It runs HaveHelper for
+// bpf_get_attach_cookie in kprobe and raw tracepoint programs (bpf_cookie:
+// 5.15 and 6.10), and HaveTracing, HaveTracingLink and HaveTracingCookie
+// for fentry, fexit and tp_btf. For each type of helpersOf it runs
+// HaveHelper with every helper insn names.
 func Features(helpersOf ...Type) []Feature {
 	HavePerfLink()
 	HaveKprobeMulti()
@@ -139,7 +140,8 @@ func Features(helpersOf ...Type) []Feature {
 	}
 	features.Lock()
 	defer features.Unlock()
-	return slices.SortedFunc(maps.Values(features.m), func(a, b Feature) int { return strings.Compare(a.Name, b.Name) })
+	byName := func(a, b Feature) int { return strings.Compare(a.Name, b.Name) }
+	return slices.SortedFunc(maps.Values(features.m), byName)
 }
 
 // HavePerfLink reports whether the kernel has BPF perf links (5.15):
@@ -153,7 +155,11 @@ func HavePerfLink() (bool, error) {
 			return
 		}
 		defer p.Close()
-		_, err = sys.LinkCreate(&sys.LinkCreateAttr{ProgFD: uint32(p.fd.Int()), TargetFD: ^uint32(0), AttachType: unix.BPF_PERF_EVENT})
+		_, err = sys.LinkCreate(&sys.LinkCreateAttr{
+			ProgFD:     uint32(p.fd.Int()),
+			TargetFD:   ^uint32(0),
+			AttachType: unix.BPF_PERF_EVENT,
+		})
 		f.answer(err, unix.EBADF, unix.EINVAL)
 	}).result()
 }
@@ -163,15 +169,25 @@ func HavePerfLink() (bool, error) {
 // (6.0+: no such function) is a yes: the kernel knew the link type.
 func HaveKprobeMulti() (bool, error) {
 	return probe("kprobe_multi", func(f *Feature) {
-		p, err := Load(Spec{Type: Kprobe, Name: "probe_kmulti", License: "GPL", Insns: retZero, ExpectedAttachType: unix.BPF_TRACE_KPROBE_MULTI})
+		p, err := Load(Spec{
+			Type:               Kprobe,
+			Name:               "probe_kmulti",
+			License:            "GPL",
+			Insns:              retZero,
+			ExpectedAttachType: unix.BPF_TRACE_KPROBE_MULTI,
+		})
 		if err != nil {
 			f.answer(err, 0, unix.EINVAL)
 			return
 		}
 		defer p.Close()
 		sym, _ := sys.StringPointer("vprintk")
-		fd, err := sys.LinkCreateKprobeMulti(&sys.LinkCreateKprobeMultiAttr{ProgFD: uint32(p.fd.Int()),
-			AttachType: unix.BPF_TRACE_KPROBE_MULTI, Cnt: 1, Syms: sys.NewPointer(unsafePointer(&sym))})
+		fd, err := sys.LinkCreateKprobeMulti(&sys.LinkCreateKprobeMultiAttr{
+			ProgFD:     uint32(p.fd.Int()),
+			AttachType: unix.BPF_TRACE_KPROBE_MULTI,
+			Cnt:        1,
+			Syms:       sys.NewPointer(unsafePointer(&sym)),
+		})
 		if err == nil {
 			unix.Close(fd)
 		}
@@ -180,9 +196,9 @@ func HaveKprobeMulti() (bool, error) {
 }
 
 // HaveUprobeMulti reports whether the kernel has uprobe_multi links (6.6),
-// by linking one to "/": EBADF (not a regular file) is the yes, the
-// kernel having read the attr as a uprobe_multi link's; EINVAL (an
-// unknown attach type) or EOPNOTSUPP (a 32-bit kernel) the no.
+// by linking one to "/". EBADF (not a regular file) is the yes: the kernel
+// read the attr as a uprobe_multi link's. EINVAL (an unknown attach type)
+// or EOPNOTSUPP (a 32-bit kernel) is the no.
 func HaveUprobeMulti() (bool, error) {
 	return probe("uprobe_multi", func(f *Feature) {
 		f.answer(uprobeMultiRoot(0)[0], unix.EBADF, unix.EINVAL, unix.EOPNOTSUPP)
@@ -191,9 +207,9 @@ func HaveUprobeMulti() (bool, error) {
 
 // HaveUprobeMultiPIDFilter reports whether the kernel has uprobe_multi
 // links that run a PID's program in all of its threads, as
-// UprobeMultiOptions.PID means: the first kernels with them ran it in the
-// process's main thread only (fixed in 6.10 and the stable series by "bpf:
-// fix multi-uprobe PID filtering logic"). The fix refuses pid -1 (EINVAL)
+// UprobeMultiOptions.PID means. The first kernels with them ran it in the
+// process's main thread only, fixed in 6.10 and the stable series by "bpf:
+// fix multi-uprobe PID filtering logic". The fix refuses pid -1 (EINVAL)
 // before it looks at the path, which a kernel without it reaches (EBADF).
 func HaveUprobeMultiPIDFilter() (bool, error) {
 	return probe("uprobe_multi_pid_filter", func(f *Feature) {
@@ -206,10 +222,10 @@ func HaveUprobeMultiPIDFilter() (bool, error) {
 }
 
 // uprobeMultiRoot loads a program that does nothing for uprobe_multi
-// links and links it to offset 0 of "/" for each pid, which no kernel
-// accepts ("/" is no regular file): what it refuses the attr for tells
-// what it checked first. It returns the answers, or for each the load's
-// error (EINVAL before 6.6, which knows no such attach type).
+// links, and links it to offset 0 of "/" for each pid. No kernel accepts
+// that, "/" being no regular file: what it refuses the attr for tells what
+// it checked first. It returns the answers, or for each the load's error
+// (EINVAL before 6.6, which knows no such attach type).
 func uprobeMultiRoot(pids ...int32) []error {
 	errs := make([]error, len(pids))
 	p, err := Load(Spec{
@@ -309,22 +325,41 @@ func HavePMU(k tracefs.ProbeKind) (bool, error) {
 // tail-calls itself, counting in the packet's cb[0].
 func TailCallLimit() (int, error) {
 	f := probe("tail_call_limit", func(f *Feature) {
-		fd, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_PROG_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+		fd, err := sys.MapCreate(&sys.MapCreateAttr{
+			MapType:    unix.BPF_MAP_TYPE_PROG_ARRAY,
+			KeySize:    4,
+			ValueSize:  4,
+			MaxEntries: 1,
+		})
 		if err != nil {
 			f.Err = wrap(err, "probe for %s", f.Name)
 			return
 		}
 		defer unix.Close(fd) // empties it (prog_array_map_clear), freeing the program
 		const cb0 = 48       // offsetof(struct __sk_buff, cb[0])
-		p, err := Load(Spec{Type: SocketFilter, Name: "probe_tail", License: "GPL", Insns: []insn.Item{
-			insn.Mov64Reg(insn.R6, insn.R1), insn.LoadMem(insn.BPF_W, insn.R2, insn.R6, cb0),
-			insn.ALU64Imm(insn.BPF_ADD, insn.R2, 1), insn.StoreMem(insn.BPF_W, insn.R6, cb0, insn.R2),
-			insn.Mov64Reg(insn.R1, insn.R6), insn.LoadMapFDRaw(insn.R2, int32(fd)), insn.Mov64Imm(insn.R3, 0),
-			insn.Call(insn.BPF_FUNC_tail_call), insn.LoadMem(insn.BPF_W, insn.R0, insn.R6, cb0), insn.Exit()}})
+		// cb[0]++, then a tail call to itself; where the calls stop,
+		// cb[0] is their count plus one.
+		countAndCall := []insn.Item{
+			insn.Mov64Reg(insn.R6, insn.R1),
+			insn.LoadMem(insn.BPF_W, insn.R2, insn.R6, cb0),
+			insn.ALU64Imm(insn.BPF_ADD, insn.R2, 1),
+			insn.StoreMem(insn.BPF_W, insn.R6, cb0, insn.R2),
+			insn.Mov64Reg(insn.R1, insn.R6),
+			insn.LoadMapFDRaw(insn.R2, int32(fd)),
+			insn.Mov64Imm(insn.R3, 0),
+			insn.Call(insn.BPF_FUNC_tail_call),
+			insn.LoadMem(insn.BPF_W, insn.R0, insn.R6, cb0),
+			insn.Exit(),
+		}
+		p, err := Load(Spec{Type: SocketFilter, Name: "probe_tail", License: "GPL", Insns: countAndCall})
 		if err == nil {
 			defer p.Close()
 			key, val := uint32(0), uint32(p.fd.Int())
-			err = sys.MapUpdateElem(&sys.MapElemAttr{MapFD: uint32(fd), Key: sys.NewPointer(unsafePointer(&key)), Value: sys.NewPointer(unsafePointer(&val))})
+			err = sys.MapUpdateElem(&sys.MapElemAttr{
+				MapFD: uint32(fd),
+				Key:   sys.NewPointer(unsafePointer(&key)),
+				Value: sys.NewPointer(unsafePointer(&val)),
+			})
 		}
 		var r RunResult
 		if err == nil {
@@ -341,11 +376,15 @@ func TailCallLimit() (int, error) {
 // the yes. Tracing is probed as tp_btf: a kernel may refuse fentry's
 // trampolines to root with EPERM (HaveTracing) and still have the type.
 var loadAttrs = map[Type][2]uint32{
-	unix.BPF_PROG_TYPE_CGROUP_SOCK_ADDR: {unix.BPF_CGROUP_INET4_CONNECT}, unix.BPF_PROG_TYPE_CGROUP_SOCKOPT: {unix.BPF_CGROUP_GETSOCKOPT},
-	unix.BPF_PROG_TYPE_SK_LOOKUP: {unix.BPF_SK_LOOKUP}, unix.BPF_PROG_TYPE_LIRC_MODE2: {unix.BPF_LIRC_MODE2},
-	unix.BPF_PROG_TYPE_NETFILTER: {unix.BPF_NETFILTER}, unix.BPF_PROG_TYPE_SYSCALL: {0, unix.BPF_F_SLEEPABLE},
-	unix.BPF_PROG_TYPE_TRACING: {unix.BPF_TRACE_RAW_TP}, unix.BPF_PROG_TYPE_LSM: {unix.BPF_LSM_MAC},
-	unix.BPF_PROG_TYPE_EXT: {},
+	unix.BPF_PROG_TYPE_CGROUP_SOCK_ADDR: {unix.BPF_CGROUP_INET4_CONNECT},
+	unix.BPF_PROG_TYPE_CGROUP_SOCKOPT:   {unix.BPF_CGROUP_GETSOCKOPT},
+	unix.BPF_PROG_TYPE_SK_LOOKUP:        {unix.BPF_SK_LOOKUP},
+	unix.BPF_PROG_TYPE_LIRC_MODE2:       {unix.BPF_LIRC_MODE2},
+	unix.BPF_PROG_TYPE_NETFILTER:        {unix.BPF_NETFILTER},
+	unix.BPF_PROG_TYPE_SYSCALL:          {0, unix.BPF_F_SLEEPABLE},
+	unix.BPF_PROG_TYPE_TRACING:          {unix.BPF_TRACE_RAW_TP},
+	unix.BPF_PROG_TYPE_LSM:              {unix.BPF_LSM_MAC},
+	unix.BPF_PROG_TYPE_EXT:              {},
 }
 
 // tryLoad loads code, not assembled (a helper insn does not know is no
@@ -358,13 +397,27 @@ func tryLoad(t Type, code ...insn.Item) (string, error) {
 	license, _ := sys.StringPointer("GPL")
 	log := make([]byte, 4096)
 	a := loadAttrs[t]
-	attr := sys.ProgLoadAttr{ProgType: uint32(t), InsnCnt: uint32(len(code)), Insns: sys.SlicePointer(enc), License: license,
-		LogLevel: 1, LogSize: uint32(len(log)), LogBuf: sys.SlicePointer(log), ExpectedAttachType: a[0], ProgFlags: a[1]}
+	attr := sys.ProgLoadAttr{
+		ProgType:           uint32(t),
+		InsnCnt:            uint32(len(code)),
+		Insns:              sys.SlicePointer(enc),
+		License:            license,
+		LogLevel:           1,
+		LogSize:            uint32(len(log)),
+		LogBuf:             sys.SlicePointer(log),
+		ExpectedAttachType: a[0],
+		ProgFlags:          a[1],
+	}
 	switch t {
 	case Kprobe:
 		attr.KernVersion, _ = KernelVersion()
 	case unix.BPF_PROG_TYPE_EXT: // the target: a program without BTF, which the verifier refuses
-		target, err := Load(Spec{Type: SocketFilter, Name: "probe_target", License: "GPL", Insns: retZero})
+		target, err := Load(Spec{
+			Type:    SocketFilter,
+			Name:    "probe_target",
+			License: "GPL",
+			Insns:   retZero,
+		})
 		if err != nil {
 			return "", err
 		}
@@ -390,15 +443,22 @@ func tryLoad(t Type, code ...insn.Item) (string, error) {
 func HaveProgType(t Type) (bool, error) {
 	return probe("prog_type "+t.String(), func(f *Feature) {
 		log, err := tryLoad(t, retZero...)
-		yes := map[Type]unix.Errno{unix.BPF_PROG_TYPE_TRACING: unix.EINVAL, unix.BPF_PROG_TYPE_LSM: unix.EINVAL,
-			unix.BPF_PROG_TYPE_EXT: unix.EINVAL, unix.BPF_PROG_TYPE_STRUCT_OPS: sys.ENOTSUPP}[t]
+		yes := map[Type]unix.Errno{
+			unix.BPF_PROG_TYPE_TRACING:    unix.EINVAL,
+			unix.BPF_PROG_TYPE_LSM:        unix.EINVAL,
+			unix.BPF_PROG_TYPE_EXT:        unix.EINVAL,
+			unix.BPF_PROG_TYPE_STRUCT_OPS: sys.ENOTSUPP,
+		}[t]
 		// What the verifier says of the target when it knows the type: ext's
 		// has no BTF; tracing's (probed as tp_btf) and lsm's id 1 is no
 		// function, nor tracepoint typedef, of the kernel's BTF. A kernel
 		// without BTF (Debian's armhf 5.10) says ext's words of those: they
 		// cannot load there.
-		said := []string{"attach_btf_id 1 is not a function", "attach_btf_id 1 is not a typedef",
-			"attach_btf_id 1 points to wrong type name"}
+		said := []string{
+			"attach_btf_id 1 is not a function",
+			"attach_btf_id 1 is not a typedef",
+			"attach_btf_id 1 points to wrong type name",
+		}
 		if t == unix.BPF_PROG_TYPE_EXT {
 			said = []string{"can only be attached to another program annotated with BTF"}
 		}
@@ -414,14 +474,17 @@ func HaveProgType(t Type) (bool, error) {
 }
 
 // HaveHelper reports whether programs of type t may call helper h, by
-// loading "call h; exit": the verifier says "invalid func", "unknown func"
-// or "program of this type cannot use helper" if not; any other answer
-// (about the arguments, say) is a yes. Types that load only with a target
-// (tracing, lsm, ext, struct_ops) cannot be probed so.
+// loading "call h; exit". If not, the verifier says "invalid func",
+// "unknown func" or "program of this type cannot use helper"; any other
+// answer (about the arguments, say) is a yes. Types that load only with a
+// target (tracing, lsm, ext, struct_ops) cannot be probed so.
 func HaveHelper(t Type, h insn.Helper) (bool, error) {
 	return probe("helper "+t.String()+" "+h.String(), func(f *Feature) {
 		switch t {
-		case unix.BPF_PROG_TYPE_TRACING, unix.BPF_PROG_TYPE_LSM, unix.BPF_PROG_TYPE_EXT, unix.BPF_PROG_TYPE_STRUCT_OPS:
+		case unix.BPF_PROG_TYPE_TRACING,
+			unix.BPF_PROG_TYPE_LSM,
+			unix.BPF_PROG_TYPE_EXT,
+			unix.BPF_PROG_TYPE_STRUCT_OPS:
 			f.Err = fmt.Errorf("prog: probe for %s: %s programs load only with a target", f.Name, t)
 			return
 		}
@@ -465,13 +528,21 @@ func HaveMapType[T ~uint32](t T) (bool, error) {
 			attr.KeySize, attr.ValueSize, attr.MaxEntries = 0, 0, uint32(os.Getpagesize())
 		case 33: // arena (6.9)
 			attr.KeySize, attr.ValueSize, attr.MapFlags = 0, 0, unix.BPF_F_MMAPABLE
-		case unix.BPF_MAP_TYPE_SK_STORAGE, unix.BPF_MAP_TYPE_INODE_STORAGE, unix.BPF_MAP_TYPE_TASK_STORAGE, unix.BPF_MAP_TYPE_CGRP_STORAGE:
+		case unix.BPF_MAP_TYPE_SK_STORAGE,
+			unix.BPF_MAP_TYPE_INODE_STORAGE,
+			unix.BPF_MAP_TYPE_TASK_STORAGE,
+			unix.BPF_MAP_TYPE_CGRP_STORAGE:
 			attr.ValueSize, attr.MaxEntries, attr.MapFlags = 8, 0, unix.BPF_F_NO_PREALLOC
 			attr.BTFFD, attr.BTFKeyTypeID, attr.BTFValueTypeID, yes = ^uint32(0), 1, 1, unix.EBADF
 		case unix.BPF_MAP_TYPE_STRUCT_OPS:
 			attr.BTFVmlinuxValueTypeID, yes = 1, sys.ENOTSUPP
 		case unix.BPF_MAP_TYPE_ARRAY_OF_MAPS, unix.BPF_MAP_TYPE_HASH_OF_MAPS:
-			inner, err := sys.MapCreate(&sys.MapCreateAttr{MapType: unix.BPF_MAP_TYPE_ARRAY, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+			inner, err := sys.MapCreate(&sys.MapCreateAttr{
+				MapType:    unix.BPF_MAP_TYPE_ARRAY,
+				KeySize:    4,
+				ValueSize:  4,
+				MaxEntries: 1,
+			})
 			if err != nil {
 				f.Err = wrap(err, "probe for %s: inner map", f.Name)
 				return

@@ -44,7 +44,11 @@ func (p *Program) Info() (*Info, error) {
 	}
 	xlated := make([]byte, si.XlatedProgLen)
 	mapIDs := make([]uint32, si.NrMapIDs)
-	si = sys.ProgInfo{XlatedProgLen: uint32(len(xlated)), XlatedProgInsns: sys.SlicePointer(xlated), NrMapIDs: uint32(len(mapIDs))}
+	si = sys.ProgInfo{
+		XlatedProgLen:   uint32(len(xlated)),
+		XlatedProgInsns: sys.SlicePointer(xlated),
+		NrMapIDs:        uint32(len(mapIDs)),
+	}
 	if len(mapIDs) > 0 {
 		si.MapIDs = sys.NewPointer(unsafePointer(&mapIDs[0]))
 	}
@@ -79,9 +83,9 @@ func infoOf(si *sys.ProgInfo) *Info {
 
 // StatsByID is the Info of the program with the kernel-wide id, without
 // its instructions and map ids (Xlated and MapIDs are nil), in one
-// BPF_OBJ_GET_INFO_BY_FD: what a monitor that samples every program's
-// run statistics at each interval needs (needs CAP_SYS_ADMIN). A program
-// unloaded meanwhile is an error that matches unix.ENOENT.
+// BPF_OBJ_GET_INFO_BY_FD. It is what a monitor needs that samples every
+// program's run statistics at each interval; it needs CAP_SYS_ADMIN. A
+// program unloaded meanwhile is an error that matches unix.ENOENT.
 func StatsByID(id uint32) (*Info, error) {
 	fd, err := sys.ProgGetFDByID(&sys.GetIDAttr{ID: id})
 	if err != nil {

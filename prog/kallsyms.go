@@ -21,7 +21,8 @@ type Symbols struct {
 
 // ErrKallsymsHidden is returned by Kallsyms and Symbolizer when /proc/kallsyms
 // shows every address as zero (no CAP_SYSLOG, or kernel.kptr_restrict is 2).
-var ErrKallsymsHidden = errors.New("prog: /proc/kallsyms hides the addresses (needs CAP_SYSLOG and kernel.kptr_restrict below 2)")
+var ErrKallsymsHidden = errors.New("prog: /proc/kallsyms hides the addresses " +
+	"(needs CAP_SYSLOG and kernel.kptr_restrict below 2)")
 
 // kallsymsPath is where the kernel lists its symbols.
 const kallsymsPath = "/proc/kallsyms"

@@ -42,7 +42,8 @@ func explainProbe(spec tracefs.ProbeSpec, err error) error {
 		errors.Is(err, tracefs.ErrInvalid) || errors.Is(err, sys.ErrNotSupported) {
 		return err
 	}
-	return fmt.Errorf("kernel function %q not found or not probeable (see /proc/kallsyms and available_filter_functions): %w", spec.Symbol, err)
+	return fmt.Errorf("kernel function %q not found or not probeable "+
+		"(see /proc/kallsyms and available_filter_functions): %w", spec.Symbol, err)
 }
 
 // SyscallSymbol returns the kernel function that handles the system call
@@ -51,8 +52,10 @@ func explainProbe(spec tracefs.ProbeSpec, err error) error {
 // (archSyscallPrefix) if /proc/kallsyms has it, else any __<arch>_sys_ that
 // getpid has, else sys_.
 func SyscallSymbol(name string) (string, error) {
-	if name == "" || strings.IndexFunc(name, func(c rune) bool { return !(c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') }) >= 0 {
-		return "", fmt.Errorf("prog: syscall name %q: lower-case letters, digits and '_' only: %w", name, tracefs.ErrInvalid)
+	other := func(c rune) bool { return !(c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') }
+	if name == "" || strings.IndexFunc(name, other) >= 0 {
+		return "", fmt.Errorf("prog: syscall name %q: lower-case letters, digits and '_' only: %w",
+			name, tracefs.ErrInvalid)
 	}
 	syms, err := loadKallsyms()
 	if err != nil {

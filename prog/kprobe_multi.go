@@ -40,7 +40,7 @@ const MaxKprobeMulti = 1 << 20
 
 // AttachKprobeMulti runs p on every function of o through one
 // kprobe_multi link (Linux 5.18 built with CONFIG_FPROBE; HaveKprobeMulti
-// says): one bpf(2) call attaches them all and the Link's Close detaches
+// says). One bpf(2) call attaches them all, and the Link's Close detaches
 // them all at once, where a kprobe per function costs a perf event and,
 // when closed, an RCU grace period each. p is a Kprobe program loaded with
 // ExpectedAttachType unix.BPF_TRACE_KPROBE_MULTI; it reads pt_regs as a

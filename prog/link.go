@@ -38,11 +38,11 @@ func (l *Link) FD() int {
 	return l.perfFD.Int()
 }
 
-// Close detaches: the link, then the perf event (detaching an ioctl-attached
-// program), then the tracefs event, which the kernel refuses to remove
-// (EBUSY) while a copy of the fd (dup, fork, pin) holds a perf event: the
-// error says so, and a later Close tries again. Each resource is released
-// once, also by concurrent Closes.
+// Close detaches: the link, then the perf event (detaching an
+// ioctl-attached program), then the tracefs event. The kernel refuses to
+// remove that (EBUSY) while a copy of the fd (dup, fork, pin) holds a perf
+// event: the error says so, and a later Close tries again. Each resource
+// is released once, also by concurrent Closes.
 func (l *Link) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -55,7 +55,9 @@ func (l *Link) Close() error {
 
 // AttachOptions apply to every attachment made through a perf event.
 type AttachOptions struct {
-	Cookie uint64 // what bpf_get_attach_cookie reads; needs BPF perf links (5.15), else an ErrNotSupported error
+	// Cookie is what bpf_get_attach_cookie reads. It needs BPF perf links
+	// (5.15); without them it is an ErrNotSupported error.
+	Cookie uint64
 	// Legacy attaches with PERF_EVENT_IOC_SET_BPF (a tracing program: with
 	// BPF_RAW_TRACEPOINT_OPEN), even where the kernel has links.
 	Legacy bool
@@ -65,7 +67,9 @@ type AttachOptions struct {
 // could not be opened), with a perf link unless the kernel has none or o
 // asks for Legacy, and enables it. The Link owns perfFD and event; on
 // failure both are released.
-func attachPerf(p *Program, perfFD int, err error, event remover, desc string, o AttachOptions) (*Link, error) {
+func attachPerf(
+	p *Program, perfFD int, err error, event remover, desc string, o AttachOptions,
+) (*Link, error) {
 	l := &Link{desc: desc, event: event}
 	fail := func(err error) (*Link, error) {
 		l.Close()
@@ -82,10 +86,16 @@ func attachPerf(p *Program, perfFD int, err error, event remover, desc string, o
 		}
 	}
 	if o.Cookie != 0 && !useLink {
-		return fail(fmt.Errorf("a cookie needs a BPF perf link (Linux 5.15) and Legacy is set or the kernel has none: %w", sys.ErrNotSupported))
+		return fail(fmt.Errorf("a cookie needs a BPF perf link (Linux 5.15) "+
+			"and Legacy is set or the kernel has none: %w", sys.ErrNotSupported))
 	}
 	if useLink {
-		fd, err := sys.LinkCreate(&sys.LinkCreateAttr{ProgFD: uint32(p.fd.Int()), TargetFD: uint32(perfFD), AttachType: unix.BPF_PERF_EVENT, Cookie: o.Cookie})
+		fd, err := sys.LinkCreate(&sys.LinkCreateAttr{
+			ProgFD:     uint32(p.fd.Int()),
+			TargetFD:   uint32(perfFD),
+			AttachType: unix.BPF_PERF_EVENT,
+			Cookie:     o.Cookie,
+		})
 		if err != nil {
 			return fail(err)
 		}
@@ -156,11 +166,11 @@ func AttachPerfEvent(p *Program, perfFD int, o AttachOptions) (*Link, error) {
 // program runs on every CPU anyway; for one process on cpu -1.
 //
 // The event counts and does not sample (sample_period 0), as the kprobe
-// and uprobe PMUs' events here do: a program that returns non-zero hands
-// the record on to the tracepoint's perf events, this one among them,
-// and a sampling event would then prepare a sample for a ring it does not
-// have, on each hit on its CPU (cmd/tracex2's BenchmarkWriteSizes
-// measures both).
+// and uprobe PMUs' events here do. A program that returns non-zero hands
+// the record on to the tracepoint's perf events, this one among them. A
+// sampling event would then prepare a sample for a ring it does not have,
+// on each hit on its CPU (cmd/tracex2's BenchmarkWriteSizes measures
+// both).
 func openTracepointEvent(id uint64, pid, cpu int) (int, error) {
 	attr := unix.PerfEventAttr{
 		Type:   unix.PERF_TYPE_TRACEPOINT,
@@ -172,6 +182,11 @@ func openTracepointEvent(id uint64, pid, cpu int) (int, error) {
 
 // AttachTracepoint runs p, a Tracepoint program, on every hit of
 // events/<group>/<name> (syscalls:sys_enter_getppid, skb:kfree_skb, ...).
+//
+// p's return value is a filter for every perf user of the tracepoint, not
+// for p alone: 0 drops the event's record for all of them (perf, other
+// tracers, another process's reader), non-zero passes it on. A program
+// that only counts or sends its own records returns 1.
 func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, error) {
 	desc := "tracepoint " + group + ":" + name
 	if err := usable(p, "a tracepoint", Tracepoint); err != nil {
@@ -190,7 +205,8 @@ func AttachTracepoint(p *Program, group, name string, o AttachOptions) (*Link, e
 // needs Linux 6.10.
 func AttachRawTracepoint(p *Program, name string, o AttachOptions) (*Link, error) {
 	desc := "raw tracepoint " + name
-	if err := usable(p, "a raw tracepoint", RawTracepoint, unix.BPF_PROG_TYPE_RAW_TRACEPOINT_WRITABLE); err != nil {
+	rawTypes := []Type{RawTracepoint, unix.BPF_PROG_TYPE_RAW_TRACEPOINT_WRITABLE}
+	if err := usable(p, "a raw tracepoint", rawTypes...); err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*Link, error) {

@@ -17,7 +17,9 @@ import (
 // attachProbe opens spec as a perf event for process pid (0: every one),
 // through the kind's PMU unless the kernel has none or useTracefs, else
 // through a tracefs event, and attaches p to it.
-func attachProbe(p *Program, spec tracefs.ProbeSpec, pid int, useTracefs bool, o AttachOptions) (*Link, error) {
+func attachProbe(
+	p *Program, spec tracefs.ProbeSpec, pid int, useTracefs bool, o AttachOptions,
+) (*Link, error) {
 	desc := fmt.Sprintf("%s %s+%#x", spec.Kind, spec.Symbol, spec.Offset)
 	if spec.Kind.IsUprobe() {
 		desc = fmt.Sprintf("%s %s:%#x", spec.Kind, spec.Path, spec.Offset)
@@ -125,8 +127,8 @@ func openPMUEvent(p pmu, spec tracefs.ProbeSpec, pid, cpu int) (int, error) {
 		case p.refCtrBit == 0:
 			return -1, fmt.Errorf("uprobe ref_ctr_offset needs Linux 4.20: %w", sys.ErrNotSupported)
 		case spec.RefCtrOffset>>(64-p.refCtrBit) != 0:
-			return -1, fmt.Errorf("%w: ref_ctr_offset %#x does not fit the uprobe PMU's %d config bits (uprobe_events takes it: set Tracefs)",
-				tracefs.ErrInvalid, spec.RefCtrOffset, 64-p.refCtrBit)
+			return -1, fmt.Errorf("%w: ref_ctr_offset %#x does not fit the uprobe PMU's %d config bits "+
+				"(uprobe_events takes it: set Tracefs)", tracefs.ErrInvalid, spec.RefCtrOffset, 64-p.refCtrBit)
 		}
 		attr.Config |= spec.RefCtrOffset << p.refCtrBit
 	}
@@ -134,9 +136,9 @@ func openPMUEvent(p pmu, spec tracefs.ProbeSpec, pid, cpu int) (int, error) {
 }
 
 // ProbesSupported says whether this kernel makes probes of kind k, through
-// a perf PMU (4.17) or kprobe_events or uprobe_events: nil if so, else an
-// error wrapping sys.ErrNotSupported that names what is missing (or
-// tracefs.ErrInvalid for a kind that is none).
+// a perf PMU (4.17) or kprobe_events or uprobe_events. It returns nil if
+// so, else an error wrapping sys.ErrNotSupported that names what is
+// missing (or tracefs.ErrInvalid for a kind that is none).
 func ProbesSupported(k tracefs.ProbeKind) error {
 	file := k.EventsFile()
 	if file == "" {

@@ -33,18 +33,26 @@ func (t Type) String() string { return sys.ProgTypeName(uint32(t)) }
 
 // Spec describes a program to load.
 type Spec struct {
-	Type    Type        // what it attaches to, its context and the helpers it may call
-	Name    string      // at most 15 bytes are kept
-	License string      // "GPL" unlocks GPL-only helpers such as bpf_probe_read
-	Insns   []insn.Item // the program in the DSL (instructions, labels, map references), assembled by Load
+	Type    Type   // what it attaches to, its context and the helpers it may call
+	Name    string // at most 15 bytes are kept
+	License string // "GPL" unlocks GPL-only helpers such as bpf_probe_read
+	// Insns is the program in the DSL (instructions, labels, map
+	// references), which Load assembles.
+	Insns []insn.Item
 	// Instructions is the program already assembled (insn.Assemble), to
 	// load one program many times; set it or Insns, not both.
-	Instructions       []insn.Instruction
-	KernVersion        uint32 // LINUX_VERSION_CODE, which kernels before 5.0 check in kprobe programs; zero: the running kernel's
+	Instructions []insn.Instruction
+	// KernVersion is LINUX_VERSION_CODE, which kernels before 5.0 check in
+	// kprobe programs; zero means the running kernel's.
+	KernVersion        uint32
 	ExpectedAttachType uint32 // bpf_attach_type, for types that need it at load
 	Flags              uint32 // prog_flags: BPF_F_STRICT_ALIGNMENT, BPF_F_SLEEPABLE, ...
-	LogLevel           uint32 // above zero: keep the verifier's log (Program.Log); a failed load gets one at level 1 anyway
-	LogSize            int    // the log buffer's first size (zero: 64 KiB), grown on ENOSPC up to MaxLogSize
+	// LogLevel above zero keeps the verifier's log (Program.Log); a failed
+	// load gets one at level 1 anyway.
+	LogLevel uint32
+	// LogSize is the log buffer's first size (zero: 64 KiB), grown on
+	// ENOSPC up to MaxLogSize.
+	LogSize int
 	// AttachTo is a Tracing program's target, Fentry, Fexit or TpBTF,
 	// looked up in the kernel's BTF at load; it sets the attach type. The
 	// program itself needs no BTF.
@@ -53,12 +61,24 @@ type Spec struct {
 
 // Flags for Spec.Flags (prog_flags), as in the uapi header.
 const (
-	BPF_F_STRICT_ALIGNMENT = unix.BPF_F_STRICT_ALIGNMENT // the verifier checks alignment even where the CPU does not need it
-	BPF_F_ANY_ALIGNMENT    = unix.BPF_F_ANY_ALIGNMENT    // the verifier does not check it even where the CPU needs it (5.0)
-	BPF_F_TEST_RND_HI32    = unix.BPF_F_TEST_RND_HI32    // the verifier puts random upper halves after 32-bit writes, a test (5.3)
-	BPF_F_TEST_STATE_FREQ  = unix.BPF_F_TEST_STATE_FREQ  // the verifier keeps a state at every jump, a test (5.4)
-	BPF_F_SLEEPABLE        = unix.BPF_F_SLEEPABLE        // the program may sleep (5.10): a syscall program, say (5.14)
-	BPF_F_XDP_HAS_FRAGS    = unix.BPF_F_XDP_HAS_FRAGS    // an XDP program that takes multi-buffer packets (5.18)
+	// BPF_F_STRICT_ALIGNMENT: the verifier checks alignment even where the
+	// CPU does not need it.
+	BPF_F_STRICT_ALIGNMENT = unix.BPF_F_STRICT_ALIGNMENT
+	// BPF_F_ANY_ALIGNMENT: the verifier does not check alignment even where
+	// the CPU needs it (5.0).
+	BPF_F_ANY_ALIGNMENT = unix.BPF_F_ANY_ALIGNMENT
+	// BPF_F_TEST_RND_HI32: the verifier puts random upper halves after
+	// 32-bit writes, a test (5.3).
+	BPF_F_TEST_RND_HI32 = unix.BPF_F_TEST_RND_HI32
+	// BPF_F_TEST_STATE_FREQ: the verifier keeps a state at every jump, a
+	// test (5.4).
+	BPF_F_TEST_STATE_FREQ = unix.BPF_F_TEST_STATE_FREQ
+	// BPF_F_SLEEPABLE: the program may sleep (5.10), a syscall program say
+	// (5.14).
+	BPF_F_SLEEPABLE = unix.BPF_F_SLEEPABLE
+	// BPF_F_XDP_HAS_FRAGS: an XDP program that takes multi-buffer packets
+	// (5.18).
+	BPF_F_XDP_HAS_FRAGS = unix.BPF_F_XDP_HAS_FRAGS
 )
 
 // MaxLogSize bounds the verifier log buffer.
@@ -112,8 +132,16 @@ func Load(spec Spec) (*Program, error) {
 	if *buf, err = insn.AppendEncode((*buf)[:0], insns); err != nil {
 		return fail(err)
 	}
-	attr := sys.ProgLoadAttr{ProgType: uint32(spec.Type), InsnCnt: uint32(len(insns)), Insns: sys.SlicePointer(*buf),
-		License: license, KernVersion: spec.KernVersion, ProgFlags: spec.Flags, ProgName: name, ExpectedAttachType: spec.ExpectedAttachType}
+	attr := sys.ProgLoadAttr{
+		ProgType:           uint32(spec.Type),
+		InsnCnt:            uint32(len(insns)),
+		Insns:              sys.SlicePointer(*buf),
+		License:            license,
+		KernVersion:        spec.KernVersion,
+		ProgFlags:          spec.Flags,
+		ProgName:           name,
+		ExpectedAttachType: spec.ExpectedAttachType,
+	}
 	if spec.Type == Kprobe && attr.KernVersion == 0 {
 		attr.KernVersion, _ = KernelVersion()
 	}
@@ -209,7 +237,7 @@ func (p *Program) Pin(path string) error {
 
 // Open opens the program pinned at path.
 func Open(path string) (*Program, error) {
-	fd, err := sys.OpenPinned(path, "prog")
+	fd, err := sys.OpenPinned(path, sys.ObjProg)
 	return fromFD(fd, wrap(err, "open pinned program %s", path))
 }
 

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bpfkit/bpfkit/insn"
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
 	"github.com/bpfkit/bpfkit/mapfd"
@@ -225,7 +224,7 @@ func TestLoadEMFILE(t *testing.T) {
 
 func TestAssembleErrorBeforeKernel(t *testing.T) {
 	_, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "nolabel", License: "GPL", Insns: []Item{Ja("nowhere"), Exit()}})
-	if !errors.Is(err, insn.ErrUnknownLabel) {
+	if !errors.Is(err, ErrUnknownLabel) {
 		t.Fatalf("unknown label: %v", err)
 	}
 }

@@ -21,7 +21,8 @@ func NextLinkID(after uint32) (uint32, error) { return nextID(sys.LinkGetNextID,
 func nextID(get func(*sys.GetIDAttr) error, after uint32, what string) (uint32, error) {
 	attr := sys.GetIDAttr{ID: after}
 	err := get(&attr)
-	if errors.Is(err, unix.ENOENT) || after >= math.MaxInt32 { // ids are below INT_MAX; past it the kernel answers EINVAL
+	// Ids are below INT_MAX; past it the kernel answers EINVAL.
+	if errors.Is(err, unix.ENOENT) || after >= math.MaxInt32 {
 		return 0, nil
 	}
 	return attr.NextID, wrap(err, "next %s id after %d", what, after)
@@ -29,15 +30,24 @@ func nextID(get func(*sys.GetIDAttr) error, after uint32, what string) (uint32, 
 
 // LinkInfo is what the kernel says of a BPF link.
 type LinkInfo struct {
-	ID         uint32 `json:"id"`                    // the link's id
-	ProgID     uint32 `json:"prog_id"`               // the id of the program it attaches
-	Type       string `json:"type"`                  // enum bpf_link_type, lower case without its prefix: "perf_event"
-	AttachType string `json:"attach_type,omitempty"` // enum bpf_attach_type, for the link types that say
-	Target     string `json:"target,omitempty"`      // what the program is attached to, as far as the kernel tells
+	ID     uint32 `json:"id"`      // the link's id
+	ProgID uint32 `json:"prog_id"` // the id of the program it attaches
+	// Type is the enum bpf_link_type, lower case without its prefix:
+	// "perf_event".
+	Type string `json:"type"`
+	// AttachType is the enum bpf_attach_type, for the link types that say.
+	AttachType string `json:"attach_type,omitempty"`
+	// Target is what the program is attached to, as far as the kernel
+	// tells.
+	Target string `json:"target,omitempty"`
 }
 
-var linkTypeNames = []string{"unspec", "raw_tracepoint", "tracing", "cgroup", "iter", "netns", "xdp", "perf_event",
-	"kprobe_multi", "struct_ops", "netfilter", "tcx", "uprobe_multi", "netkit", "sockmap"}
+// linkTypeNames are enum bpf_link_type's names, lower case without their
+// prefix.
+var linkTypeNames = []string{
+	"unspec", "raw_tracepoint", "tracing", "cgroup", "iter", "netns", "xdp", "perf_event",
+	"kprobe_multi", "struct_ops", "netfilter", "tcx", "uprobe_multi", "netkit", "sockmap",
+}
 
 // LinkByID asks the kernel about the link id (needs CAP_SYS_ADMIN), not
 // fetching names behind pointers, but a raw tracepoint's (by QueryFD).
@@ -59,7 +69,8 @@ func LinkByID(id uint32) (*LinkInfo, error) {
 			l.Target = a.Name
 		}
 	case unix.BPF_LINK_TYPE_TRACING:
-		l.AttachType, l.Target = sys.AttachTypeName(u[0]), fmt.Sprintf("btf object %d type %d", u[1], u[2])
+		l.AttachType = sys.AttachTypeName(u[0])
+		l.Target = fmt.Sprintf("btf object %d type %d", u[1], u[2])
 	case unix.BPF_LINK_TYPE_CGROUP:
 		l.AttachType, l.Target = sys.AttachTypeName(u[2]), fmt.Sprintf("cgroup %d", li.Union[0])
 	case unix.BPF_LINK_TYPE_NETNS:
@@ -77,7 +88,10 @@ func LinkByID(id uint32) (*LinkInfo, error) {
 	case unix.BPF_LINK_TYPE_UPROBE_MULTI:
 		l.Target = uprobeMultiTarget(fd, u[9], u[11])
 	case unix.BPF_LINK_TYPE_PERF_EVENT: // 6.6 says which kind of event
-		l.Target = nameOf([]string{"perf event", "uprobe", "uretprobe", "kprobe", "kretprobe", "tracepoint", "perf event"}, u[0])
+		kinds := []string{
+			"perf event", "uprobe", "uretprobe", "kprobe", "kretprobe", "tracepoint", "perf event",
+		}
+		l.Target = nameOf(kinds, u[0])
 	case 14: // sockmap
 		l.AttachType, l.Target = sys.AttachTypeName(u[1]), fmt.Sprintf("map %d", u[0])
 	}
@@ -131,17 +145,28 @@ type FDAttachment struct {
 // (BPF_TASK_FD_QUERY, 4.18; needs CAP_SYS_ADMIN): other files answer
 // sys.ENOTSUPP, a perf event without a program ENOENT.
 func QueryFD(pid, fd int) (*FDAttachment, error) {
-	if int(int32(pid)) != pid || int(int32(fd)) != fd { // the kernel reads 32 bits: 1<<32 + pid is pid
+	// The kernel reads 32 bits: 1<<32 + pid is pid.
+	if int(int32(pid)) != pid || int(int32(fd)) != fd {
 		return nil, fmt.Errorf("prog: query fd %d of pid %d: %w", fd, pid, unix.EINVAL)
 	}
 	buf := make([]byte, 4096) // PATH_MAX
-	attr := sys.TaskFDQueryAttr{PID: uint32(pid), FD: uint32(fd), Buf: sys.SlicePointer(buf), BufLen: uint32(len(buf))}
+	attr := sys.TaskFDQueryAttr{
+		PID:    uint32(pid),
+		FD:     uint32(fd),
+		Buf:    sys.SlicePointer(buf),
+		BufLen: uint32(len(buf)),
+	}
 	if err := sys.TaskFDQuery(&attr); err != nil {
 		return nil, fmt.Errorf("prog: query fd %d of pid %d: %w", fd, pid, err)
 	}
 	kinds := []string{"raw_tracepoint", "tracepoint", "kprobe", "kretprobe", "uprobe", "uretprobe"}
-	return &FDAttachment{ProgID: attr.ProgID, Kind: nameOf(kinds, attr.FDType), Name: unix.ByteSliceToString(buf),
-		Offset: attr.ProbeOffset, Addr: attr.ProbeAddr}, nil
+	return &FDAttachment{
+		ProgID: attr.ProgID,
+		Kind:   nameOf(kinds, attr.FDType),
+		Name:   unix.ByteSliceToString(buf),
+		Offset: attr.ProbeOffset,
+		Addr:   attr.ProbeAddr,
+	}, nil
 }
 
 func nameOf(names []string, v uint32) string {

@@ -133,9 +133,10 @@ func MeasureStatsCost() (StatsCost, error) {
 }
 
 // costRound test-runs p costRuns times with the statistics off, then as
-// many times on, and returns the run time they counted per run (floor)
-// and how much longer a run took with them on (added; nil if they were
-// on already, as the run count growing in the first runs says).
+// many times on. It returns the run time they counted per run (floor), and
+// how much longer a run took with them on (added). added is nil if the
+// statistics were on already, as the run count growing in the first runs
+// says.
 func (p *Program) costRound() (floor time.Duration, added *time.Duration, err error) {
 	data := make([]byte, 64) // a packet of 14 bytes or more
 	start, err := p.runStats()

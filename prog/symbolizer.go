@@ -9,8 +9,8 @@ import (
 
 // Symbolizer names kernel addresses as Symbols.Name does ("func+0xoff",
 // the symbol at or before the address, the first listed of one address,
-// the kernel's and its modules' functions), without keeping the table:
-// each call to Names reads /proc/kallsyms once for the addresses it has
+// the kernel's and its modules' functions), without keeping the table.
+// Each call to Names reads /proc/kallsyms once for the addresses it has
 // not named before, keeps only their names, and answers the others from
 // what it kept. A tool that names a few hundred drop sites or stack frames
 // holds a few hundred strings, where Kallsyms holds 120,000, and reads
@@ -102,7 +102,7 @@ type nearest struct {
 // The table is not sorted (modules, BPF programs and trampolines follow
 // the kernel's own text), so every line is looked at. Each line is
 // offered only to the lowest wanted address at or above it, one binary
-// search; at the end each address takes the better of its own and its
+// search. At the end each address takes the better of its own and its
 // lower neighbour's: a symbol at or below the neighbour is at or below it
 // too, and any symbol offered to it alone is above the neighbour.
 func nameAddrs(r io.Reader, want []uint64) ([]string, error) {

@@ -10,7 +10,7 @@
 // uapi <asm/unistd.h>, so they name each number by its __NR_ name. A
 // tracepoint is named after the function that SYSCALL_DEFINE made, the
 // "entry point" column of the kernel's syscall tables, which differs for
-// some numbers: entryPoints below lists those, per architecture,
+// some numbers. entryPoints below lists those, per architecture,
 // transcribed from arch/x86/entry/syscalls/syscall_64.tbl and
 // syscall_32.tbl, arch/arm/tools/syscall.tbl and
 // include/uapi/asm-generic/unistd.h (arm64, riscv64).
@@ -154,9 +154,9 @@ var thirtyTwo = map[string]string{
 }
 
 // entryPoints is, by architecture, each __NR_ name whose entry point has
-// another name; "" marks a number whose entry point is assembly or a
-// wrapper, which no tracepoint describes (the kernel matches a
-// tracepoint's metadata to the table by the symbol's name).
+// another name. "" marks a number whose entry point is assembly or a
+// wrapper, which no tracepoint describes: the kernel matches a
+// tracepoint's metadata to the table by the symbol's name.
 var entryPoints = map[string]map[string]string{
 	"x86_64": {
 		"stat":     "newstat",

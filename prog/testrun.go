@@ -36,12 +36,28 @@ func (p *Program) TestRun(o RunOptions) (RunResult, error) {
 	if p.fd.Int() < 0 {
 		return RunResult{}, ErrClosed
 	}
-	attr := sys.TestRunAttr{ProgFD: uint32(p.fd.Int()), Repeat: o.Repeat, Flags: o.Flags, CPU: o.CPU,
-		DataIn: sys.SlicePointer(o.Data), DataSizeIn: uint32(len(o.Data)), DataOut: sys.SlicePointer(o.DataOut), DataSizeOut: uint32(len(o.DataOut)),
-		CtxIn: sys.SlicePointer(o.Ctx), CtxSizeIn: uint32(len(o.Ctx)), CtxOut: sys.SlicePointer(o.CtxOut), CtxSizeOut: uint32(len(o.CtxOut))}
+	attr := sys.TestRunAttr{
+		ProgFD:      uint32(p.fd.Int()),
+		Repeat:      o.Repeat,
+		Flags:       o.Flags,
+		CPU:         o.CPU,
+		DataIn:      sys.SlicePointer(o.Data),
+		DataSizeIn:  uint32(len(o.Data)),
+		DataOut:     sys.SlicePointer(o.DataOut),
+		DataSizeOut: uint32(len(o.DataOut)),
+		CtxIn:       sys.SlicePointer(o.Ctx),
+		CtxSizeIn:   uint32(len(o.Ctx)),
+		CtxOut:      sys.SlicePointer(o.CtxOut),
+		CtxSizeOut:  uint32(len(o.CtxOut)),
+	}
 	if err := sys.ProgTestRun(&attr); err != nil {
 		return RunResult{}, fmt.Errorf("prog: test run of %s: %w", sys.QuoteName(p.name), err)
 	}
-	return RunResult{Retval: attr.Retval, Duration: time.Duration(attr.Duration), // a nil DataOut or CtxOut stays nil
-		DataOut: o.DataOut[:min(int(attr.DataSizeOut), len(o.DataOut))], CtxOut: o.CtxOut[:min(int(attr.CtxSizeOut), len(o.CtxOut))]}, nil
+	// A nil DataOut or CtxOut stays nil.
+	return RunResult{
+		Retval:   attr.Retval,
+		Duration: time.Duration(attr.Duration),
+		DataOut:  o.DataOut[:min(int(attr.DataSizeOut), len(o.DataOut))],
+		CtxOut:   o.CtxOut[:min(int(attr.CtxSizeOut), len(o.CtxOut))],
+	}, nil
 }

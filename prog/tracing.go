@@ -27,11 +27,12 @@ const (
 type Target interface {
 	String() string // "fentry vfs_read"
 	// resolve looks the target up for a program of type typ whose
-	// expected attach type is expected (0: the target's) and returns the
-	// attach type, the BTF type id and object fd (0: vmlinux) to load it
-	// with, and what to call with the load's error when it is done: it
-	// closes a module's BTF object and explains the error. Its signature
-	// holds no struct, whose type a tool that names no Target would link.
+	// expected attach type is expected (0: the target's). It returns the
+	// attach type, the BTF type id and object fd (0: vmlinux) to load the
+	// program with. It also returns what to call with the load's error
+	// once the load is done, which closes a module's BTF object and
+	// explains the error. Its signature holds no struct, whose type a tool
+	// that names no Target would link.
 	resolve(typ, expected uint32) (at, btfID, objFD uint32, done func(error) error, err error)
 }
 
@@ -214,8 +215,8 @@ func probeTarget(attachType uint32) Target {
 }
 
 // loadTracingProbe loads code as a Tracing program of attachType on its
-// probe target; if it does not load, it sets f: a no when the kernel
-// refuses such programs (no BTF, EPERM to a process with every
+// probe target. If the program does not load, it sets f: a no when the
+// kernel refuses such programs (no BTF, EPERM to a process with every
 // capability, an attach type it does not know), else an error.
 func loadTracingProbe(f *Feature, attachType uint32, code ...insn.Item) (*Program, error) {
 	p, err := Load(Spec{Type: Tracing, Name: "probe_tracing", License: "GPL", Insns: code,

@@ -13,12 +13,14 @@ import (
 // UprobeOptions says which function of the binary and how to attach.
 type UprobeOptions struct {
 	AttachOptions
-	Symbol       string // an ELF function symbol of the binary
-	Offset       uint64 // the file offset, or with Symbol the bytes into the function
-	Return       bool   // a uretprobe
-	PID          int    // only this process; 0 means every process
-	RefCtrOffset uint64 // file offset of a USDT semaphore (4.20); the PMU takes 32 bits, uprobe_events (Tracefs) more
-	Tracefs      bool   // create the event in uprobe_events even where the PMU exists
+	Symbol string // an ELF function symbol of the binary
+	Offset uint64 // the file offset, or with Symbol the bytes into the function
+	Return bool   // a uretprobe
+	PID    int    // only this process; 0 means every process
+	// RefCtrOffset is the file offset of a USDT semaphore (4.20). The PMU
+	// takes 32 bits, uprobe_events (Tracefs) more.
+	RefCtrOffset uint64
+	Tracefs      bool // create the event in uprobe_events even where the PMU exists
 }
 
 // AttachUprobe runs p, a Kprobe program, when a process runs Symbol (plus
@@ -37,7 +39,8 @@ func AttachUprobe(p *Program, path string, o UprobeOptions) (*Link, error) {
 			sys.QuoteName(p.name), kind, path, err)
 	}
 	if strings.IndexByte(path+o.Symbol, 0) >= 0 || path == "" {
-		return fail(fmt.Errorf("%w: empty path, or a NUL in path %q or symbol %q", tracefs.ErrInvalid, path, o.Symbol))
+		return fail(fmt.Errorf("%w: empty path, or a NUL in path %q or symbol %q",
+			tracefs.ErrInvalid, path, o.Symbol))
 	}
 	if o.PID < 0 || o.PID > math.MaxInt32 { // pid_t is 32 bits: 1<<32 + pid would trace pid
 		return fail(fmt.Errorf("%w: pid %d is no process id", tracefs.ErrInvalid, o.PID))
@@ -81,10 +84,10 @@ func fileOffset(path, symbol string, off uint64) (uint64, error) {
 }
 
 // fileOffsets returns, for each place, the file offset offs[i] bytes into
-// the function symbols[i], or offs[i] where the symbol is "", checking it
-// lies in the function (of known size) and in the file part of an
-// executable PT_LOAD segment: a uprobe elsewhere is accepted by the kernel
-// and never fires. The file is read once for all.
+// the function symbols[i], or offs[i] where the symbol is "". It checks
+// that each lies in its function (of known size) and in the file part of
+// an executable PT_LOAD segment: a uprobe elsewhere is accepted by the
+// kernel and never fires. The file is read once for all.
 func fileOffsets(path string, symbols []string, offs []uint64) ([]uint64, error) {
 	file, err := sys.OpenRegular(path)
 	if err != nil {
@@ -120,7 +123,8 @@ func (f *elfFile) fileOffset(symbol string, off uint64) (uint64, error) {
 		case !found:
 			return 0, fmt.Errorf("no function symbol %q (a stripped binary needs an offset)", symbol)
 		case s.size != 0 && off >= s.size || s.value+off < s.value:
-			return 0, fmt.Errorf("%w: offset %#x is outside %s (%d bytes)", tracefs.ErrInvalid, off, symbol, s.size)
+			return 0, fmt.Errorf("%w: offset %#x is outside %s (%d bytes)",
+				tracefs.ErrInvalid, off, symbol, s.size)
 		case f.machine == emARM && s.value%2 != 0: // the mark of Thumb code
 			return 0, fmt.Errorf("%w: %s is Thumb code: %s", tracefs.ErrInvalid, symbol, armUprobes)
 		}

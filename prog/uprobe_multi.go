@@ -39,8 +39,8 @@ type UprobeMultiOptions struct {
 const MaxUprobeMulti = 1 << 20
 
 // AttachUprobeMulti runs p at every place o gives of the ELF binary at
-// path, through one uprobe_multi link (Linux 6.6; HaveUprobeMulti says):
-// one bpf(2) call attaches them all, and the Link's Close detaches them
+// path, through one uprobe_multi link (Linux 6.6; HaveUprobeMulti says).
+// One bpf(2) call attaches them all, and the Link's Close detaches them
 // all, where a uprobe per place costs a perf event each. p is a Kprobe
 // program loaded with ExpectedAttachType unix.BPF_TRACE_UPROBE_MULTI.
 // Where the kernel has no uprobe_multi links the error wraps
@@ -86,7 +86,8 @@ func (o UprobeMultiOptions) check(path string) error {
 	case n == 0:
 		return fmt.Errorf("%w: no place", tracefs.ErrInvalid)
 	case n > MaxUprobeMulti:
-		return fmt.Errorf("%w: %d places, more than one link takes (%d)", tracefs.ErrInvalid, n, MaxUprobeMulti)
+		return fmt.Errorf("%w: %d places, more than one link takes (%d)",
+			tracefs.ErrInvalid, n, MaxUprobeMulti)
 	case o.Cookies != nil && len(o.Cookies) != n:
 		return fmt.Errorf("%w: %d cookies for %d places", tracefs.ErrInvalid, len(o.Cookies), n)
 	case o.RefCtrOffsets != nil && len(o.RefCtrOffsets) != n:
@@ -163,7 +164,8 @@ func (o UprobeMultiOptions) attr(p *Program, path string) (*sys.LinkCreateUprobe
 func explainUprobeMulti(err error) error {
 	if errors.Is(err, unix.EINVAL) {
 		if ok, _ := HaveUprobeMulti(); !ok {
-			return fmt.Errorf("%w (this kernel has no uprobe_multi links: Linux 6.6): %w", err, sys.ErrNotSupported)
+			return fmt.Errorf("%w (this kernel has no uprobe_multi links: Linux 6.6): %w",
+				err, sys.ErrNotSupported)
 		}
 	}
 	switch {

@@ -60,9 +60,10 @@ func refusal(err error) bool {
 }
 
 // verdict is the log less the statistics the verifier ends it with, which
-// it writes whether it accepted the program or not ("processed 5 insns
-// ...", and at BPF_LOG_STATS "verification time", "stack depth"): what is
-// left of a level 1 log of an accepted program is "". A refusal says why.
+// it writes whether it accepted the program or not: "processed 5 insns
+// ...", and at BPF_LOG_STATS "verification time" and "stack depth". What
+// is left of a level 1 log of an accepted program is "". A refusal says
+// why.
 func verdict(log string) string {
 	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
 	stats := func(line string) bool {
@@ -108,4 +109,6 @@ func echoedInsn(line string) (int, string, bool) {
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
 
 // wrap is sys.Wrap for prog's errors.
-func wrap(err error, format string, args ...any) error { return sys.Wrap("prog", err, format, args...) }
+func wrap(err error, format string, args ...any) error {
+	return sys.Wrap("prog", err, format, args...)
+}

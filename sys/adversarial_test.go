@@ -50,15 +50,6 @@ func wantErr(t *testing.T, what string, err error, errno unix.Errno, parts ...st
 	}
 }
 
-// TestCommandOutOfRange: the command-name table was indexed without a bound,
-// so MapElemNoSleep(36, ...) panicked.
-func TestCommandOutOfRange(t *testing.T) {
-	for _, cmd := range []int{-1, 36, 1 << 20, unix.BPF_PROG_LOAD} {
-		err := sys.MapElemNoSleep(cmd, &sys.MapElemAttr{})
-		wantErr(t, "MapElemNoSleep", err, unix.EINVAL, "not an element command")
-	}
-}
-
 // TestNamesOutOfRange: the name tables' bound checks compared int(v) with
 // their length, and on 32-bit ports int(v) of a uint32 v >= 1<<31 is
 // negative: the check passed and the index panicked (mapfd.Type(^uint32(0))
@@ -99,31 +90,34 @@ func TestNilAttrs(t *testing.T) {
 	sys.SetJournal(io.Discard)
 	defer sys.SetJournal(nil)
 	calls := map[string]func() error{
-		"MapCreate":       func() error { _, err := sys.MapCreate(nil); return err },
-		"MapLookupElem":   func() error { return sys.MapLookupElem(nil) },
-		"MapUpdateElem":   func() error { return sys.MapUpdateElem(nil) },
-		"MapDeleteElem":   func() error { return sys.MapDeleteElem(nil) },
-		"MapGetNextKey":   func() error { return sys.MapGetNextKey(nil) },
-		"MapElemNoSleep":  func() error { return sys.MapElemNoSleep(unix.BPF_MAP_LOOKUP_ELEM, nil) },
-		"MapLookupAndDel": func() error { return sys.MapLookupAndDeleteElem(nil) },
-		"MapFreeze":       func() error { return sys.MapFreeze(nil) },
-		"MapLookupBatch":  func() error { return sys.MapLookupBatch(nil) },
-		"ProgLoad":        func() error { _, err := sys.ProgLoad(nil); return err },
-		"ObjPin":          func() error { return sys.ObjPin(nil) },
-		"ObjGet":          func() error { _, err := sys.ObjGet(nil); return err },
-		"ProgQuery":       func() error { return sys.ProgQuery(nil) },
-		"ProgTestRun":     func() error { return sys.ProgTestRun(nil) },
-		"ProgGetNextID":   func() error { return sys.ProgGetNextID(nil) },
-		"MapGetFDByID":    func() error { _, err := sys.MapGetFDByID(nil); return err },
-		"ObjGetInfoByFD":  func() error { return sys.ObjGetInfoByFD(nil) },
-		"RawTracepoint":   func() error { _, err := sys.RawTracepointOpen(nil); return err },
-		"LinkCreate":      func() error { _, err := sys.LinkCreate(nil); return err },
-		"LinkCreateTr":    func() error { _, err := sys.LinkCreateTracing(nil); return err },
-		"BTFGetNextID":    func() error { return sys.BTFGetNextID(nil) },
-		"BTFGetFDByID":    func() error { _, err := sys.BTFGetFDByID(nil); return err },
-		"LinkDetach":      func() error { return sys.LinkDetach(nil) },
-		"EnableStats":     func() error { _, err := sys.EnableStats(nil); return err },
-		"PerfEventOpen":   func() error { _, err := sys.PerfEventOpen(nil, -1, 0, -1, 0); return err },
+		"MapCreate":            func() error { _, err := sys.MapCreate(nil); return err },
+		"MapLookupElem":        func() error { return sys.MapLookupElem(nil) },
+		"MapUpdateElem":        func() error { return sys.MapUpdateElem(nil) },
+		"MapDeleteElem":        func() error { return sys.MapDeleteElem(nil) },
+		"MapGetNextKey":        func() error { return sys.MapGetNextKey(nil) },
+		"MapLookupElemNoSleep": func() error { return sys.MapLookupElemNoSleep(nil) },
+		"MapUpdateElemNoSleep": func() error { return sys.MapUpdateElemNoSleep(nil) },
+		"MapDeleteElemNoSleep": func() error { return sys.MapDeleteElemNoSleep(nil) },
+		"MapGetNextKeyNoSleep": func() error { return sys.MapGetNextKeyNoSleep(nil) },
+		"MapLookupAndDel":      func() error { return sys.MapLookupAndDeleteElem(nil) },
+		"MapFreeze":            func() error { return sys.MapFreeze(nil) },
+		"MapLookupBatch":       func() error { return sys.MapLookupBatch(nil) },
+		"ProgLoad":             func() error { _, err := sys.ProgLoad(nil); return err },
+		"ObjPin":               func() error { return sys.ObjPin(nil) },
+		"ObjGet":               func() error { _, err := sys.ObjGet(nil); return err },
+		"ProgQuery":            func() error { return sys.ProgQuery(nil) },
+		"ProgTestRun":          func() error { return sys.ProgTestRun(nil) },
+		"ProgGetNextID":        func() error { return sys.ProgGetNextID(nil) },
+		"MapGetFDByID":         func() error { _, err := sys.MapGetFDByID(nil); return err },
+		"ObjGetInfoByFD":       func() error { return sys.ObjGetInfoByFD(nil) },
+		"RawTracepoint":        func() error { _, err := sys.RawTracepointOpen(nil); return err },
+		"LinkCreate":           func() error { _, err := sys.LinkCreate(nil); return err },
+		"LinkCreateTr":         func() error { _, err := sys.LinkCreateTracing(nil); return err },
+		"BTFGetNextID":         func() error { return sys.BTFGetNextID(nil) },
+		"BTFGetFDByID":         func() error { _, err := sys.BTFGetFDByID(nil); return err },
+		"LinkDetach":           func() error { return sys.LinkDetach(nil) },
+		"EnableStats":          func() error { _, err := sys.EnableStats(nil); return err },
+		"PerfEventOpen":        func() error { _, err := sys.PerfEventOpen(nil, -1, 0, -1, 0); return err },
 	}
 	for name, call := range calls {
 		wantErr(t, name+"(nil)", call(), unix.EFAULT, "nil attr")
@@ -226,11 +220,11 @@ func TestBPFFSPath(t *testing.T) {
 	if err := sys.Unpin(fs + "/absent"); !errors.Is(err, unix.ENOENT) {
 		t.Fatalf("Unpin of a missing pin: %v", err)
 	}
-	if _, err := sys.ObjKind(-1); err == nil {
-		t.Fatal("ObjKind(-1)")
+	if _, err := sys.KindOf(-1); err == nil {
+		t.Fatal("KindOf(-1)")
 	}
-	if _, err := sys.ObjKind(0); err == nil || !strings.Contains(err.Error(), "not a BPF object") {
-		t.Fatalf("ObjKind(0): %v", err)
+	if _, err := sys.KindOf(0); err == nil || !strings.Contains(err.Error(), "not a BPF object") {
+		t.Fatalf("KindOf(0): %v", err)
 	}
 }
 
@@ -438,8 +432,6 @@ func TestAdversarialFDCalls(t *testing.T) {
 		ebadf("EpollCtl on "+what, sys.EpollCtl(fd, unix.EPOLL_CTL_ADD, efd, unix.EPOLLIN, 0), "epoll_ctl")
 		_, err = sys.EpollWait(fd, events, 0)
 		ebadf("EpollWait on "+what, err, "epoll_wait")
-		_, err = sys.EpollWaitHoldingP(fd, events, 0)
-		ebadf("EpollWaitHoldingP on "+what, err, "epoll_wait")
 		mem, err := sys.Mmap(fd, 0, 4096, unix.PROT_READ)
 		if err == nil {
 			sys.Munmap(mem)
@@ -453,8 +445,8 @@ func TestAdversarialFDCalls(t *testing.T) {
 		ebadf("InfoByFD of "+what, sys.InfoByFD(fd, &info), "BPF_OBJ_GET_INFO_BY_FD")
 		var btfInfo sys.BTFInfo
 		ebadf("InfoByFD of "+what+" as BTF", sys.InfoByFD(fd, &btfInfo), "BPF_OBJ_GET_INFO_BY_FD")
-		if _, err := sys.ObjKind(fd); err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("sys: kind of fd %d: readlink /proc/self/fd/%d: ", fd, fd)) {
-			t.Errorf("ObjKind of %s: %v", what, err)
+		if _, err := sys.KindOf(fd); err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("sys: kind of fd %d: readlink /proc/self/fd/%d: ", fd, fd)) {
+			t.Errorf("KindOf of %s: %v", what, err)
 		}
 		var f sys.FD
 		if f.Set(fd); fd != h.closed && int64(fd) != math.MaxInt32 && (f.Int() != -1 || f.Close() != nil) {
@@ -520,12 +512,10 @@ func TestAdversarialFDCalls(t *testing.T) {
 		}
 		// A wait of 1<<32 ms (or of -1<<32: none) is a wait, not a look.
 		for _, msec := range []int64{1 << 32, -1 << 32, 1<<32 + 1, math.MaxInt64, math.MinInt64} {
-			for _, wait := range []func(int, []unix.EpollEvent, int) (int, error){sys.EpollWait, sys.EpollWaitHoldingP} {
-				wait := func() (int, error) { return wait(ep, events, int(msec)) }
-				w := waitReady(t, ep, eventfd, events, wait)
-				if w != 1 {
-					t.Errorf("a wait of %d ms returned %d events before the eventfd was written", msec, w)
-				}
+			wait := func() (int, error) { return sys.EpollWait(ep, events, int(msec)) }
+			w := waitReady(t, ep, eventfd, events, wait)
+			if w != 1 {
+				t.Errorf("a wait of %d ms returned %d events before the eventfd was written", msec, w)
 			}
 		}
 	}

@@ -108,9 +108,9 @@ var wantOffsets = map[string]uintptr{
 var wantSizes = map[string]uintptr{"ProgInfo": 232, "MapInfo": 104, "LinkInfo": 64,
 	"UprobeMultiLinkInfo": 64, "BTFInfo": 32}
 
-// layoutAsserts holds one compile-time check per entry of wantOffsets and
-// wantSizes: [1]struct{}{}[x - want] is out of range unless x == want.
-var layoutAsserts = [...]struct{}{
+// One compile-time check per entry of wantOffsets and wantSizes:
+// [1]struct{}{}[x - want] is out of range unless x == want.
+var _ = [...]struct{}{
 	[1]struct{}{}[unsafe.Offsetof(MapCreateAttr{}.MapName)-28], [1]struct{}{}[unsafe.Offsetof(MapCreateAttr{}.MapIfindex)-44],
 	[1]struct{}{}[unsafe.Offsetof(MapCreateAttr{}.BTFVmlinuxValueTypeID)-60], [1]struct{}{}[unsafe.Offsetof(MapCreateAttr{}.MapExtra)-64],
 	[1]struct{}{}[unsafe.Offsetof(MapCreateAttr{}.ValueTypeBTFObjFD)-72], [1]struct{}{}[unsafe.Offsetof(MapCreateAttr{}.MapTokenFD)-76],

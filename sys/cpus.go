@@ -61,12 +61,16 @@ func ParseCPUList(s string) ([]int, error) {
 		// In 64 bits: a 32-bit int cannot hold what a bad list may say.
 		a, err1 := strconv.ParseInt(lo, 10, 64)
 		b, err2 := strconv.ParseInt(top, 10, 64)
-		if err1 != nil || err2 != nil || strconv.FormatInt(a, 10) != lo || strconv.FormatInt(b, 10) != top ||
-			b < a || isRange && b == a || len(cpus) > 0 && a <= int64(cpus[len(cpus)-1])+1 {
+		canonical := err1 == nil && err2 == nil &&
+			strconv.FormatInt(a, 10) == lo && strconv.FormatInt(b, 10) == top
+		ascending := a <= b && (!isRange || a < b) &&
+			(len(cpus) == 0 || a > int64(cpus[len(cpus)-1])+1)
+		if !canonical || !ascending {
 			return nil, fmt.Errorf("sys: bad CPU list %q", s)
 		}
 		if b >= MaxCPUs {
-			return nil, fmt.Errorf("sys: CPU list %q: CPU %d is not below %d, the most a kernel can have", s, b, MaxCPUs)
+			return nil, fmt.Errorf("sys: CPU list %q: CPU %d is not below %d, the most a kernel can have",
+				s, b, MaxCPUs)
 		}
 		for c := a; c <= b; c++ {
 			cpus = append(cpus, int(c))

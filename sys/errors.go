@@ -38,35 +38,40 @@ func (e *Error) Error() string {
 const ENOTSUPP = unix.Errno(524)
 
 // kernelErrnos are the errnos of the kernel's own (include/linux/errno.h),
-// from 512, meant never to reach user space and so named by no libc, with
-// the header's words: ENOTSUPP does reach it from bpf(2), and a kernel bug
-// may let another through. An array, which costs no code at start-up.
+// from 512, with the header's words. They are meant never to reach user
+// space, and so no libc names them; but ENOTSUPP does reach it from
+// bpf(2), and a kernel bug may let another through. An array, which costs
+// no code at start-up, keyed by the errno less the first, so that each
+// line shows its own.
 var kernelErrnos = [...]struct{ name, text string }{
-	512 - 512: {"ERESTARTSYS", "restart the system call"},
-	513 - 512: {"ERESTARTNOINTR", "restart the system call, not interrupted"},
-	514 - 512: {"ERESTARTNOHAND", "restart if no handler"},
-	515 - 512: {"ENOIOCTLCMD", "no ioctl command"},
-	516 - 512: {"ERESTART_RESTARTBLOCK", "restart by calling sys_restart_syscall"},
-	517 - 512: {"EPROBE_DEFER", "driver requests probe retry"},
-	518 - 512: {"EOPENSTALE", "open found a stale dentry"},
-	519 - 512: {"ENOPARAM", "parameter not supported"},
-	521 - 512: {"EBADHANDLE", "illegal NFS file handle"},
-	522 - 512: {"ENOTSYNC", "update synchronization mismatch"},
-	523 - 512: {"EBADCOOKIE", "cookie is stale"},
-	524 - 512: {"ENOTSUPP", "operation not supported"},
-	525 - 512: {"ETOOSMALL", "buffer or request is too small"},
-	526 - 512: {"ESERVERFAULT", "an untranslatable error occurred"},
-	527 - 512: {"EBADTYPE", "type not supported by server"},
-	528 - 512: {"EJUKEBOX", "request initiated, but will not complete before timeout"},
-	529 - 512: {"EIOCBQUEUED", "iocb queued, will get completion event"},
-	530 - 512: {"ERECALLCONFLICT", "conflict with recalled state"},
-	531 - 512: {"ENOGRACE", "NFS file lock reclaim refused"},
+	512 - firstKernelErrno: {"ERESTARTSYS", "restart the system call"},
+	513 - firstKernelErrno: {"ERESTARTNOINTR", "restart the system call, not interrupted"},
+	514 - firstKernelErrno: {"ERESTARTNOHAND", "restart if no handler"},
+	515 - firstKernelErrno: {"ENOIOCTLCMD", "no ioctl command"},
+	516 - firstKernelErrno: {"ERESTART_RESTARTBLOCK", "restart by calling sys_restart_syscall"},
+	517 - firstKernelErrno: {"EPROBE_DEFER", "driver requests probe retry"},
+	518 - firstKernelErrno: {"EOPENSTALE", "open found a stale dentry"},
+	519 - firstKernelErrno: {"ENOPARAM", "parameter not supported"},
+	521 - firstKernelErrno: {"EBADHANDLE", "illegal NFS file handle"},
+	522 - firstKernelErrno: {"ENOTSYNC", "update synchronization mismatch"},
+	523 - firstKernelErrno: {"EBADCOOKIE", "cookie is stale"},
+	524 - firstKernelErrno: {"ENOTSUPP", "operation not supported"},
+	525 - firstKernelErrno: {"ETOOSMALL", "buffer or request is too small"},
+	526 - firstKernelErrno: {"ESERVERFAULT", "an untranslatable error occurred"},
+	527 - firstKernelErrno: {"EBADTYPE", "type not supported by server"},
+	528 - firstKernelErrno: {"EJUKEBOX", "request initiated, but will not complete before timeout"},
+	529 - firstKernelErrno: {"EIOCBQUEUED", "iocb queued, will get completion event"},
+	530 - firstKernelErrno: {"ERECALLCONFLICT", "conflict with recalled state"},
+	531 - firstKernelErrno: {"ENOGRACE", "NFS file lock reclaim refused"},
 }
+
+// firstKernelErrno is the lowest errno of the kernel's own: ERESTARTSYS.
+const firstKernelErrno = 512
 
 // kernelErrno returns the name and text of e if it is one of the kernel's
 // own errnos.
 func kernelErrno(e unix.Errno) (name, text string, own bool) {
-	if i := int(e) - 512; i >= 0 && i < len(kernelErrnos) && kernelErrnos[i].name != "" {
+	if i := int(e) - firstKernelErrno; i >= 0 && i < len(kernelErrnos) && kernelErrnos[i].name != "" {
 		return kernelErrnos[i].name, kernelErrnos[i].text, true
 	}
 	return "", "", false
@@ -111,7 +116,13 @@ const (
 	CAP_BPF       = 39 // loading programs and creating maps (5.8)
 )
 
-var capNames = map[int]string{CAP_NET_ADMIN: "CAP_NET_ADMIN", CAP_SYS_ADMIN: "CAP_SYS_ADMIN", CAP_PERFMON: "CAP_PERFMON", CAP_BPF: "CAP_BPF"}
+// capNames names the capabilities bpfkit checks.
+var capNames = map[int]string{
+	CAP_NET_ADMIN: "CAP_NET_ADMIN",
+	CAP_SYS_ADMIN: "CAP_SYS_ADMIN",
+	CAP_PERFMON:   "CAP_PERFMON",
+	CAP_BPF:       "CAP_BPF",
+}
 
 // missingCaps names the capabilities of need the calling thread lacks
 // ("CAP_BPF and CAP_PERFMON"), or is ""; CAP_SYS_ADMIN stands in for all of
@@ -138,7 +149,9 @@ func missingCaps(need ...int) (string, error) {
 func NeedCaps(need ...int) error {
 	for _, c := range need {
 		if _, ok := capNames[c]; !ok {
-			return &Error{Op: "capabilities", Errno: unix.EINVAL, Hint: fmt.Sprintf("capability %d is not one bpfkit checks: CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN or CAP_SYS_ADMIN", c)}
+			hint := fmt.Sprintf("capability %d is not one bpfkit checks: "+
+				"CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN or CAP_SYS_ADMIN", c)
+			return &Error{Op: "capabilities", Errno: unix.EINVAL, Hint: hint}
 		}
 	}
 	missing, err := missingCaps(need...)
@@ -148,7 +161,8 @@ func NeedCaps(need ...int) error {
 	if missing == "" {
 		return nil
 	}
-	return &Error{Op: "capabilities", Errno: unix.EPERM, Hint: "missing " + missing + "; run as root, or grant them (CAP_SYS_ADMIN grants all)"}
+	hint := "missing " + missing + "; run as root, or grant them (CAP_SYS_ADMIN grants all)"
+	return &Error{Op: "capabilities", Errno: unix.EPERM, Hint: hint}
 }
 
 // permHint explains an EPERM: the capabilities of need missing, or what
@@ -199,21 +213,6 @@ func unprivilegedDisabled(missing string) string {
 	return "; kernel.unprivileged_bpf_disabled is " + value + ": without CAP_BPF, bpf() is refused"
 }
 
-// progCaps is what loading or attaching a program of a type needs: tracing
-// types need CAP_PERFMON and networking types CAP_NET_ADMIN besides CAP_BPF.
-func progCaps(progType uint32) []int {
-	switch progType {
-	case unix.BPF_PROG_TYPE_KPROBE, unix.BPF_PROG_TYPE_TRACEPOINT, unix.BPF_PROG_TYPE_PERF_EVENT,
-		unix.BPF_PROG_TYPE_RAW_TRACEPOINT, unix.BPF_PROG_TYPE_RAW_TRACEPOINT_WRITABLE, unix.BPF_PROG_TYPE_TRACING:
-		return []int{CAP_BPF, CAP_PERFMON}
-	case unix.BPF_PROG_TYPE_SOCKET_FILTER, unix.BPF_PROG_TYPE_CGROUP_SKB:
-		return []int{CAP_BPF}
-	case unix.BPF_PROG_TYPE_SCHED_CLS, unix.BPF_PROG_TYPE_SCHED_ACT, unix.BPF_PROG_TYPE_XDP:
-		return []int{CAP_BPF, CAP_NET_ADMIN}
-	}
-	return []int{CAP_BPF, CAP_SYS_ADMIN}
-}
-
 // newFD finishes a call that makes an fd: on an error, which sysErr keeps
 // or makes an *Error, it closes the fd if one was made (the journal failed);
 // else it moves the fd above 2.
@@ -256,13 +255,15 @@ func errnoOf(err error) unix.Errno {
 }
 
 // Wrap returns err (nil for nil) behind pkg's prefix and the context that
-// format and args make: "mapfd: map \"x\" update: " and err's text, less a
-// leading "pkg: ", so that a package names itself once. errors.Is and As see err.
+// format and args make: "mapfd: map \"x\" update: ", then err's text less
+// a leading "pkg: ", so that a package names itself once. errors.Is and As
+// see err.
 func Wrap(pkg string, err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	return &wrapped{pkg + ": " + fmt.Sprintf(format, args...) + ": " + strings.TrimPrefix(err.Error(), pkg+": "), err}
+	context := pkg + ": " + fmt.Sprintf(format, args...) + ": "
+	return &wrapped{context + strings.TrimPrefix(err.Error(), pkg+": "), err}
 }
 
 type wrapped struct {
@@ -290,9 +291,13 @@ func RaiseMemlock() (raised bool) {
 			return
 		}
 		inf := unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
-		_, err := traced("setrlimit", func() string {
-			return fmt.Sprintf("RLIMIT_MEMLOCK, {cur=%d, max=%d} -> {cur=RLIM_INFINITY, max=RLIM_INFINITY}", old.Cur, old.Max)
-		}, func() (int, error) { return 0, unix.Setrlimit(unix.RLIMIT_MEMLOCK, &inf) })
+		args := func() string {
+			return fmt.Sprintf("RLIMIT_MEMLOCK, {cur=%d, max=%d} -> "+
+				"{cur=RLIM_INFINITY, max=RLIM_INFINITY}", old.Cur, old.Max)
+		}
+		_, err := traced("setrlimit", args, func() (int, error) {
+			return 0, unix.Setrlimit(unix.RLIMIT_MEMLOCK, &inf)
+		})
 		raised = err == nil
 	})
 	return raised

@@ -3,8 +3,10 @@ package sys
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,7 +36,7 @@ func TestErrnoNames(t *testing.T) {
 		{600, "-1 errno 600 <", "op: errno 600"},
 	} {
 		var buf bytes.Buffer
-		j := &journalT{w: &buf}
+		j := &journalWriter{w: &buf}
 		if err := j.record("op", "x", -1, c.errno, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -44,6 +46,26 @@ func TestErrnoNames(t *testing.T) {
 		err := error(&Error{Op: "op", Errno: c.errno})
 		if err.Error() != c.errStr || !errors.Is(err, c.errno) {
 			t.Errorf("errno %d: error %q, want %q", c.errno, err, c.errStr)
+		}
+	}
+}
+
+// TestCommandOutOfRange: the command-name table was indexed without a
+// bound, so an element command given 36 panicked. A command past the
+// table, or negative, is named by its number, in the error and the journal.
+func TestCommandOutOfRange(t *testing.T) {
+	var buf bytes.Buffer
+	SetJournal(&buf)
+	defer SetJournal(nil)
+	for _, cmd := range []int{-1, 36, 1 << 20} {
+		var attr MapElemAttr
+		_, err := call(cmd, unsafe.Pointer(&attr), attr.describe, noHint)
+		name := fmt.Sprintf("bpf cmd %d", cmd)
+		if err == nil || !strings.HasPrefix(err.Error(), name+": ") {
+			t.Errorf("command %d: %v", cmd, err)
+		}
+		if !strings.Contains(buf.String(), "bpf("+name+", map_fd=0 flags=0x0) = -1 ") {
+			t.Errorf("command %d: the journal says %q", cmd, buf.String())
 		}
 	}
 }

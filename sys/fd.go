@@ -41,14 +41,16 @@ func Dup(fd int) (int, error) {
 }
 
 // OpenRegular opens the file at path to read, close-on-exec, if it is a
-// regular file, as ELF binaries are. It resolves path once, with O_PATH,
-// which opens nothing (no device's open runs, a FIFO wakes no writer and
-// waits for none); checks with fstat what that found; and opens that very
-// inode, O_RDONLY|O_NONBLOCK, through /proc/self/fd, which names the file
-// already found rather than resolving path again. So a FIFO, a device, a
-// socket or a directory is refused without being opened, even when path
-// (or a symbolic link on it) is changed meanwhile: the file opened is the
-// regular file checked. It needs /proc mounted, and says so.
+// regular file, as ELF binaries are. A FIFO, a device, a socket or a
+// directory is refused without being opened, even when path (or a
+// symbolic link on it) is changed meanwhile.
+//
+// It resolves path once, with O_PATH, which opens nothing: no device's
+// open runs, and a FIFO wakes no writer and waits for none. It checks with
+// fstat what that found. Then it opens that very inode, O_RDONLY and
+// O_NONBLOCK, through /proc/self/fd, which names the file already found
+// rather than resolving path again: the file opened is the regular file
+// checked. It needs /proc mounted, and says so.
 func OpenRegular(path string) (*os.File, error) {
 	op := "open " + path
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
@@ -98,10 +100,11 @@ func safeFD(fd int, op string) (int, error) {
 	return nfd, err
 }
 
-// arg32 is v as the kernel reads an int argument (fd, pid, cpu, op,
-// timeout), in 32 bits: one past them is math.MinInt32, which the kernel
-// refuses (EBADF, ESRCH, EINVAL) or, as a timeout, waits without limit,
-// where its low bits would name another fd or process, or no wait.
+// arg32 is v as the kernel reads an int argument (an fd, a pid, a cpu, an
+// op, a timeout): in 32 bits. A v past 32 bits becomes math.MinInt32. The
+// kernel refuses that (EBADF, ESRCH, EINVAL), or as a timeout waits
+// without limit; v's low bits alone would name another fd or process, or
+// no wait at all.
 func arg32(v int) int {
 	if int(int32(v)) != v {
 		return math.MinInt32

@@ -1,5 +1,46 @@
 package sys
 
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// This file holds BPF_OBJ_GET_INFO_BY_FD and the structs it fills.
+
+// InfoAttr is union bpf_attr's info, fields as the uapi names them.
+type InfoAttr struct {
+	BPFFD   uint32
+	InfoLen uint32
+	Info    Pointer
+	_       [AttrSize - 16]byte
+}
+
+// ObjGetInfoByFD is BPF_OBJ_GET_INFO_BY_FD; InfoByFD fills the typed structs.
+func ObjGetInfoByFD(a *InfoAttr) error {
+	return do(unix.BPF_OBJ_GET_INFO_BY_FD, unsafe.Pointer(a), a.describe, noHint)
+}
+
+func (a *InfoAttr) describe() string {
+	return fmt.Sprintf("bpf_fd=%d info_len=%d", a.BPFFD, a.InfoLen)
+}
+
+// infoStruct is the set of bpf_*_info structs BPF_OBJ_GET_INFO_BY_FD fills.
+type infoStruct interface {
+	ProgInfo | MapInfo | LinkInfo | UprobeMultiLinkInfo | BTFInfo
+}
+
+// InfoByFD fills info for the program, map, link or BTF object fd.
+func InfoByFD[T infoStruct](fd int, info *T) error {
+	attr := InfoAttr{
+		BPFFD:   uint32(arg32(fd)),
+		InfoLen: uint32(unsafe.Sizeof(*info)),
+		Info:    NewPointer(unsafe.Pointer(info)),
+	}
+	return ObjGetInfoByFD(&attr)
+}
+
 // ProgInfo is struct bpf_prog_info, its fields as the uapi names them. For
 // an array (map ids, xlated instructions) point the field at a buffer and
 // set its count or length: the kernel fills up to that and writes the full
@@ -101,9 +142,10 @@ type UprobeMultiLinkInfo struct {
 }
 
 // BTFInfo is struct bpf_btf_info (5.0; Name, NameLen and KernelBTF 5.11),
-// its fields as the uapi names them: point BTF at a buffer of BTFSize
-// bytes for the raw BTF, Name at one of NameLen for the name ("vmlinux",
-// or a module's); KernelBTF is 1 for the kernel's and its modules' BTF.
+// its fields as the uapi names them. Point BTF at a buffer of BTFSize
+// bytes for the raw BTF, and Name at one of NameLen for the name
+// ("vmlinux", or a module's). KernelBTF is 1 for the kernel's and its
+// modules' BTF.
 type BTFInfo struct {
 	BTF       Pointer
 	BTFSize   uint32

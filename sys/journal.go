@@ -14,20 +14,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// journalT writes a line per call this package makes (see the package doc).
-type journalT struct {
+// journalWriter writes a line per call this package makes (see the package doc).
+type journalWriter struct {
 	mu         sync.Mutex
 	w          io.Writer
-	bestEffort bool      // a failed write is ignored
-	env        *journalT // BPFKIT_JOURNAL's, written first, or nil
-	broken     error     // BPFKIT_JOURNAL names no usable journal: every call fails with it
+	bestEffort bool           // a failed write is ignored
+	env        *journalWriter // BPFKIT_JOURNAL's, written first, or nil
+	broken     error          // BPFKIT_JOURNAL names no usable journal: every call fails with it
 }
 
 // journal is the journal in use; envJournal is BPFKIT_JOURNAL's, set by
 // init, which SetJournal adds to but never replaces.
 var (
-	journal    atomic.Pointer[journalT]
-	envJournal *journalT
+	journal    atomic.Pointer[journalWriter]
+	envJournal *journalWriter
 )
 
 // ErrJournal is wrapped by the error of a call that was not made, or whose
@@ -52,7 +52,7 @@ func setJournal(w io.Writer, bestEffort bool) {
 	case w == nil:
 		journal.Store(nil)
 	default:
-		journal.Store(&journalT{w: w, bestEffort: bestEffort, env: envJournal})
+		journal.Store(&journalWriter{w: w, bestEffort: bestEffort, env: envJournal})
 	}
 }
 
@@ -64,21 +64,23 @@ func init() {
 	case v == "" || v == "0":
 		return
 	case v == "1" || v == "stderr":
-		envJournal = &journalT{w: os.Stderr}
+		envJournal = &journalWriter{w: os.Stderr}
 	case !filepath.IsAbs(v):
-		envJournal = &journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL=%q: want 1 or stderr, 0, or an absolute path", ErrJournal, v)}
+		err := fmt.Errorf("%w: BPFKIT_JOURNAL=%q: want 1 or stderr, 0, or an absolute path",
+			ErrJournal, v)
+		envJournal = &journalWriter{broken: err}
 	default:
 		f, err := os.OpenFile(v, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
-		envJournal = &journalT{w: f}
+		envJournal = &journalWriter{w: f}
 		if err != nil {
-			envJournal = &journalT{broken: fmt.Errorf("%w: BPFKIT_JOURNAL: %w", ErrJournal, err)}
+			envJournal = &journalWriter{broken: fmt.Errorf("%w: BPFKIT_JOURNAL: %w", ErrJournal, err)}
 		}
 	}
 	journal.Store(envJournal)
 }
 
 // record writes one line; an error means the call must fail.
-func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Duration) error {
+func (j *journalWriter) record(op, args string, r int, errno unix.Errno, d time.Duration) error {
 	res := fmt.Sprint(r)
 	if op == "mmap" {
 		res = fmt.Sprintf("%#x", uint(r))
@@ -98,12 +100,13 @@ func (j *journalT) record(op, args string, r int, errno unix.Errno, d time.Durat
 	return j.write(op, line)
 }
 
-func (j *journalT) write(op, line string) error {
+func (j *journalWriter) write(op, line string) error {
 	j.mu.Lock()
 	_, err := io.WriteString(j.w, line)
 	j.mu.Unlock()
 	if err != nil && !j.bestEffort {
-		return fmt.Errorf("%w: %s could not be recorded, so its result is discarded: %w", ErrJournal, op, err)
+		return fmt.Errorf("%w: %s could not be recorded, so its result is discarded: %w",
+			ErrJournal, op, err)
 	}
 	return nil
 }
@@ -125,85 +128,6 @@ func traced(op string, args func() string, do func() (int, error)) (r int, err e
 		return r, jerr
 	}
 	return r, err
-}
-
-// describe renders the attr fields a reviewer cares about for cmd.
-func describe(cmd int, p unsafe.Pointer) string {
-	name := cmdName(cmd)
-	switch cmd {
-	case unix.BPF_MAP_CREATE:
-		a := (*MapCreateAttr)(p)
-		return fmt.Sprintf("%s, map_type=%s key_size=%d value_size=%d max_entries=%d map_flags=%#x name=%q",
-			name, MapTypeName(a.MapType), a.KeySize, a.ValueSize, a.MaxEntries, a.MapFlags, a.MapName)
-	case unix.BPF_MAP_LOOKUP_ELEM, unix.BPF_MAP_UPDATE_ELEM, unix.BPF_MAP_DELETE_ELEM, unix.BPF_MAP_GET_NEXT_KEY,
-		unix.BPF_MAP_LOOKUP_AND_DELETE_ELEM, unix.BPF_MAP_FREEZE:
-		a := (*MapElemAttr)(p)
-		return fmt.Sprintf("%s, map_fd=%d flags=%#x", name, a.MapFD, a.Flags)
-	case unix.BPF_MAP_LOOKUP_BATCH:
-		a := (*MapBatchAttr)(p)
-		return fmt.Sprintf("%s, map_fd=%d count=%d", name, a.MapFD, a.Count)
-	case unix.BPF_PROG_LOAD:
-		a := (*ProgLoadAttr)(p)
-		s := fmt.Sprintf("%s, prog_type=%s insn_cnt=%d license=%q name=%q kern_version=%#x prog_flags=%#x log_level=%d", name,
-			ProgTypeName(a.ProgType), a.InsnCnt, cString(a.License), a.ProgName, a.KernVersion, a.ProgFlags, a.LogLevel)
-		if a.ExpectedAttachType != 0 {
-			s += " expected_attach_type=" + AttachTypeName(a.ExpectedAttachType)
-		}
-		if a.AttachBTFID != 0 {
-			s += fmt.Sprintf(" attach_btf_id=%d attach_btf_obj_fd=%d", a.AttachBTFID,
-				a.AttachProgFD)
-		}
-		return s
-	case unix.BPF_OBJ_PIN, unix.BPF_OBJ_GET:
-		a := (*ObjAttr)(p)
-		return fmt.Sprintf("%s, pathname=%q bpf_fd=%d file_flags=%#x", name, cString(a.Pathname), a.BPFFD, a.FileFlags)
-	case unix.BPF_PROG_QUERY:
-		a := (*ProgQueryAttr)(p)
-		return fmt.Sprintf("%s, target_fd=%d attach_type=%s", name, a.TargetFD, AttachTypeName(a.AttachType))
-	case unix.BPF_PROG_TEST_RUN:
-		a := (*TestRunAttr)(p)
-		return fmt.Sprintf("%s, prog_fd=%d data_size_in=%d ctx_size_in=%d repeat=%d", name, a.ProgFD, a.DataSizeIn, a.CtxSizeIn, a.Repeat)
-	case unix.BPF_PROG_GET_NEXT_ID, unix.BPF_MAP_GET_NEXT_ID, unix.BPF_LINK_GET_NEXT_ID,
-		unix.BPF_BTF_GET_NEXT_ID, unix.BPF_PROG_GET_FD_BY_ID, unix.BPF_MAP_GET_FD_BY_ID,
-		unix.BPF_LINK_GET_FD_BY_ID, unix.BPF_BTF_GET_FD_BY_ID:
-		return fmt.Sprintf("%s, id=%d", name, (*GetIDAttr)(p).ID)
-	case unix.BPF_OBJ_GET_INFO_BY_FD:
-		a := (*InfoAttr)(p)
-		return fmt.Sprintf("%s, bpf_fd=%d info_len=%d", name, a.BPFFD, a.InfoLen)
-	case unix.BPF_RAW_TRACEPOINT_OPEN:
-		a := (*RawTracepointAttr)(p)
-		if a.Name.ptr == nil { // a tracing program, attached where it was loaded for
-			return fmt.Sprintf("%s, name=NULL prog_fd=%d", name, a.ProgFD)
-		}
-		return fmt.Sprintf("%s, name=%q prog_fd=%d", name, cString(a.Name), a.ProgFD)
-	case unix.BPF_LINK_CREATE:
-		a := (*LinkCreateAttr)(p)
-		cookie := fmt.Sprintf("cookie=%#x", a.Cookie)
-		switch a.AttachType {
-		case unix.BPF_TRACE_KPROBE_MULTI:
-			k := (*LinkCreateKprobeMultiAttr)(p)
-			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s kprobe_multi.flags=%#x cnt=%d",
-				name, k.ProgFD, AttachTypeName(k.AttachType), k.KprobeFlags, k.Cnt)
-		case unix.BPF_TRACE_UPROBE_MULTI:
-			u := (*LinkCreateUprobeMultiAttr)(p)
-			return fmt.Sprintf("%s, prog_fd=%d attach_type=%s uprobe_multi.path=%q flags=%#x cnt=%d pid=%d",
-				name, u.ProgFD, AttachTypeName(u.AttachType), cString(u.Path), u.UprobeFlags, u.Cnt, u.PID)
-		case unix.BPF_TRACE_FENTRY, unix.BPF_TRACE_FEXIT, unix.BPF_MODIFY_RETURN,
-			unix.BPF_TRACE_RAW_TP, unix.BPF_LSM_MAC:
-			tr := (*LinkCreateTracingAttr)(p)
-			cookie = fmt.Sprintf("target_btf_id=%d cookie=%#x", tr.TargetBTFID, tr.Cookie)
-		}
-		return fmt.Sprintf("%s, prog_fd=%d target_fd=%d attach_type=%s flags=%#x %s",
-			name, a.ProgFD, int32(a.TargetFD), AttachTypeName(a.AttachType), a.Flags, cookie)
-	case unix.BPF_TASK_FD_QUERY:
-		a := (*TaskFDQueryAttr)(p)
-		return fmt.Sprintf("%s, pid=%d fd=%d buf_len=%d", name, a.PID, a.FD, a.BufLen)
-	case unix.BPF_LINK_DETACH:
-		return fmt.Sprintf("%s, link_fd=%d", name, (*LinkDetachAttr)(p).LinkFD)
-	case unix.BPF_ENABLE_STATS:
-		return fmt.Sprintf("%s, type=%d", name, (*EnableStatsAttr)(p).Type)
-	}
-	return name
 }
 
 // cString reads the NUL-terminated string at p, at most 256 bytes of it,
@@ -231,13 +155,16 @@ func cString(p Pointer) string {
 	return string(b) + "..."
 }
 
-// MapTypeName names enum bpf_map_type value t as the journal does ("hash"), or gives its number.
+// MapTypeName names enum bpf_map_type value t as the journal does
+// ("hash"), or gives its number.
 func MapTypeName(t uint32) string { return lookupName(mapTypeNames, t) }
 
-// ProgTypeName names enum bpf_prog_type value t as the journal does ("tracepoint"), or gives its number.
+// ProgTypeName names enum bpf_prog_type value t as the journal does
+// ("tracepoint"), or gives its number.
 func ProgTypeName(t uint32) string { return lookupName(progTypeNames, t) }
 
-// AttachTypeName names enum bpf_attach_type value t as the journal does ("trace_fentry"), or gives its number.
+// AttachTypeName names enum bpf_attach_type value t as the journal does
+// ("trace_fentry"), or gives its number.
 func AttachTypeName(t uint32) string { return lookupName(attachTypeNames, t) }
 
 func lookupName(names []string, v uint32) string {
@@ -247,52 +174,37 @@ func lookupName(names []string, v uint32) string {
 	return fmt.Sprint(v)
 }
 
-// cmdName is the name of command cmd, or its number.
-func cmdName(cmd int) string {
-	if cmd >= 0 && cmd < len(cmdNames) {
-		return cmdNames[cmd]
-	}
-	return fmt.Sprintf("bpf cmd %d", cmd)
-}
-
-// Names as in enum bpf_cmd, bpf_map_type, bpf_prog_type and bpf_attach_type,
-// without their prefixes where the field name says it.
-var cmdNames = [...]string{
-	"BPF_MAP_CREATE", "BPF_MAP_LOOKUP_ELEM", "BPF_MAP_UPDATE_ELEM", "BPF_MAP_DELETE_ELEM", "BPF_MAP_GET_NEXT_KEY",
-	"BPF_PROG_LOAD", "BPF_OBJ_PIN", "BPF_OBJ_GET", "BPF_PROG_ATTACH", "BPF_PROG_DETACH", "BPF_PROG_TEST_RUN",
-	"BPF_PROG_GET_NEXT_ID", "BPF_MAP_GET_NEXT_ID", "BPF_PROG_GET_FD_BY_ID", "BPF_MAP_GET_FD_BY_ID",
-	"BPF_OBJ_GET_INFO_BY_FD", "BPF_PROG_QUERY", "BPF_RAW_TRACEPOINT_OPEN", "BPF_BTF_LOAD", "BPF_BTF_GET_FD_BY_ID",
-	"BPF_TASK_FD_QUERY", "BPF_MAP_LOOKUP_AND_DELETE_ELEM", "BPF_MAP_FREEZE", "BPF_BTF_GET_NEXT_ID",
-	"BPF_MAP_LOOKUP_BATCH", "BPF_MAP_LOOKUP_AND_DELETE_BATCH", "BPF_MAP_UPDATE_BATCH", "BPF_MAP_DELETE_BATCH",
-	"BPF_LINK_CREATE", "BPF_LINK_UPDATE", "BPF_LINK_GET_FD_BY_ID", "BPF_LINK_GET_NEXT_ID", "BPF_ENABLE_STATS",
-	"BPF_ITER_CREATE", "BPF_LINK_DETACH", "BPF_PROG_BIND_MAP",
-}
-
+// Names as in enum bpf_map_type, bpf_prog_type and bpf_attach_type,
+// without their prefixes, which the field name says.
 var mapTypeNames = []string{
-	"unspec", "hash", "array", "prog_array", "perf_event_array", "percpu_hash", "percpu_array", "stack_trace",
-	"cgroup_array", "lru_hash", "lru_percpu_hash", "lpm_trie", "array_of_maps", "hash_of_maps", "devmap",
-	"sockmap", "cpumap", "xskmap", "sockhash", "cgroup_storage", "reuseport_sockarray", "percpu_cgroup_storage",
-	"queue", "stack", "sk_storage", "devmap_hash", "struct_ops", "ringbuf", "inode_storage", "task_storage",
-	"bloom_filter", "user_ringbuf", "cgrp_storage", "arena",
+	"unspec", "hash", "array", "prog_array", "perf_event_array", "percpu_hash", "percpu_array",
+	"stack_trace", "cgroup_array", "lru_hash", "lru_percpu_hash", "lpm_trie", "array_of_maps",
+	"hash_of_maps", "devmap", "sockmap", "cpumap", "xskmap", "sockhash", "cgroup_storage",
+	"reuseport_sockarray", "percpu_cgroup_storage", "queue", "stack", "sk_storage",
+	"devmap_hash", "struct_ops", "ringbuf", "inode_storage", "task_storage", "bloom_filter",
+	"user_ringbuf", "cgrp_storage", "arena",
 }
 
 var progTypeNames = []string{
-	"unspec", "socket_filter", "kprobe", "sched_cls", "sched_act", "tracepoint", "xdp", "perf_event",
-	"cgroup_skb", "cgroup_sock", "lwt_in", "lwt_out", "lwt_xmit", "sock_ops", "sk_skb", "cgroup_device",
-	"sk_msg", "raw_tracepoint", "cgroup_sock_addr", "lwt_seg6local", "lirc_mode2", "sk_reuseport",
-	"flow_dissector", "cgroup_sysctl", "raw_tracepoint_writable", "cgroup_sockopt", "tracing", "struct_ops",
-	"ext", "lsm", "sk_lookup", "syscall", "netfilter",
+	"unspec", "socket_filter", "kprobe", "sched_cls", "sched_act", "tracepoint", "xdp",
+	"perf_event", "cgroup_skb", "cgroup_sock", "lwt_in", "lwt_out", "lwt_xmit", "sock_ops",
+	"sk_skb", "cgroup_device", "sk_msg", "raw_tracepoint", "cgroup_sock_addr", "lwt_seg6local",
+	"lirc_mode2", "sk_reuseport", "flow_dissector", "cgroup_sysctl", "raw_tracepoint_writable",
+	"cgroup_sockopt", "tracing", "struct_ops", "ext", "lsm", "sk_lookup", "syscall",
+	"netfilter",
 }
 
 var attachTypeNames = []string{
-	"cgroup_inet_ingress", "cgroup_inet_egress", "cgroup_inet_sock_create", "cgroup_sock_ops", "sk_skb_stream_parser",
-	"sk_skb_stream_verdict", "cgroup_device", "sk_msg_verdict", "cgroup_inet4_bind", "cgroup_inet6_bind",
-	"cgroup_inet4_connect", "cgroup_inet6_connect", "cgroup_inet4_post_bind", "cgroup_inet6_post_bind",
-	"cgroup_udp4_sendmsg", "cgroup_udp6_sendmsg", "lirc_mode2", "flow_dissector", "cgroup_sysctl",
-	"cgroup_udp4_recvmsg", "cgroup_udp6_recvmsg", "cgroup_getsockopt", "cgroup_setsockopt", "trace_raw_tp",
-	"trace_fentry", "trace_fexit", "modify_return", "lsm_mac", "trace_iter", "cgroup_inet4_getpeername",
-	"cgroup_inet6_getpeername", "cgroup_inet4_getsockname", "cgroup_inet6_getsockname", "xdp_devmap",
-	"cgroup_inet_sock_release", "xdp_cpumap", "sk_lookup", "xdp", "sk_skb_verdict", "sk_reuseport_select",
-	"sk_reuseport_select_or_migrate", "perf_event", "trace_kprobe_multi", "lsm_cgroup", "struct_ops",
-	"netfilter", "tcx_ingress", "tcx_egress", "trace_uprobe_multi",
+	"cgroup_inet_ingress", "cgroup_inet_egress", "cgroup_inet_sock_create", "cgroup_sock_ops",
+	"sk_skb_stream_parser", "sk_skb_stream_verdict", "cgroup_device", "sk_msg_verdict",
+	"cgroup_inet4_bind", "cgroup_inet6_bind", "cgroup_inet4_connect", "cgroup_inet6_connect",
+	"cgroup_inet4_post_bind", "cgroup_inet6_post_bind", "cgroup_udp4_sendmsg",
+	"cgroup_udp6_sendmsg", "lirc_mode2", "flow_dissector", "cgroup_sysctl",
+	"cgroup_udp4_recvmsg", "cgroup_udp6_recvmsg", "cgroup_getsockopt", "cgroup_setsockopt",
+	"trace_raw_tp", "trace_fentry", "trace_fexit", "modify_return", "lsm_mac", "trace_iter",
+	"cgroup_inet4_getpeername", "cgroup_inet6_getpeername", "cgroup_inet4_getsockname",
+	"cgroup_inet6_getsockname", "xdp_devmap", "cgroup_inet_sock_release", "xdp_cpumap",
+	"sk_lookup", "xdp", "sk_skb_verdict", "sk_reuseport_select",
+	"sk_reuseport_select_or_migrate", "perf_event", "trace_kprobe_multi", "lsm_cgroup",
+	"struct_ops", "netfilter", "tcx_ingress", "tcx_egress", "trace_uprobe_multi",
 }

@@ -15,9 +15,9 @@ func Mmap(fd int, offset int64, length int, prot int) ([]byte, error) {
 }
 
 // MmapReadOnly maps length bytes of the file fd from its start, private
-// and read-only, as the kernel lets /sys/kernel/btf/vmlinux be mapped
-// (6.16: it refuses a shared or writable mapping with EACCES, and older
-// kernels refuse any with EINVAL or ENODEV). Munmap unmaps it.
+// and read-only. That is how the kernel lets /sys/kernel/btf/vmlinux be
+// mapped: 6.16 refuses a shared or writable mapping with EACCES, and older
+// kernels refuse any with EINVAL or ENODEV. Munmap unmaps it.
 func MmapReadOnly(fd int, length int) ([]byte, error) {
 	return mmap(fd, 0, length, unix.PROT_READ, unix.MAP_PRIVATE)
 }
@@ -46,20 +46,23 @@ func mmap(fd int, offset int64, length, prot, flags int) ([]byte, error) {
 
 // Munmap unmaps memory from Mmap.
 func Munmap(mem []byte) error {
-	_, err := traced("munmap", func() string { return fmt.Sprintf("%p, %d", unsafe.SliceData(mem), len(mem)) },
-		func() (int, error) { return 0, unix.Munmap(mem) })
+	args := func() string { return fmt.Sprintf("%p, %d", unsafe.SliceData(mem), len(mem)) }
+	_, err := traced("munmap", args, func() (int, error) { return 0, unix.Munmap(mem) })
 	return sysErr("munmap", err)
 }
 
 // protNames names prot's read and write bits (1 and 2 on every port).
 func protNames(prot int) string {
-	return [...]string{"PROT_NONE", "PROT_READ", "PROT_WRITE", "PROT_READ|PROT_WRITE"}[prot&(unix.PROT_READ|unix.PROT_WRITE)]
+	names := [...]string{"PROT_NONE", "PROT_READ", "PROT_WRITE", "PROT_READ|PROT_WRITE"}
+	return names[prot&(unix.PROT_READ|unix.PROT_WRITE)]
 }
 
 // Mount is mount(2), for tracefs and bpffs.
 func Mount(source, target, fstype string) error {
-	_, err := traced("mount", func() string { return fmt.Sprintf("%q, %q, %q, 0, NULL", source, target, fstype) },
-		func() (int, error) { return 0, unix.Mount(source, target, fstype, 0, "") })
+	args := func() string { return fmt.Sprintf("%q, %q, %q, 0, NULL", source, target, fstype) }
+	_, err := traced("mount", args, func() (int, error) {
+		return 0, unix.Mount(source, target, fstype, 0, "")
+	})
 	return withHint(sysErr("mount "+fstype+" at "+target, err), CAP_SYS_ADMIN)
 }
 
@@ -67,7 +70,8 @@ func Mount(source, target, fstype string) error {
 // in one write(2), which the kernel parses as a whole command (without
 // O_APPEND, opening would clear the file).
 func WriteControl(path, text string) error {
-	_, err := traced("write", func() string { return fmt.Sprintf("%q, %q", path, text) }, func() (int, error) {
+	args := func() string { return fmt.Sprintf("%q, %q", path, text) }
+	_, err := traced("write", args, func() (int, error) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			return -1, err

@@ -19,16 +19,22 @@ func PerfEventOpen(attr *unix.PerfEventAttr, pid, cpu, groupFD, flags int) (int,
 }
 
 // PerfEventOpenProbe is PerfEventOpen for the kprobe and uprobe PMUs
-// (4.17), pmu naming which ("kprobe", "uprobe") for the journal and the
-// hints: target, the kernel function or binary path, goes in config1 as a
+// (4.17); pmu names which ("kprobe", "uprobe") for the journal and the
+// hints. target, the kernel function or binary path, goes in config1 as a
 // C string (a NUL in it is EINVAL); attr.Ext2 is the offset.
-func PerfEventOpenProbe(attr *unix.PerfEventAttr, pmu, target string, pid, cpu, groupFD, flags int) (int, error) {
+func PerfEventOpenProbe(
+	attr *unix.PerfEventAttr, pmu, target string, pid, cpu, groupFD, flags int,
+) (int, error) {
 	if attr == nil {
 		return perfEventOpen(nil, pmu, "", pid, cpu, groupFD, flags)
 	}
 	p, err := StringPointer(target)
 	if err != nil {
-		return -1, &Error{Op: "perf_event_open", Errno: unix.EINVAL, Hint: fmt.Sprintf("probe target %q holds a NUL, where the kernel would end it", target)}
+		return -1, &Error{
+			Op:    "perf_event_open",
+			Errno: unix.EINVAL,
+			Hint:  fmt.Sprintf("probe target %q holds a NUL, where the kernel would end it", target),
+		}
 	}
 	attr.Ext1 = uint64(uintptr(p.ptr))
 	fd, err := perfEventOpen(attr, pmu, target, pid, cpu, groupFD, flags)
@@ -37,7 +43,9 @@ func PerfEventOpenProbe(attr *unix.PerfEventAttr, pmu, target string, pid, cpu, 
 	return fd, err
 }
 
-func perfEventOpen(attr *unix.PerfEventAttr, pmu, target string, pid, cpu, groupFD, flags int) (int, error) {
+func perfEventOpen(
+	attr *unix.PerfEventAttr, pmu, target string, pid, cpu, groupFD, flags int,
+) (int, error) {
 	if attr == nil {
 		return -1, &Error{Op: "perf_event_open", Errno: unix.EFAULT, Hint: "nil attr"}
 	}
@@ -50,9 +58,13 @@ func perfEventOpen(attr *unix.PerfEventAttr, pmu, target string, pid, cpu, group
 		if attr.Bits&unix.PerfBitUseClockID != 0 {
 			clock = fmt.Sprintf(" clockid=%d", attr.Clockid)
 		}
-		return fmt.Sprintf("%s sample_type=%#x wakeup=%d bits=%#x%s, pid=%d, cpu=%d, group_fd=%d, flags=%#x",
-			describePerf(attr, pmu, target), attr.Sample_type, attr.Wakeup, attr.Bits, clock, pid, cpu, groupFD, flags)
-	}, func() (int, error) { return unix.PerfEventOpen(attr, arg32(pid), arg32(cpu), arg32(groupFD), flags) })
+		return fmt.Sprintf(
+			"%s sample_type=%#x wakeup=%d bits=%#x%s, pid=%d, cpu=%d, group_fd=%d, flags=%#x",
+			describePerf(attr, pmu, target), attr.Sample_type, attr.Wakeup, attr.Bits, clock,
+			pid, cpu, groupFD, flags)
+	}, func() (int, error) {
+		return unix.PerfEventOpen(attr, arg32(pid), arg32(cpu), arg32(groupFD), flags)
+	})
 	fd, err = newFD(fd, err, "perf_event_open")
 	if e, ok := err.(*Error); ok {
 		switch e.Errno {
@@ -120,7 +132,8 @@ func perfPermHint(pmu string) string {
 	case pmu == "uprobe":
 		return permHint(CAP_SYS_ADMIN) + " (the uprobe PMU needs it)"
 	case paranoid >= 3:
-		return permHint(CAP_SYS_ADMIN) + fmt.Sprintf(" (kernel.perf_event_paranoid is %d, Debian's level that needs it)", paranoid)
+		return permHint(CAP_SYS_ADMIN) + fmt.Sprintf(
+			" (kernel.perf_event_paranoid is %d, Debian's level that needs it)", paranoid)
 	}
 	return permHint(CAP_PERFMON) + fmt.Sprintf("; see also kernel.perf_event_paranoid (%d)", paranoid)
 }

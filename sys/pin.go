@@ -6,9 +6,44 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
+
+// This file holds BPF_OBJ_PIN and BPF_OBJ_GET, and the checks every pin
+// path passes before the kernel sees it.
+
+// ObjAttr is union bpf_attr for BPF_OBJ_PIN and BPF_OBJ_GET, fields as the uapi names them.
+type ObjAttr struct {
+	Pathname  Pointer
+	BPFFD     uint32
+	FileFlags uint32
+	PathFD    int32 // 6.5, with BPF_F_PATH_FD
+	_         [AttrSize - 20]byte
+}
+
+// ObjPin is BPF_OBJ_PIN: it pins BPFFD at Pathname in a BPF file system.
+func ObjPin(a *ObjAttr) error {
+	return do(unix.BPF_OBJ_PIN, unsafe.Pointer(a), a.describe, pinHint)
+}
+
+// ObjGet is BPF_OBJ_GET: it opens the object pinned at Pathname.
+func ObjGet(a *ObjAttr) (int, error) {
+	return callFD(unix.BPF_OBJ_GET, unsafe.Pointer(a), a.describe, pinHint)
+}
+
+func (a *ObjAttr) describe() string {
+	return fmt.Sprintf("pathname=%q bpf_fd=%d file_flags=%#x",
+		cString(a.Pathname), a.BPFFD, a.FileFlags)
+}
+
+func pinHint(_ int, errno unix.Errno) string {
+	if errno == unix.EPERM {
+		return "the path's permissions in the BPF file system refuse it"
+	}
+	return ""
+}
 
 // BPF_FS_MAGIC is a BPF file system's statfs(2) type (linux/magic.h).
 const BPF_FS_MAGIC = 0xcafe4a11
@@ -34,7 +69,8 @@ func BPFFSPath(path string) (string, error) {
 		return "", fmt.Errorf("sys: pin path %q: statfs %s: %w", path, real, err)
 	}
 	if uint32(st.Type) != BPF_FS_MAGIC {
-		return "", fmt.Errorf("sys: pin path %q: %s is not on a BPF file system (mount one: mount -t bpf bpf /sys/fs/bpf): %w", path, real, unix.EINVAL)
+		return "", fmt.Errorf("sys: pin path %q: %s is not on a BPF file system "+
+			"(mount one: mount -t bpf bpf /sys/fs/bpf): %w", path, real, unix.EINVAL)
 	}
 	return filepath.Join(real, name), nil
 }
@@ -59,10 +95,21 @@ func Pin(fd int, path string) error {
 	return ObjPin(attr)
 }
 
+// ObjKind is the kind of a BPF object, as the name of its file's
+// anonymous inode says it ("anon_inode:bpf-map").
+type ObjKind string
+
+// The kinds of object that can be pinned and opened again.
+const (
+	ObjMap  ObjKind = "map"  // a map: mapfd.Open
+	ObjProg ObjKind = "prog" // a program: prog.Open
+	ObjLink ObjKind = "link" // a link, which keeps its program attached
+)
+
 // OpenPinned is BPF_OBJ_GET of the pin at path, checked by BPFFSPath, for
-// an object of kind "map", "prog" or "link": another kind, whose info read
-// as kind's would be garbage, is refused (EINVAL).
-func OpenPinned(path, kind string) (int, error) {
+// an object of kind want. An object of another kind is refused (EINVAL):
+// its info, read as want's, would be garbage.
+func OpenPinned(path string, want ObjKind) (int, error) {
 	attr, err := objPath(path, 0)
 	if err != nil {
 		return -1, err
@@ -71,10 +118,10 @@ func OpenPinned(path, kind string) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if k, err := ObjKind(fd); k != kind {
+	if k, err := KindOf(fd); k != want {
 		unix.Close(fd)
 		if err == nil {
-			err = fmt.Errorf("sys: a BPF %s is pinned there, not a %s: %w", k, kind, unix.EINVAL)
+			err = fmt.Errorf("sys: a BPF %s is pinned there, not a %s: %w", k, want, unix.EINVAL)
 		}
 		return -1, err
 	}
@@ -88,13 +135,14 @@ func Unpin(path string) error {
 	if err != nil {
 		return err
 	}
-	_, err = traced("unlink", func() string { return fmt.Sprintf("%q", real) }, func() (int, error) { return 0, unix.Unlink(real) })
+	args := func() string { return fmt.Sprintf("%q", real) }
+	_, err = traced("unlink", args, func() (int, error) { return 0, unix.Unlink(real) })
 	return sysErr("unlink "+real, err)
 }
 
-// ObjKind is what the BPF fd is: "map", "prog" or "link", from the name of
-// its anonymous inode ("anon_inode:bpf-map") in /proc/self/fd.
-func ObjKind(fd int) (string, error) {
+// KindOf is the kind of the BPF object fd refers to, from the name of its
+// anonymous inode ("anon_inode:bpf-map") in /proc/self/fd.
+func KindOf(fd int) (ObjKind, error) {
 	target, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
 	if err != nil {
 		return "", fmt.Errorf("sys: kind of fd %d: %w", fd, err)
@@ -103,5 +151,5 @@ func ObjKind(fd int) (string, error) {
 	if !ok || len(kind) < 2 {
 		return "", fmt.Errorf("sys: fd %d is %s, not a BPF object: %w", fd, target, unix.EINVAL)
 	}
-	return kind[1:], nil
+	return ObjKind(kind[1:]), nil
 }

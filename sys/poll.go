@@ -21,52 +21,42 @@ func EpollCreate() (int, error) {
 // interest list, with events and data (the event's Fd field) as its event.
 func EpollCtl(epfd, op, fd int, events uint32, data int32) error {
 	ev := unix.EpollEvent{Events: events, Fd: data}
-	_, err := traced("epoll_ctl", func() string {
-		return fmt.Sprintf("%d, %s, %d, {events=%#x, data=%d}", epfd, lookupName(epollOps, uint32(op)), fd, events, data)
-	}, func() (int, error) { return 0, unix.EpollCtl(arg32(epfd), arg32(op), arg32(fd), &ev) })
+	args := func() string {
+		opName := lookupName(epollOps, uint32(op))
+		return fmt.Sprintf("%d, %s, %d, {events=%#x, data=%d}", epfd, opName, fd, events, data)
+	}
+	_, err := traced("epoll_ctl", args, func() (int, error) {
+		return 0, unix.EpollCtl(arg32(epfd), arg32(op), arg32(fd), &ev)
+	})
 	return sysErr("epoll_ctl", err)
 }
 
 var epollOps = []string{"", "EPOLL_CTL_ADD", "EPOLL_CTL_DEL", "EPOLL_CTL_MOD"}
 
-// EpollWait is epoll_wait(2), as epoll_pwait with no mask (newer ports such
-// as arm64 have no epoll_wait): it waits up to msec milliseconds (negative,
-// or past 32 bits: no limit) and fills events, without allocating, even for
-// the frequent EINTR.
+// EpollWait is epoll_wait(2), made as epoll_pwait with no mask: newer
+// ports such as arm64 have no epoll_wait. It waits up to msec milliseconds
+// (negative, or past 32 bits: no limit) and fills events. It does not
+// allocate, even for the frequent EINTR.
 func EpollWait(epfd int, events []unix.EpollEvent, msec int) (int, error) {
-	return epollWait(epfd, events, msec, false)
-}
-
-// EpollWaitHoldingP is EpollWait made with unix.RawSyscall6: the goroutine
-// keeps its P, which runs nothing else, for up to msec milliseconds. A
-// signal (preemption, a stop of the world) ends the wait with EINTR; the
-// caller must then pass through the scheduler, which could not preempt it.
-func EpollWaitHoldingP(epfd int, events []unix.EpollEvent, msec int) (int, error) {
-	return epollWait(epfd, events, msec, true)
-}
-
-// errEpollEINTR is EpollWait's EINTR, made once.
-var errEpollEINTR = &Error{Op: "epoll_wait", Errno: unix.EINTR}
-
-func epollWait(epfd int, events []unix.EpollEvent, msec int, holdP bool) (int, error) {
 	if len(events) == 0 {
 		return 0, &Error{Op: "epoll_wait", Errno: unix.EINVAL, Hint: "no room for events"}
 	}
 	var n int
-	_, err := traced("epoll_pwait", func() string {
+	args := func() string {
 		var ready []string
 		for _, ev := range events[:n] {
 			ready = append(ready, fmt.Sprintf("{events=%#x, data=%d}", ev.Events, ev.Fd))
 		}
 		return fmt.Sprintf("%d, [%s], %d, %d, NULL", epfd, strings.Join(ready, " "), len(events), msec)
-	}, func() (int, error) {
-		var r uintptr
-		var errno unix.Errno
-		if holdP {
-			r, _, errno = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(arg32(epfd)), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(arg32(msec)), 0, 0)
-		} else {
-			r, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(arg32(epfd)), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(arg32(msec)), 0, 0)
-		}
+	}
+	_, err := traced("epoll_pwait", args, func() (int, error) {
+		r, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT,
+			uintptr(arg32(epfd)),
+			uintptr(unsafe.Pointer(&events[0])),
+			uintptr(len(events)),
+			uintptr(arg32(msec)),
+			0, // no signal mask
+			0)
 		if errno != 0 {
 			return -1, errno // no allocation: Go boxes values below 256 without one
 		}
@@ -81,6 +71,9 @@ func epollWait(epfd int, events []unix.EpollEvent, msec int, holdP bool) (int, e
 	}
 	return 0, sysErr("epoll_wait", err)
 }
+
+// errEpollEINTR is EpollWait's EINTR, made once.
+var errEpollEINTR = &Error{Op: "epoll_wait", Errno: unix.EINTR}
 
 // EventFD is an eventfd(2) counter. Only Eventfd makes one, so that Write
 // and Read act on an eventfd and on nothing else: given any fd, they wrote

@@ -18,8 +18,12 @@ func TestReadmeLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The table of the section "## Layers", up to the next section: other
+	// tables have packages in their first column too.
+	_, layers, _ := strings.Cut(string(readme), "\n## Layers\n")
+	layers, _, _ = strings.Cut(layers, "\n## ")
 	rows := 0
-	for line := range strings.SplitSeq(string(readme), "\n") {
+	for line := range strings.SplitSeq(layers, "\n") {
 		cells := strings.Split(line, "|")
 		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
 			continue

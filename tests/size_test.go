@@ -27,6 +27,9 @@ const maxDropmonOver = 440_000
 // (sync.OnceValue) is made at start-up and links what it holds; a value put
 // in an interface links its type's String method.
 func TestDropmonSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds dropmon and the baseline from scratch: not under -short")
+	}
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to build with")
 	}

@@ -530,7 +530,7 @@ func TestUsdtListHostile(t *testing.T) {
 	if want := wantProbes; fmt.Sprint(probes) != fmt.Sprint(want) {
 		t.Errorf("usdt -l -json: probes %q, want %q", probes, want)
 	}
-	out, errOut, status = runTool(t, "usdt", path, "bpfkit:nope")
+	_, errOut, status = runTool(t, "usdt", path, "bpfkit:nope")
 	want := `has no probe bpfkit:nope; it has "bpfkit:a\n\x1b[", "bpfkit:\x1b[m", bpfkit:global`
 	oneLine := strings.Count(errOut, "\n") == 1 && !strings.ContainsRune(errOut, 0x1b)
 	if status != 1 || !oneLine || !strings.Contains(errOut, want) {

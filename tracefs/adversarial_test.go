@@ -198,9 +198,10 @@ func TestAdversarialOwner(t *testing.T) {
 		{"bpfkit_" + ns + "_0_1/e", true, true, ""},
 		{"bpfkit_" + ns + "_4294967297_1/e", true, true, ""},
 	} {
-		bpfkit, stale, why := tracefs.Owner(c.event)
-		if bpfkit != c.bpfkit || stale != c.stale || why != c.why {
-			t.Errorf("Owner(%q) = %v, %v, %q\nwant %v, %v, %q", c.event, bpfkit, stale, why, c.bpfkit, c.stale, c.why)
+		got := tracefs.Owner(c.event)
+		if got != (tracefs.Ownership{Bpfkit: c.bpfkit, Stale: c.stale, Why: c.why}) {
+			t.Errorf("Owner(%q) = %v, %v, %q\nwant %v, %v, %q",
+				c.event, got.Bpfkit, got.Stale, got.Why, c.bpfkit, c.stale, c.why)
 		}
 	}
 }

@@ -1,7 +1,8 @@
-// Package tracefs reads and writes the kernel's tracing file system: where
-// it is mounted (mounting it if absent and we may), tracepoint ids and
-// formats (fields, offsets, sizes, __print_symbolic tables), and kprobe and
-// uprobe events made through kprobe_events and uprobe_events.
+// Package tracefs reads and writes the kernel's tracing file system. It
+// finds where it is mounted, mounting it if absent and we may. It reads
+// tracepoint ids and formats (fields, offsets, sizes, __print_symbolic
+// tables), and makes kprobe and uprobe events through kprobe_events and
+// uprobe_events.
 //
 // Its events live in a group named after the process, bpfkit_<pid
 // namespace>_<pid>_<start time>, so that Sweep can remove those of

@@ -43,7 +43,8 @@ func (f *Format) Field(name string) (Field, error) {
 		}
 		names = append(names, fl.Name)
 	}
-	return Field{}, fmt.Errorf("tracefs: tracepoint %s:%s has no field %q (it has %s)", f.Group, f.Name, name, strings.Join(names, ", "))
+	return Field{}, fmt.Errorf("tracefs: tracepoint %s:%s has no field %q (it has %s)",
+		f.Group, f.Name, name, strings.Join(names, ", "))
 }
 
 // TracepointID reads events/<group>/<name>/id.

@@ -75,12 +75,14 @@ func (k ProbeKind) IsReturn() bool { return k == Kretprobe || k == Uretprobe }
 
 // ProbeSpec describes a kprobe or uprobe event to create.
 type ProbeSpec struct {
-	Kind         ProbeKind // which of the four
-	Symbol       string    // a kprobe's function: "do_sys_openat2", "module:function"
-	Path         string    // a uprobe's binary, absolute
-	Offset       uint64    // bytes into Symbol, or the instruction's file offset in Path (prog checks it is executable)
-	RefCtrOffset uint64    // file offset of a USDT semaphore the kernel increments (4.20)
-	MaxActive    int       // bounds the kretprobe instances in flight (0: the kernel's default)
+	Kind   ProbeKind // which of the four
+	Symbol string    // a kprobe's function: "do_sys_openat2", "module:function"
+	Path   string    // a uprobe's binary, absolute
+	// Offset is bytes into Symbol, or the instruction's file offset in
+	// Path (prog checks that it is executable).
+	Offset       uint64
+	RefCtrOffset uint64 // file offset of a USDT semaphore the kernel increments (4.20)
+	MaxActive    int    // bounds the kretprobe instances in flight (0: the kernel's default)
 }
 
 // ProbeEvent is a kprobe or uprobe event this process created.
@@ -94,14 +96,16 @@ type ProbeEvent struct {
 	removed bool
 }
 
-// Limits of the kernel's parser: names of MAX_EVENT_NAME_LEN (64) with the
-// NUL (checked with >= since 6.12, commit 4f7caaaf95a2; 64-byte buffers
-// before); symbols of KSYM_NAME_LEN (512 since 6.1, 128 before, refused
-// past it); a command line of 4094 bytes before its newline
-// (trace_parse_run_command reads WRITE_BUFSIZE chunks of 4096).
+// Limits of the kernel's parser.
 const (
-	maxName    = 63
-	maxSymbol  = 512
+	// maxName: MAX_EVENT_NAME_LEN (64) with the NUL, checked with >= since
+	// 6.12 (commit 4f7caaaf95a2), in 64-byte buffers before.
+	maxName = 63
+	// maxSymbol: KSYM_NAME_LEN, 512 since 6.1, 128 before, which refused
+	// longer symbols.
+	maxSymbol = 512
+	// maxCommand: the bytes of a command line before its newline, since
+	// trace_parse_run_command reads WRITE_BUFSIZE chunks of 4096.
 	maxCommand = 4094
 )
 
@@ -122,7 +126,8 @@ func validName(s string) error {
 	}
 	for i, c := range []byte(s) {
 		if !isWord(c) || i == 0 && c >= '0' && c <= '9' {
-			return fmt.Errorf("%w: name %q: only letters, digits and '_' (not first a digit) are allowed", ErrInvalid, s)
+			return fmt.Errorf("%w: name %q: only letters, digits and '_' (not first a digit) are allowed",
+				ErrInvalid, s)
 		}
 	}
 	return nil
@@ -139,7 +144,8 @@ func validSymbol(s string) error {
 			return fmt.Errorf("%w: symbol %q: character %q is not allowed", ErrInvalid, s, c)
 		}
 	}
-	if mod, sym, hasMod := strings.Cut(s, ":"); hasMod && (mod == "" || sym == "" || strings.Contains(sym, ":")) {
+	mod, sym, hasMod := strings.Cut(s, ":")
+	if hasMod && (mod == "" || sym == "" || strings.Contains(sym, ":")) {
 		return fmt.Errorf("%w: symbol %q: want function or module:function", ErrInvalid, s)
 	}
 	return nil
@@ -154,7 +160,8 @@ func (s ProbeSpec) Check() error {
 		return fmt.Errorf("%w: kind %d", ErrInvalid, int(s.Kind))
 	}
 	if s.MaxActive < 0 || s.MaxActive > 0 && s.Kind != Kretprobe {
-		return fmt.Errorf("%w: maxactive %d: only kretprobes take one, and not negative", ErrInvalid, s.MaxActive)
+		return fmt.Errorf("%w: maxactive %d: only kretprobes take one, and not negative",
+			ErrInvalid, s.MaxActive)
 	}
 	if !s.Kind.IsUprobe() {
 		if s.Path != "" || s.RefCtrOffset != 0 {
@@ -163,10 +170,12 @@ func (s ProbeSpec) Check() error {
 		return validSymbol(s.Symbol)
 	}
 	if s.Symbol != "" {
-		return fmt.Errorf("%w: a %s takes a path and a file offset, not a symbol (prog.AttachUprobe resolves symbols)", ErrInvalid, s.Kind)
+		return fmt.Errorf("%w: a %s takes a path and a file offset, not a symbol "+
+			"(prog.AttachUprobe resolves symbols)", ErrInvalid, s.Kind)
 	}
 	if !filepath.IsAbs(s.Path) || len(s.Path) >= unix.PathMax || strings.IndexByte(s.Path, 0) >= 0 {
-		return fmt.Errorf("%w: path %q must be absolute, shorter than %d bytes and free of NUL", ErrInvalid, s.Path, unix.PathMax)
+		return fmt.Errorf("%w: path %q must be absolute, shorter than %d bytes and free of NUL",
+			ErrInvalid, s.Path, unix.PathMax)
 	}
 	st, err := os.Stat(s.Path)
 	if err != nil {
@@ -177,7 +186,8 @@ func (s ProbeSpec) Check() error {
 	}
 	size := uint64(st.Size())
 	if s.Offset >= size || s.RefCtrOffset >= size && s.RefCtrOffset != 0 {
-		return fmt.Errorf("%w: offset %#x or ref_ctr_offset %#x is past the end of %s (%d bytes)", ErrInvalid, s.Offset, s.RefCtrOffset, s.Path, size)
+		return fmt.Errorf("%w: offset %#x or ref_ctr_offset %#x is past the end of %s (%d bytes)",
+			ErrInvalid, s.Offset, s.RefCtrOffset, s.Path, size)
 	}
 	// A 32-bit kernel holds both in unsigned longs: uprobe_events parses
 	// them with kstrtoul (ERANGE), and the PMU's create_local_trace_uprobe
@@ -197,7 +207,8 @@ func (s ProbeSpec) Check() error {
 func commandPath(p string) error {
 	for _, c := range []byte(p) {
 		if c >= '\t' && c <= '\r' || c == ' ' || c == 0xa0 || c == '#' {
-			return fmt.Errorf("%w: path %q: byte %#x splits or ends a uprobe_events command; use the uprobe PMU", ErrInvalid, p, c)
+			return fmt.Errorf("%w: path %q: byte %#x splits or ends a uprobe_events command; "+
+				"use the uprobe PMU", ErrInvalid, p, c)
 		}
 	}
 	return nil
@@ -270,7 +281,8 @@ func probeCommand(s ProbeSpec, group string) (cmd, name string, err error) {
 // more than the errno.
 func writeEvents(k ProbeKind, cmd string) error {
 	if strings.ContainsAny(cmd, "\n\x00") || len(cmd) > maxCommand {
-		return fmt.Errorf("%w: command %q is not one line of at most %d bytes", ErrInvalid, cmd, maxCommand)
+		return fmt.Errorf("%w: command %q is not one line of at most %d bytes",
+			ErrInvalid, cmd, maxCommand)
 	}
 	dir, err := Path()
 	if err != nil {
@@ -283,7 +295,8 @@ func writeEvents(k ProbeKind, cmd string) error {
 	}
 	if _, serr := os.Stat(p); errors.Is(serr, fs.ErrNotExist) {
 		pmu := strings.ToUpper(k.PMU())
-		return fmt.Errorf("this kernel has no %ss: %s is missing (CONFIG_%sS or CONFIG_%s_EVENTS is off): %w: %w",
+		return fmt.Errorf("this kernel has no %ss: %s is missing "+
+			"(CONFIG_%sS or CONFIG_%s_EVENTS is off): %w: %w",
 			k.PMU(), p, pmu, pmu, sys.ErrNotSupported, err)
 	}
 	after, _ := os.ReadFile(log)

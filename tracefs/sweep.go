@@ -10,10 +10,12 @@ import (
 	"sync"
 )
 
-// Group is the group of this process's events, bpfkit_<pid namespace>_<pid>
-// _<start time>: the PID namespace's inode tells a container's pid 1 from
-// the host's, the start time (clock ticks since boot) a dead process from a
-// later one of the same pid. It is at most 49 bytes, under the kernel's 63.
+// Group is the group of this process's events:
+// bpfkit_<pid namespace>_<pid>_<start time>. The PID namespace's inode
+// tells a container's pid 1 from the host's. The start time, in clock
+// ticks since boot, tells a dead process from a later one of the same pid.
+// The group is at most 49 bytes, under the kernel's 63.
+//
 // Group, and CreateProbe, fail when /proc cannot say these: without them
 // another process's Sweep could take this live one for dead.
 func Group() (string, error) {
@@ -139,19 +141,27 @@ func Sweep() (removed []string, kept []Kept, err error) {
 	return removed, kept, wrap(errors.Join(errs...), "sweep")
 }
 
+// Ownership is what Owner says of an event: whether bpfkit made it and,
+// if so, whether Sweep would remove it.
+type Ownership struct {
+	Bpfkit bool   // the event's group is a bpfkit process's
+	Stale  bool   // its owner is provably gone: Sweep would remove it
+	Why    string // why Sweep would keep a bpfkit event, or ""
+}
+
 // Owner says whether the event "group/name" is a bpfkit event and, if so,
 // whether it is stale (Sweep would remove it), or why it would stay.
-func Owner(event string) (bpfkit, stale bool, why string) {
+func Owner(event string) Ownership {
 	grp, _, _ := strings.Cut(event, "/")
 	if !strings.HasPrefix(grp, "bpfkit_") {
-		return false, false, ""
+		return Ownership{}
 	}
 	ns, err := pidNamespace()
 	if err != nil {
-		return true, false, err.Error()
+		return Ownership{Bpfkit: true, Why: err.Error()}
 	}
-	why = keepReason(grp, ns, procIsOurs())
-	return true, why == "", why
+	why := keepReason(grp, ns, procIsOurs())
+	return Ownership{Bpfkit: true, Stale: why == "", Why: why}
 }
 
 // procIsOurs reports whether /proc is this PID namespace's: the NSpid line
@@ -174,9 +184,11 @@ func keepReason(grp string, ns uint64, procOK bool) string {
 	gns, pid, start, ok := parseGroup(grp)
 	switch {
 	case !ok:
-		return "the group is not bpfkit_<pid namespace>_<pid>_<start>: an older bpfkit's, whose owner cannot be told apart"
+		return "the group is not bpfkit_<pid namespace>_<pid>_<start>: " +
+			"an older bpfkit's, whose owner cannot be told apart"
 	case gns != ns:
-		return fmt.Sprintf("the owner, pid %d, runs in another PID namespace (pid:[%d]; this is pid:[%d]): it cannot be seen from here", pid, gns, ns)
+		return fmt.Sprintf("the owner, pid %d, runs in another PID namespace "+
+			"(pid:[%d]; this is pid:[%d]): it cannot be seen from here", pid, gns, ns)
 	case !procOK:
 		return "/proc is not this PID namespace's: mount this namespace's /proc to sweep its events"
 	}

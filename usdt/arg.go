@@ -89,7 +89,8 @@ func parseArg(machine elf.Machine, s string) (a Arg, err error) {
 			case strings.Contains(reg, ","):
 				return a, fmt.Errorf("an index register (base, index, scale) is not supported")
 			case reg == "%rip)":
-				return a, fmt.Errorf("%%rip-relative: a global variable, which Probe.ParseArgs finds in the file's symbols")
+				return a, fmt.Errorf("%%rip-relative: a global variable, " +
+					"which Probe.ParseArgs finds in the file's symbols")
 			}
 			loc = "[" + strings.TrimSuffix(reg, ")") + ", " + off + "]"
 		}
@@ -110,7 +111,8 @@ func parseArg(machine elf.Machine, s string) (a Arg, err error) {
 		a.Kind, a.Reg, off = ArgDeref, strings.TrimSpace(reg), strings.TrimSpace(off)
 		if off != "" {
 			if a.Value, err = strconv.ParseInt(off, 0, 64); err != nil {
-				return a, fmt.Errorf("offset %q: want a number (symbols, as for global variables, are not supported)", off)
+				return a, fmt.Errorf("offset %q: want a number "+
+					"(symbols, as for global variables, are not supported)", off)
 			}
 		}
 	} else if a.Value, err = strconv.ParseInt(loc, 0, 64); err != nil {
@@ -131,9 +133,13 @@ func parseArg(machine elf.Machine, s string) (a Arg, err error) {
 
 // x86Regs names each register, in 64, 32, 16 and 8 bits, before its
 // offset in the x86_64 struct pt_regs, where 32-bit programs' are too.
-const x86Regs = "r15 r15d r15w r15b:0 r14 r14d r14w r14b:8 r13 r13d r13w r13b:16 r12 r12d r12w r12b:24 " +
-	"rbp ebp bp bpl:32 rbx ebx bx bl:40 r11 r11d r11w r11b:48 r10 r10d r10w r10b:56 r9 r9d r9w r9b:64 " +
-	"r8 r8d r8w r8b:72 rax eax ax al:80 rcx ecx cx cl:88 rdx edx dx dl:96 rsi esi si sil:104 " +
+const x86Regs = "r15 r15d r15w r15b:0 r14 r14d r14w r14b:8 " +
+	"r13 r13d r13w r13b:16 r12 r12d r12w r12b:24 " +
+	"rbp ebp bp bpl:32 rbx ebx bx bl:40 " +
+	"r11 r11d r11w r11b:48 r10 r10d r10w r10b:56 " +
+	"r9 r9d r9w r9b:64 r8 r8d r8w r8b:72 " +
+	"rax eax ax al:80 rcx ecx cx cl:88 " +
+	"rdx edx dx dl:96 rsi esi si sil:104 " +
 	"rdi edi di dil:112 rsp esp sp spl:152"
 
 // armRegs names 32-bit arm's registers by their offsets in its struct
@@ -160,7 +166,12 @@ func regOffset(machine elf.Machine, name string) (int16, bool) {
 			return 31 * 8, true
 		}
 		n, err := strconv.Atoi(name[min(1, len(name)):])
-		return int16(n * 8), err == nil && (name[0] == 'x' || name[0] == 'w') && name[1] >= '0' && name[1] <= '9' && n <= 30 && (n > 9 || len(name) == 2)
+		if err != nil { // name has a prefix and a number past here
+			return int16(n * 8), false
+		}
+		width := name[0] == 'x' || name[0] == 'w'
+		canonical := name[1] >= '0' && name[1] <= '9' && (n > 9 || len(name) == 2) // not "x01", "x+1"
+		return int16(n * 8), width && canonical && n <= 30
 	}
 	found := false
 	for _, f := range strings.Fields(x86Regs) {

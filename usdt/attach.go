@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	. "github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/sys"
@@ -28,7 +28,7 @@ type Options struct {
 
 // Builder returns the program to run at the call sites args reads from,
 // called once with bpf_cookie, else once per site.
-type Builder func(args *Args) ([]Item, error)
+type Builder func(args *Args) ([]insn.Item, error)
 
 // Attachment is one program attached to every call site of a probe, or
 // one program per call site.
@@ -85,20 +85,24 @@ const specSize = 16
 // bpf_probe_read_user). An argument the same at every site the program
 // serves is read as written there; one that differs is read as the
 // description the cookie indexes says.
-func (a *Args) Load(dst, ctx Register, n int) ([]Item, error) {
-	if n < 0 || n >= a.N || len(a.sites) == 0 || n >= len(a.sites[0]) || ctx < R6 || ctx > R9 || dst > R9 {
-		return nil, fmt.Errorf("usdt: argument %d into %v with the context in %v: the probe has %d arguments, the context must be in r6 to r9", n, dst, ctx, a.N)
+func (a *Args) Load(dst, ctx insn.Register, n int) ([]insn.Item, error) {
+	regsOK := ctx >= insn.R6 && ctx <= insn.R9 && dst <= insn.R9
+	if n < 0 || n >= a.N || len(a.sites) == 0 || n >= len(a.sites[0]) || !regsOK {
+		return nil, fmt.Errorf("usdt: argument %d into %v with the context in %v: the probe has %d "+
+			"arguments, the context must be in r6 to r9", n, dst, ctx, a.N)
 	}
 	for _, args := range a.sites {
 		if args[n].Err != nil {
 			return nil, args[n].Err
 		}
 	}
-	if !slices.ContainsFunc(a.sites, func(args []Arg) bool { return !args[n].same(a.sites[0][n]) }) {
+	differs := func(args []Arg) bool { return !args[n].same(a.sites[0][n]) }
+	if !slices.ContainsFunc(a.sites, differs) {
 		return a.sites[0][n].load(dst, ctx, a.regs32), nil
 	}
 	if a.specs == nil {
-		return nil, fmt.Errorf("usdt: argument %d differs between call sites, and the program serves them without cookies", n)
+		return nil, fmt.Errorf("usdt: argument %d differs between call sites, "+
+			"and the program serves them without cookies", n)
 	}
 	regs := map[int16]bool{} // the registers the sites read it from
 	for _, args := range a.sites {
@@ -108,54 +112,92 @@ func (a *Args) Load(dst, ctx Register, n int) ([]Item, error) {
 	}
 	a.labels++
 	l := func(s string) string { return fmt.Sprintf("usdt_%d_%s", a.labels, s) }
-	at := int16(n * specSize)
-	items := []Item{
-		StoreImm(BPF_DW, R10, -8, 0), Mov64Reg(R1, ctx), Call(BPF_FUNC_get_attach_cookie), StoreMem(BPF_W, R10, -16, R0),
-		LoadMapFD(R1, a.specs), Mov64Reg(R2, R10), ALU64Imm(BPF_ADD, R2, -16), Call(BPF_FUNC_map_lookup_elem),
-		JumpImm(BPF_JEQ, R0, 0, l("zero")), StoreMem(BPF_DW, R10, -16, R0),
-		LoadMem(BPF_B, R1, R0, at+10), JumpImm(BPF_JEQ, R1, int32(ArgConst), l("const")),
+	at := int16(n * specSize) // the argument's description, in the site's entry
+	// The site's entry of the descriptions, at the cookie, in r0 and at
+	// r10-16; the value read goes to r10-8, zero until then.
+	items := []insn.Item{
+		insn.StoreImm(insn.BPF_DW, insn.R10, -8, 0),
+		insn.Mov64Reg(insn.R1, ctx),
+		insn.Call(insn.BPF_FUNC_get_attach_cookie),
+		insn.StoreMem(insn.BPF_W, insn.R10, -16, insn.R0),
+		insn.LoadMapFD(insn.R1, a.specs),
+		insn.Mov64Reg(insn.R2, insn.R10),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R2, -16),
+		insn.Call(insn.BPF_FUNC_map_lookup_elem),
+		insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, l("zero")),
+		insn.StoreMem(insn.BPF_DW, insn.R10, -16, insn.R0),
+		// A constant's value is in the description.
+		insn.LoadMem(insn.BPF_B, insn.R1, insn.R0, at+10),
+		insn.JumpImm(insn.BPF_JEQ, insn.R1, int32(ArgConst), l("const")),
 		// The register: ctx plus a variable offset is no access the verifier
 		// allows, so one constant offset for each register the sites use.
-		LoadMem(BPF_H, R3, R0, at+8),
+		insn.LoadMem(insn.BPF_H, insn.R3, insn.R0, at+8),
 	}
 	// On 32-bit arm, each register with the next one, the pair an 8-byte
 	// argument takes, which the shift below cuts down to one for fewer.
 	for _, off := range slices.Sorted(maps.Keys(regs)) {
 		next := l(fmt.Sprint("reg", off))
-		items = append(items, JumpImm(BPF_JNE, R3, int32(off), next))
-		items = append(items, register(R1, R2, ctx, off, a.regs32, true)...)
-		items = append(items, Ja(l("reg")), Label(next))
+		items = append(items, insn.JumpImm(insn.BPF_JNE, insn.R3, int32(off), next))
+		items = append(items, register(insn.R1, insn.R2, ctx, off, a.regs32, true)...)
+		items = append(items,
+			insn.Ja(l("reg")),
+			insn.Label(next))
 	}
-	items = append(items, Ja(l("zero")))
+	items = append(items, insn.Ja(l("zero")))
 	if len(regs) > 0 { // else unreachable, which the verifier refuses
-		// the memory it points at, plus the offset: size bytes, 1 to 8; a
-		// 32-bit address wraps in 32 bits (and sheds the pair's second)
-		add := ALU64Reg(BPF_ADD, R3, R1)
+		// A 32-bit address wraps in 32 bits (and sheds the pair's second).
+		add := insn.ALU64Reg(insn.BPF_ADD, insn.R3, insn.R1)
 		if a.regs32 {
-			add = ALU32Reg(BPF_ADD, R3, R1)
+			add = insn.ALU32Reg(insn.BPF_ADD, insn.R3, insn.R1)
 		}
-		items = append(items, Label(l("reg")), StoreMem(BPF_DW, R10, -8, R1),
-			LoadMem(BPF_B, R1, R0, at+10), JumpImm(BPF_JNE, R1, int32(ArgDeref), l("shift")),
-			LoadMem(BPF_DW, R3, R10, -8), LoadMem(BPF_DW, R1, R0, at), add,
-			StoreImm(BPF_DW, R10, -8, 0),
-			LoadMem(BPF_B, R2, R0, at+13), JumpImm(BPF_JEQ, R2, 0, l("zero")), JumpImm(BPF_JGT, R2, 8, l("zero")),
-			Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -8), Call(BPF_FUNC_probe_read_user), LoadMem(BPF_DW, R0, R10, -16),
-			Ja(l("shift")))
+		items = append(items,
+			insn.Label(l("reg")),
+			insn.StoreMem(insn.BPF_DW, insn.R10, -8, insn.R1),
+			insn.LoadMem(insn.BPF_B, insn.R1, insn.R0, at+10),
+			insn.JumpImm(insn.BPF_JNE, insn.R1, int32(ArgDeref), l("shift")),
+			// The memory it points at, plus the offset: size bytes, 1 to 8.
+			insn.LoadMem(insn.BPF_DW, insn.R3, insn.R10, -8),
+			insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, at),
+			add,
+			insn.StoreImm(insn.BPF_DW, insn.R10, -8, 0),
+			insn.LoadMem(insn.BPF_B, insn.R2, insn.R0, at+13),
+			insn.JumpImm(insn.BPF_JEQ, insn.R2, 0, l("zero")),
+			insn.JumpImm(insn.BPF_JGT, insn.R2, 8, l("zero")),
+			insn.Mov64Reg(insn.R1, insn.R10),
+			insn.ALU64Imm(insn.BPF_ADD, insn.R1, -8),
+			insn.Call(insn.BPF_FUNC_probe_read_user),
+			insn.LoadMem(insn.BPF_DW, insn.R0, insn.R10, -16),
+			insn.Ja(l("shift")))
 	}
 	return append(items,
-		Label(l("const")), LoadMem(BPF_DW, R1, R0, at), StoreMem(BPF_DW, R10, -8, R1),
-		Label(l("shift")), LoadMem(BPF_B, R2, R0, at+11), LoadMem(BPF_B, R3, R0, at+12), LoadMem(BPF_DW, R1, R10, -8),
-		ALU64Reg(BPF_LSH, R1, R2), JumpImm(BPF_JNE, R3, 0, l("signed")), ALU64Reg(BPF_RSH, R1, R2), Ja(l("done")),
-		Label(l("signed")), ALU64Reg(BPF_ARSH, R1, R2), Ja(l("done")),
-		Label(l("zero")), Mov64Imm(R1, 0),
-		Label(l("done")), Mov64Reg(dst, R1),
+		insn.Label(l("const")),
+		insn.LoadMem(insn.BPF_DW, insn.R1, insn.R0, at),
+		insn.StoreMem(insn.BPF_DW, insn.R10, -8, insn.R1),
+		// Its size: shifted up to bit 63, then down again, with its sign
+		// or without.
+		insn.Label(l("shift")),
+		insn.LoadMem(insn.BPF_B, insn.R2, insn.R0, at+11),
+		insn.LoadMem(insn.BPF_B, insn.R3, insn.R0, at+12),
+		insn.LoadMem(insn.BPF_DW, insn.R1, insn.R10, -8),
+		insn.ALU64Reg(insn.BPF_LSH, insn.R1, insn.R2),
+		insn.JumpImm(insn.BPF_JNE, insn.R3, 0, l("signed")),
+		insn.ALU64Reg(insn.BPF_RSH, insn.R1, insn.R2),
+		insn.Ja(l("done")),
+		insn.Label(l("signed")),
+		insn.ALU64Reg(insn.BPF_ARSH, insn.R1, insn.R2),
+		insn.Ja(l("done")),
+		insn.Label(l("zero")),
+		insn.Mov64Imm(insn.R1, 0),
+		insn.Label(l("done")),
+		insn.Mov64Reg(dst, insn.R1),
 	), nil
 }
 
 // same says whether b is read as a is: the register's name may differ
 // ("edi", "rdi") where its offset and the size are the same.
 func (a Arg) same(b Arg) bool {
-	return a.Kind == b.Kind && a.PtRegs == b.PtRegs && a.Value == b.Value && a.Size == b.Size && a.Signed == b.Signed
+	return a.Kind == b.Kind && a.PtRegs == b.PtRegs && a.Value == b.Value &&
+		a.Size == b.Size && a.Signed == b.Signed
 }
 
 // register is dst = the register at offset off of the pt_regs at ctx: its
@@ -163,52 +205,63 @@ func (a Arg) same(b Arg) bool {
 // the next register's above them (through tmp): an 8-byte argument's two.
 // The verifier takes no 8-byte load at an offset not a multiple of 8
 // (kprobe_prog_is_valid_access), so a pair is two loads.
-func register(dst, tmp, ctx Register, off int16, regs32, pair bool) []Item {
+func register(dst, tmp, ctx insn.Register, off int16, regs32, pair bool) []insn.Item {
 	if !regs32 {
-		return []Item{LoadMem(BPF_DW, dst, ctx, off)}
+		return []insn.Item{insn.LoadMem(insn.BPF_DW, dst, ctx, off)}
 	}
-	items := []Item{LoadMem(BPF_W, dst, ctx, off)}
+	items := []insn.Item{insn.LoadMem(insn.BPF_W, dst, ctx, off)}
 	if pair {
-		items = append(items, LoadMem(BPF_W, tmp, ctx, off+4), ALU64Imm(BPF_LSH, tmp, 32),
-			ALU64Reg(BPF_OR, dst, tmp))
+		items = append(items,
+			insn.LoadMem(insn.BPF_W, tmp, ctx, off+4),
+			insn.ALU64Imm(insn.BPF_LSH, tmp, 32),
+			insn.ALU64Reg(insn.BPF_OR, dst, tmp))
 	}
 	return items
 }
 
 // load is Load for one site, whose argument is known.
-func (a Arg) load(dst, ctx Register, regs32 bool) []Item {
+func (a Arg) load(dst, ctx insn.Register, regs32 bool) []insn.Item {
 	if a.Kind == ArgConst {
 		v := a.Value << (64 - 8*a.Size)
 		if a.Signed {
-			return []Item{LoadImm64(dst, v>>(64-8*a.Size))}
+			return []insn.Item{insn.LoadImm64(dst, v>>(64-8*a.Size))}
 		}
-		return []Item{LoadImm64(dst, int64(uint64(v)>>(64-8*a.Size)))}
+		return []insn.Item{insn.LoadImm64(dst, int64(uint64(v)>>(64-8*a.Size)))}
 	}
-	var items []Item
+	var items []insn.Item
 	if a.Kind == ArgReg {
-		tmp := R0
-		if dst == R0 {
-			tmp = R1
+		tmp := insn.R0
+		if dst == insn.R0 {
+			tmp = insn.R1
 		}
 		items = register(dst, tmp, ctx, a.PtRegs, regs32, a.Size == 8)
 	} else {
 		// A 32-bit address wraps in 32 bits.
-		add := ALU64Reg(BPF_ADD, R3, R4)
+		add := insn.ALU64Reg(insn.BPF_ADD, insn.R3, insn.R4)
 		if regs32 {
-			add = ALU32Reg(BPF_ADD, R3, R4)
+			add = insn.ALU32Reg(insn.BPF_ADD, insn.R3, insn.R4)
 		}
-		items = []Item{StoreImm(BPF_DW, R10, -8, 0), Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, -8),
-			Mov64Imm(R2, int32(a.Size))}
-		items = append(items, register(R3, R0, ctx, a.PtRegs, regs32, false)...)
-		items = append(items, LoadImm64(R4, a.Value), add, Call(BPF_FUNC_probe_read_user),
-			LoadMem(BPF_DW, dst, R10, -8))
+		// Size bytes at the register's value plus the offset, into r10-8,
+		// zeroed first.
+		items = []insn.Item{
+			insn.StoreImm(insn.BPF_DW, insn.R10, -8, 0),
+			insn.Mov64Reg(insn.R1, insn.R10),
+			insn.ALU64Imm(insn.BPF_ADD, insn.R1, -8),
+			insn.Mov64Imm(insn.R2, int32(a.Size)),
+		}
+		items = append(items, register(insn.R3, insn.R0, ctx, a.PtRegs, regs32, false)...)
+		items = append(items,
+			insn.LoadImm64(insn.R4, a.Value),
+			add,
+			insn.Call(insn.BPF_FUNC_probe_read_user),
+			insn.LoadMem(insn.BPF_DW, dst, insn.R10, -8))
 	}
 	if shift := int32(64 - 8*a.Size); shift > 0 {
-		op := BPF_RSH
+		op := insn.BPF_RSH
 		if a.Signed {
-			op = BPF_ARSH
+			op = insn.BPF_ARSH
 		}
-		items = append(items, ALU64Imm(BPF_LSH, dst, shift), ALU64Imm(op, dst, shift))
+		items = append(items, insn.ALU64Imm(insn.BPF_LSH, dst, shift), insn.ALU64Imm(op, dst, shift))
 	}
 	return items
 }
@@ -217,16 +270,21 @@ func (a Arg) load(dst, ctx Register, regs32 bool) []Item {
 // r10+buf (multiples of 8, below Scratch) with bpf_probe_read_user_str,
 // zeroing them first: the helper leaves the tail, and the string may be a
 // map key. r0 is then its length with the NUL, or a negative error.
-func (a *Args) String(ctx Register, n int, buf int16, size int32) ([]Item, error) {
+func (a *Args) String(ctx insn.Register, n int, buf int16, size int32) ([]insn.Item, error) {
 	if size < 1 || int(buf) < -512 || int(buf)+int(size) > -Scratch || buf%8 != 0 || size%8 != 0 {
-		return nil, fmt.Errorf("usdt: string of %d bytes at r10%+d: want multiples of 8 within r10-512 to r10-%d", size, buf, Scratch)
+		return nil, fmt.Errorf("usdt: string of %d bytes at r10%+d: "+
+			"want multiples of 8 within r10-512 to r10-%d", size, buf, Scratch)
 	}
-	items, err := a.Load(R3, ctx, n)
+	items, err := a.Load(insn.R3, ctx, n)
 	for off := int16(0); off < int16(size); off += 8 {
-		items = append(items, StoreImm(BPF_DW, R10, buf+off, 0))
+		items = append(items, insn.StoreImm(insn.BPF_DW, insn.R10, buf+off, 0))
 	}
-	return append(items, Mov64Reg(R1, R10), ALU64Imm(BPF_ADD, R1, int32(buf)), Mov64Imm(R2, size),
-		Call(BPF_FUNC_probe_read_user_str)), err
+	return append(items,
+		insn.Mov64Reg(insn.R1, insn.R10),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R1, int32(buf)),
+		insn.Mov64Imm(insn.R2, size),
+		insn.Call(insn.BPF_FUNC_probe_read_user_str),
+	), err
 }
 
 // ParseArgs parses the arguments of every call site of the probe; they
@@ -242,12 +300,15 @@ func (p *Probe) ParseArgs() ([][]Arg, error) {
 		for i, f := range splitArgs(s.Args) {
 			a, err := p.file.parseArg(f, s.Address)
 			if err != nil {
-				a = Arg{Err: fmt.Errorf("usdt: %s in %s, site %#x: argument %d %q: %w", p, p.file.Path, s.Address, i, f, err)}
+				err = fmt.Errorf("usdt: %s in %s, site %#x: argument %d %q: %w",
+					p, p.file.Path, s.Address, i, f, err)
+				a = Arg{Err: err}
 			}
 			args = append(args, a)
 		}
 		if len(out) > 0 && len(args) != len(out[0]) {
-			return nil, fmt.Errorf("usdt: %s in %s: %d arguments at site %#x, %d at %#x", p, p.file.Path, len(args), s.Address, len(out[0]), p.Sites[0].Address)
+			return nil, fmt.Errorf("usdt: %s in %s: %d arguments at site %#x, %d at %#x",
+				p, p.file.Path, len(args), s.Address, len(out[0]), p.Sites[0].Address)
 		}
 		out = append(out, args)
 	}
@@ -255,18 +316,18 @@ func (p *Probe) ParseArgs() ([][]Arg, error) {
 }
 
 // ptRegsArch is, by the machine of a file, the kernel (prog.PtRegs.Arch)
-// whose struct pt_regs its arguments' offsets (Arg.PtRegs) are in: x86_64's
-// for 32-bit x86 processes too, but 32-bit arm's only on a 32-bit kernel (an
-// aarch64 one keeps a 32-bit process's registers in x0-x14).
+// whose struct pt_regs its arguments' offsets (Arg.PtRegs) are in. It is
+// x86_64's for 32-bit x86 processes too, but 32-bit arm's only on a 32-bit
+// kernel: an aarch64 one keeps a 32-bit process's registers in x0-x14.
 var ptRegsArch = map[elf.Machine]string{
 	elf.EM_X86_64: "x86_64", elf.EM_386: "x86_64", elf.EM_AARCH64: "aarch64", elf.EM_ARM: "armv7l",
 }
 
 // Attach runs build's program at every call site of the probe, with the
 // semaphore as each site's ref_ctr_offset (4.20). Where the kernel has
-// bpf_cookie (5.15) one program serves every site, attached through one
-// uprobe_multi link where the kernel has them (6.6), else a uprobe per
-// site; without bpf_cookie each site has a program and a uprobe of its
+// bpf_cookie (5.15), one program serves every site. It is attached through
+// one uprobe_multi link where the kernel has them (6.6), else by a uprobe
+// per site. Without bpf_cookie each site has a program and a uprobe of its
 // own. Attachment.Cookies and Attachment.Multi say which.
 func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 	if p == nil || build == nil {
@@ -315,8 +376,8 @@ func Attach(p *Probe, o Options, build Builder) (*Attachment, error) {
 }
 
 // choose sets how to attach: with cookies where the kernel has them and o
-// allows, through uprobe_multi likewise; with a pid, only where the
-// kernel's uprobe_multi links run it in every thread of the process
+// allows, and through uprobe_multi likewise. With a pid, uprobe_multi only
+// where the kernel's links run the program in every thread of the process
 // (6.10: HaveUprobeMultiPIDFilter), as a uprobe per site does. A kernel
 // with uprobe_multi links has bpf_cookie too.
 func (a *Attachment) choose(o Options) error {
@@ -427,8 +488,9 @@ func (a *Attachment) attachCookies(p *Probe, o Options, sems []uint64) error {
 
 // attachEach builds, loads and attaches a program for each site, which
 // reads the arguments as that site passes them.
-func (a *Attachment) attachEach(p *Probe, o Options, sites [][]Arg, sems []uint64,
-	build Builder) error {
+func (a *Attachment) attachEach(
+	p *Probe, o Options, sites [][]Arg, sems []uint64, build Builder,
+) error {
 	for i, s := range p.Sites {
 		if err := a.load(o, p.args(sites[i:i+1], nil), build); err != nil {
 			return err
@@ -454,21 +516,32 @@ func Enable(p *Probe, o Options) (*Attachment, error) {
 		return nil, errors.New("usdt: Enable needs a probe of a File")
 	}
 	if p.file.entry == 0 {
-		return nil, fmt.Errorf("usdt: enable %s: %s has no entry point or .init in an executable segment", p, p.file.Path)
+		return nil, fmt.Errorf("usdt: enable %s: %s has no entry point or .init in an executable segment",
+			p, p.file.Path)
 	}
 	sem, err := p.semaphore(p.Sites[0])
 	if err != nil || sem == 0 {
 		return nil, fmt.Errorf("usdt: enable %s: %s has no semaphore to set (%v)", p, p.file.Path, err)
 	}
-	q := &Probe{p.Provider, p.Name, []Site{{Offset: p.file.entry, Semaphore: p.Sites[0].Semaphore}}, p.file}
+	entry := Site{Offset: p.file.entry, Semaphore: p.Sites[0].Semaphore}
+	q := &Probe{p.Provider, p.Name, []Site{entry}, p.file}
 	o.NoCookies = true // one site
-	return Attach(q, o, func(*Args) ([]Item, error) { return []Item{Mov64Imm(R0, 0), Exit()}, nil })
+	nothing := func(*Args) ([]insn.Item, error) {
+		return []insn.Item{insn.Mov64Imm(insn.R0, 0), insn.Exit()}, nil
+	}
+	return Attach(q, o, nothing)
 }
 
 // specMap makes the array of argument descriptions, one entry per site.
 func specMap(sites [][]Arg) (*mapfd.Map, error) {
 	n := max(len(sites[0]), 1)
-	m, err := mapfd.Create(mapfd.Spec{Type: mapfd.Array, KeySize: 4, ValueSize: uint32(n * specSize), MaxEntries: uint32(len(sites)), Name: "usdt_specs"})
+	m, err := mapfd.Create(mapfd.Spec{
+		Type:       mapfd.Array,
+		KeySize:    4,
+		ValueSize:  uint32(n * specSize),
+		MaxEntries: uint32(len(sites)),
+		Name:       "usdt_specs",
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -492,11 +565,12 @@ func specMap(sites [][]Arg) (*mapfd.Map, error) {
 	return m, nil
 }
 
-// Quoted is "provider:name" as a message or a listing writes it: as it
-// is when both are identifiers as sys/sdt.h makes them (letters, digits
-// and '_', or '-' and '.', which some providers use), else quoted as Go
-// quotes strings: what a file names its probes is untrusted, and a
-// newline must not forge a line nor an escape sequence reach a terminal.
+// Quoted is "provider:name" as a message or a listing writes it. It is as
+// it is when both are identifiers as sys/sdt.h makes them: letters,
+// digits and '_', or '-' and '.', which some providers use. Else it is
+// quoted as Go quotes strings: what a file names its probes is untrusted,
+// and a newline must not forge a line nor an escape sequence reach a
+// terminal.
 func (p *Probe) Quoted() string { return quoteName(p.String()) }
 
 // quoteName is Quoted for a name as a caller wrote it, "provider:name".

@@ -137,9 +137,9 @@ func Open(path string) (*File, error) {
 }
 
 // findThumb finds the sites of a 32-bit arm file that are not ARM code,
-// from the nop sys/sdt.h puts at each: ARM's is 0xe320f000 (before ARMv6K
-// mov r0, r0: 0xe1a00000), Thumb's 0xbf00; and Enable's entry unless
-// armEntry says it is ARM code.
+// and Enable's entry unless armEntry says it is ARM code. It reads the nop
+// sys/sdt.h puts at each site: ARM's is 0xe320f000 (before ARMv6K mov r0,
+// r0: 0xe1a00000), Thumb's 0xbf00.
 func (f *File) findThumb(r io.ReaderAt, armEntry bool) {
 	f.thumb = map[uint64]bool{}
 	for _, p := range f.Probes {
@@ -171,12 +171,14 @@ func (p *Probe) armCode() error {
 	return nil
 }
 
-// checkHeaders refuses a file that is not a little-endian ELF file, is cut
-// short of its ELF header (debug/elf said a bare EOF), or whose program or
-// section headers, or section-name table, do not fit in its size bytes, or
-// whose section-name table is compressed, before elf.NewFile would
-// allocate what they claim, or inflate the table to the size it claims,
-// whatever few bytes of zlib hold it.
+// checkHeaders refuses a file before elf.NewFile reads it, where that
+// would cost more than the file's size bytes. It refuses a file that is
+// not a little-endian ELF file, or is cut short of its ELF header, where
+// debug/elf said a bare EOF. It refuses one whose program or section
+// headers, or section-name table, do not fit in the file: elf.NewFile
+// would allocate what they claim. And it refuses a compressed
+// section-name table, which elf.NewFile would inflate to whatever size a
+// few bytes of zlib claim.
 func checkHeaders(r io.ReaderAt, size uint64) error {
 	var h [64]byte
 	r.ReadAt(h[:], 0)
@@ -201,11 +203,23 @@ func checkHeaders(r io.ReaderAt, size uint64) error {
 	}
 	le, wide := binary.LittleEndian, h[4] == byte(elf.ELFCLASS64)
 	// e_phoff, e_phentsize, e_phnum, e_shoff, e_shentsize, e_shnum, e_shstrndx
-	phoff, phent, phnum := uint64(le.Uint32(h[28:])), uint64(le.Uint16(h[42:])), uint64(le.Uint16(h[44:]))
-	shoff, shent, shnum, ndx := uint64(le.Uint32(h[32:])), uint64(le.Uint16(h[46:])), uint64(le.Uint16(h[48:])), uint64(le.Uint16(h[50:]))
+	var phoff, phent, phnum, shoff, shent, shnum, ndx uint64
 	if wide {
-		phoff, phent, phnum = le.Uint64(h[32:]), uint64(le.Uint16(h[54:])), uint64(le.Uint16(h[56:]))
-		shoff, shent, shnum, ndx = le.Uint64(h[40:]), uint64(le.Uint16(h[58:])), uint64(le.Uint16(h[60:])), uint64(le.Uint16(h[62:]))
+		phoff = le.Uint64(h[32:])
+		phent = uint64(le.Uint16(h[54:]))
+		phnum = uint64(le.Uint16(h[56:]))
+		shoff = le.Uint64(h[40:])
+		shent = uint64(le.Uint16(h[58:]))
+		shnum = uint64(le.Uint16(h[60:]))
+		ndx = uint64(le.Uint16(h[62:]))
+	} else {
+		phoff = uint64(le.Uint32(h[28:]))
+		phent = uint64(le.Uint16(h[42:]))
+		phnum = uint64(le.Uint16(h[44:]))
+		shoff = uint64(le.Uint32(h[32:]))
+		shent = uint64(le.Uint16(h[46:]))
+		shnum = uint64(le.Uint16(h[48:]))
+		ndx = uint64(le.Uint16(h[50:]))
 	}
 	// section i's sh_flags, sh_offset, sh_size and sh_link
 	section := func(i uint64) (flags, off, n, link uint64) {
@@ -214,7 +228,8 @@ func checkHeaders(r io.ReaderAt, size uint64) error {
 		if wide {
 			return le.Uint64(b[8:]), le.Uint64(b[24:]), le.Uint64(b[32:]), uint64(le.Uint32(b[40:]))
 		}
-		return uint64(le.Uint32(b[8:])), uint64(le.Uint32(b[16:])), uint64(le.Uint32(b[20:])), uint64(le.Uint32(b[24:]))
+		return uint64(le.Uint32(b[8:])), uint64(le.Uint32(b[16:])), uint64(le.Uint32(b[20:])),
+			uint64(le.Uint32(b[24:]))
 	}
 	if _, _, n, link := section(0); shoff != 0 && shoff < size {
 		// Past 0xff00 sections, the count is section 0's sh_size, and past
@@ -226,10 +241,12 @@ func checkHeaders(r io.ReaderAt, size uint64) error {
 	}
 	flags, off, n, _ := section(ndx)
 	switch {
-	case phoff > size || phent*phnum > size-phoff || shoff > size || shnum > size || shent*shnum > size-shoff:
+	case phoff > size || phent*phnum > size-phoff ||
+		shoff > size || shnum > size || shent*shnum > size-shoff:
 		return errors.New("program or section headers past the end of the file")
 	case ndx < shnum && elf.SectionFlag(flags)&elf.SHF_COMPRESSED != 0:
-		return errors.New("its section-name table is compressed, which Open does not inflate: a few bytes may claim gigabytes")
+		return errors.New("its section-name table is compressed, which Open does not inflate: " +
+			"a few bytes may claim gigabytes")
 	case ndx < shnum && (off > size || n > size-off):
 		return errors.New("its section-name table is past the end of the file")
 	}
@@ -250,7 +267,8 @@ func parseNotes(b []byte, addrSize int) ([]note, error) {
 		descAt := (namesz + 3) &^ 3
 		end := descAt + (descsz+3)&^3
 		if end > uint64(len(b)) {
-			return nil, fmt.Errorf("note %d: name of %d and description of %d bytes run past the section's end", i, namesz, descsz)
+			return nil, fmt.Errorf("note %d: name of %d and description of %d bytes "+
+				"run past the section's end", i, namesz, descsz)
 		}
 		name, desc := string(b[:namesz]), b[descAt:descAt+descsz]
 		b = b[end:]
@@ -286,7 +304,8 @@ func (f *File) offset(addr uint64, want elf.ProgFlag) (uint64, error) {
 		case p.Flags&want != want:
 			return 0, fmt.Errorf("%#x is in a segment that is %v, not %v", addr, p.Flags, want)
 		case addr-p.Vaddr >= p.Filesz:
-			return 0, fmt.Errorf("%#x is in the zero-filled part of its segment (.bss), past what is mapped from the file", addr)
+			return 0, fmt.Errorf("%#x is in the zero-filled part of its segment (.bss), "+
+				"past what is mapped from the file", addr)
 		}
 		return addr - p.Vaddr + p.Off, nil
 	}
@@ -302,12 +321,13 @@ func (p *Probe) semaphore(s Site) (uint64, error) {
 	}
 	off, err := p.file.offset(s.Semaphore, elf.PF_W)
 	if err != nil {
-		err = fmt.Errorf("semaphore: the kernel can only count it in a writable mapping of the file, and %w", err)
+		err = fmt.Errorf("semaphore: the kernel can only count it "+
+			"in a writable mapping of the file, and %w", err)
 	}
 	return off, err
 }
 
-// parseArg parses argument s of the site at address; an x86 argument in a
+// parseArg parses argument s of the site at address. An x86 argument in a
 // global variable, "-4@counter+8(%rip)", is read through rip, which at the
 // uprobe is the site's address (handle_swbp sets it for the handlers): at
 // the variable's address plus 8, less the site's.
@@ -327,7 +347,8 @@ func (f *File) parseArg(s string, site uint64) (Arg, error) {
 	case err != nil:
 		return a, err
 	case !there:
-		return a, fmt.Errorf("the variable %q is in neither the symbol table nor the dynamic symbols (stripped?)", sym)
+		return a, fmt.Errorf("the variable %q is in neither the symbol table "+
+			"nor the dynamic symbols (stripped?)", sym)
 	case addr == 0:
 		return a, fmt.Errorf("the file has more than one symbol %q", sym)
 	}

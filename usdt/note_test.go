@@ -394,6 +394,9 @@ func TestPrelink(t *testing.T) {
 // read-only segment or in .bss, is an error at Attach that says why,
 // before anything is loaded.
 func TestSemaphoreNotMapped(t *testing.T) {
+	// Attach asks the kernel what it has, by loading a probe program,
+	// before it reads the semaphores: that needs root.
+	testutil.RequireRoot(t)
 	orig := buildSDT(t, "gcc", "gcc")
 	f, err := Open(orig)
 	if err != nil {

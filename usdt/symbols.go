@@ -113,10 +113,11 @@ func symbols(r io.ReaderAt, size uint64, f *elf.File, want map[string]string) ma
 }
 
 // sectionData reads the bytes of section s as they lie in the file of
-// size bytes, refusing what would cost more than the file: a section past
-// its end, one of SHT_NOBITS, and a compressed one, flagged SHF_COMPRESSED
-// or named .zdebug* (GNU's form, a "ZLIB" header and no flag), which
-// debug/elf's Data would inflate to any size a few bytes claim.
+// size bytes. It refuses what would cost more than the file: a section
+// past its end, one of SHT_NOBITS, and a compressed one. A compressed
+// section is flagged SHF_COMPRESSED or named .zdebug* (GNU's form, a
+// "ZLIB" header and no flag); debug/elf's Data would inflate it to any
+// size a few bytes claim.
 func sectionData(r io.ReaderAt, size uint64, s *elf.Section) ([]byte, error) {
 	switch {
 	case s.Type == elf.SHT_NOBITS:

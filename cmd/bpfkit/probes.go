@@ -17,7 +17,8 @@ func probes(t *tool.Tool, _ []uint32) error {
 		}
 		for _, ev := range evs {
 			n++
-			ours, stale, why := tracefs.Owner(ev)
+			o := tracefs.Owner(ev)
+			ours, stale, why := o.Bpfkit, o.Stale, o.Why
 			if t.JSON {
 				t.Emit(map[string]any{
 					"file":   k.PMU() + "_events",

@@ -15,7 +15,7 @@ import (
 	"os"
 
 	"github.com/bpfkit/bpfkit/cmd/internal/tool"
-	. "github.com/bpfkit/bpfkit/insn"
+	"github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/mapfd"
 	"github.com/bpfkit/bpfkit/prog"
 	"github.com/bpfkit/bpfkit/sys"
@@ -33,7 +33,8 @@ func main() {
 	sys.SetJournal(&journal)
 	err := run()
 	sys.SetJournal(nil)
-	fmt.Printf("\nbpf() calls made (the journal; BPFKIT_JOURNAL=1 prints it for any bpfkit program):\n%s", journal.String())
+	fmt.Printf("\nbpf() calls made (the journal; BPFKIT_JOURNAL=1 prints it for any bpfkit "+
+		"program):\n%s", journal.String())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "example:", err)
 		os.Exit(1)
@@ -42,39 +43,24 @@ func main() {
 
 func run() error {
 	// counts: IP protocol number -> packets seen.
-	counts, err := mapfd.Create(mapfd.Spec{Type: mapfd.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 256, Name: "proto_counts"})
+	counts, err := mapfd.Create(mapfd.Spec{
+		Type:       mapfd.Hash,
+		KeySize:    4,
+		ValueSize:  8,
+		MaxEntries: 256,
+		Name:       "proto_counts",
+	})
 	if err != nil {
 		return err
 	}
 	defer counts.Close()
 
-	// A socket filter sees the packet from its IPv4 header on. It counts
-	// the packet under its protocol and returns its TTL.
-	p, err := prog.Load(prog.Spec{Type: prog.SocketFilter, Name: "classify", License: "GPL", Insns: []Item{
-		Mov64Reg(R6, R1),  // r6 = skb, which LD_ABS needs
-		LoadAbs(BPF_B, 9), // r0 = ip->protocol
-		StoreMem(BPF_W, R10, -4, R0),
-		Mov64Reg(R2, R10), // r2 = &key
-		ALU64Imm(BPF_ADD, R2, -4),
-		LoadMapFD(R1, counts),
-		Call(BPF_FUNC_map_lookup_elem),
-		JumpImm(BPF_JEQ, R0, 0, "new"),
-		Mov64Imm(R1, 1), // the protocol was seen before: add one
-		Atomic(BPF_DW, BPF_ADD.Atomic(), R0, R1, 0),
-		Ja("ttl"),
-		Label("new"), // first packet of this protocol: insert 1
-		StoreImm(BPF_DW, R10, -16, 1),
-		Mov64Reg(R2, R10),
-		ALU64Imm(BPF_ADD, R2, -4),
-		Mov64Reg(R3, R10),
-		ALU64Imm(BPF_ADD, R3, -16),
-		LoadMapFD(R1, counts),
-		Mov64Imm(R4, 0), // BPF_ANY
-		Call(BPF_FUNC_map_update_elem),
-		Label("ttl"),
-		LoadAbs(BPF_B, 8), // r0 = ip->ttl
-		Exit(),
-	}})
+	p, err := prog.Load(prog.Spec{
+		Type:    prog.SocketFilter,
+		Name:    "classify",
+		License: "GPL",
+		Insns:   classifier(counts),
+	})
 	if err != nil {
 		return err
 	}
@@ -84,7 +70,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("program %q id %d tag %s, as the verifier left it:\n%s", info.Name, info.ID, info.Tag, info.Listing())
+	fmt.Printf("program %q id %d tag %s, as the verifier left it:\n%s",
+		info.Name, info.ID, info.Tag, info.Listing())
 
 	for _, pkt := range []struct {
 		name       string
@@ -94,7 +81,8 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("test run on a %s packet with ttl %d: the program returned %d\n", pkt.name, pkt.ttl, r.Retval)
+		fmt.Printf("test run on a %s packet with ttl %d: the program returned %d\n",
+			pkt.name, pkt.ttl, r.Retval)
 	}
 
 	typed, err := mapfd.NewTyped[uint32, uint64](counts)
@@ -106,6 +94,36 @@ func run() error {
 		fmt.Printf("map %s: protocol %d seen %d times\n", counts.Name(), proto, n)
 	}
 	return iterErr
+}
+
+// classifier is a socket filter, which sees the packet from its IPv4 header
+// on. It counts the packet in counts under its protocol and returns its TTL.
+func classifier(counts *mapfd.Map) []insn.Item {
+	return []insn.Item{
+		insn.Mov64Reg(insn.R6, insn.R1), // r6 = skb, which LD_ABS needs
+		insn.LoadAbs(insn.BPF_B, 9),     // r0 = ip->protocol
+		insn.StoreMem(insn.BPF_W, insn.R10, -4, insn.R0),
+		insn.Mov64Reg(insn.R2, insn.R10), // r2 = &key
+		insn.ALU64Imm(insn.BPF_ADD, insn.R2, -4),
+		insn.LoadMapFD(insn.R1, counts),
+		insn.Call(insn.BPF_FUNC_map_lookup_elem),
+		insn.JumpImm(insn.BPF_JEQ, insn.R0, 0, "new"),
+		insn.Mov64Imm(insn.R1, 1), // the protocol was seen before: add one
+		insn.Atomic(insn.BPF_DW, insn.BPF_ADD.Atomic(), insn.R0, insn.R1, 0),
+		insn.Ja("ttl"),
+		insn.Label("new"), // first packet of this protocol: insert 1
+		insn.StoreImm(insn.BPF_DW, insn.R10, -16, 1),
+		insn.Mov64Reg(insn.R2, insn.R10),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R2, -4),
+		insn.Mov64Reg(insn.R3, insn.R10),
+		insn.ALU64Imm(insn.BPF_ADD, insn.R3, -16),
+		insn.LoadMapFD(insn.R1, counts),
+		insn.Mov64Imm(insn.R4, 0), // BPF_ANY
+		insn.Call(insn.BPF_FUNC_map_update_elem),
+		insn.Label("ttl"),
+		insn.LoadAbs(insn.BPF_B, 8), // r0 = ip->ttl
+		insn.Exit(),
+	}
 }
 
 // packet is an Ethernet frame holding an IPv4 header with the given

@@ -70,9 +70,9 @@ func built(t *testing.T, p *usdt.Probe, build usdt.Builder) []insn.Instruction {
 // bpf_perf_event_output. The programs set each helper's arguments right
 // before its call, so this reading is enough; it is no verifier.
 type stackUse struct {
-	written                map[int64]bool
-	outputAt, outputSize   int64
-	outputCalls, stackSize int
+	written              map[int64]bool
+	outputAt, outputSize int64
+	outputCalls          int
 }
 
 func readStack(ins []insn.Instruction) stackUse {

@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// Compare runs bare(i) and lib(i) b.N times each, alternating blocks of
-// block calls and which of the two goes first (the second would otherwise
-// find the caches warmed by the first for the same i), and reports lib's ns/op, bare's as "bare-ns/op", and their
-// ratio as "x-bare". Allocations reported by b are lib's and bare's together.
+// Compare runs bare(i) and lib(i) b.N times each, in alternating blocks of
+// block calls. It alternates which of the two goes first too: the second
+// would otherwise find the caches warmed by the first for the same i. It
+// reports lib's ns/op, bare's as "bare-ns/op", and their ratio as "x-bare".
+// Allocations reported by b are lib's and bare's together.
 func Compare(b *testing.B, block int, bare, lib func(i int)) {
 	b.ReportAllocs()
 	var tBare, tLib time.Duration

@@ -14,21 +14,21 @@ import (
 
 // RootExample is an example that needs root or prints what depends on the
 // machine. It has no Output comment, so go test compiles it but does not
-// run it; its comment "As root, it prints:" (or "On x86-64, ...", any line
-// ending in "it prints:"), and the lines after, show what it prints, and
-// RunExamples checks that as root. Want, if set, replaces that text where
-// this kernel answers otherwise; Skip, if set, says why the example cannot
-// run here.
+// run it. Instead a comment line ending in "it prints:" ("As root, it
+// prints:", "On x86-64, ...") and the lines after it show what it prints,
+// and RunExamples checks that as root. Want, if set, replaces that text
+// where this kernel answers otherwise; Skip, if set, says why the example
+// cannot run here.
 type RootExample struct {
 	F          func()
 	Want, Skip string
 }
 
-// RunExamples is each package's TestExamples: it runs examples, as root,
-// and checks that each prints what its "it prints:" comment in source (the
-// package's example_test.go, embedded for the test binaries that run
-// without their sources, in the VMs) says; and that every example of source
-// has an Output comment or is one of them.
+// RunExamples is each package's TestExamples. It runs examples, as root,
+// and checks that each prints what its "it prints:" comment in source says.
+// It also checks that every example of source has an Output comment or is
+// one of them. source is the package's example_test.go, embedded, for the
+// test binaries that run without their sources in the VMs.
 func RunExamples(t *testing.T, source []byte, examples []RootExample) {
 	file, err := parser.ParseFile(token.NewFileSet(), "example_test.go", source, parser.ParseComments)
 	if err != nil {
@@ -47,7 +47,8 @@ func RunExamples(t *testing.T, source []byte, examples []RootExample) {
 			}
 		}
 		if _, ok := prints[name]; !ok {
-			t.Errorf("%s has neither an Output comment nor an \"it prints:\" comment: nothing checks it", name)
+			t.Errorf("%s has neither an Output comment nor an \"it prints:\" comment: "+
+				"nothing checks it", name)
 		}
 	}
 	for _, ex := range examples {

@@ -17,10 +17,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RequireRoot skips t unless the process may load BPF programs.
+// RequireRoot skips t unless the process may load BPF programs, and under
+// go test -short, which make check uses to run only the tests that need
+// no root, root or not.
 func RequireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
+	switch {
+	case testing.Short():
+		t.Skip("needs root to talk to the kernel: -short runs only the tests that need none")
+	case os.Geteuid() != 0:
 		t.Skip("needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN) to talk to the kernel")
 	}
 }

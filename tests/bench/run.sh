@@ -5,11 +5,12 @@
 # Measured figures live there, never in code comments.
 #
 # run.sh SECTION... runs only those sections (maps, load, kallsyms, drain,
-# read, start, btf, tracing, tools, top, writes, events, funccount,
-# kprobe_multi, size) and puts them in place of the same sections of BENCHMARKS.md (a
-# section it does not have yet goes at its end), the others kept as they
-# were, with a line saying what was measured again and when: the whole run
-# takes an hour on a loaded machine.
+# read, tuning, start, btf, tracing, tools, top, writes, events,
+# funccount, kprobe_multi, size) and puts them in place of the same
+# sections of BENCHMARKS.md (a section it does not have yet goes at its
+# end), the others kept as they were, with a line saying what was
+# measured again and when: the whole run takes an hour on a loaded
+# machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
@@ -41,6 +42,8 @@ wanted drain && section "Perf ring: the sample loop on records in cache" -- \
 	$GO test -run '^$' -bench Drain ./perfring
 wanted read && section "Perf ring and BPF ring buffer readers beside libbpf's (x-libbpf = bpfkit / libbpf, medians of 7 rounds)" -- \
 	$GO test -run '^$' -bench Read -benchtime 1x ./perfring -rounds 7
+wanted tuning && section "Perf ring and BPF ring buffer readers: what yielding to the scheduler (perfring/yield.go) buys over a plain epoll loop (yield-x-plain = yield / plain in the same round, median of 9 rounds; GOMAXPROCS as it is, then 1)" -- \
+	$GO test -run '^$' -bench Tuning -benchtime 1x -timeout 0 ./perfring -rounds 9
 
 wanted start && section "Tools: time from exec to the first line, and peak RSS "\
 "(/usr/bin/time's %M) over a run with one report, beside bpftrace (bpftool for the inspector); "\
@@ -57,6 +60,7 @@ wanted tracing && section "Tracing on the same call in a 6.12 VM: fentry, kprobe
 
 wanted tools && section "Tools: what each tool's programs cost the kernel per event, beside bpftrace's one-liner (x-bpftrace = bpfkit / bpftrace, medians of 5 alternating rounds; BPF_ENABLE_STATS run time over run count)" -- \
 	$GO test -run '^$' -bench ToolCost -benchtime 1x ./tests
+
 wanted top && section "bpfkit top: what BPF statistics cost each run (the floor they count for a program that does nothing, and what they add to every run; medians of 5), and top's own CPU and peak RSS over 20 one-second intervals with 200 programs loaded" -- \
 	$GO test -run '^$' -bench TopCost -benchtime 1x ./tests
 wanted writes && section "tracex2's write sizes: the sys_enter_write perf tracepoint "\
@@ -111,11 +115,12 @@ if wanted size; then
 fi
 
 if [ "$only" != "  " ]; then
-	# Each "## " section of $tmp replaces the section of the same title.
+	# Each "## " section of $tmp replaces the section of the same title;
+	# one BENCHMARKS.md does not have yet goes at its end.
 	awk -v new="$tmp" -v when="$(date -u '+%Y-%m-%d %H:%M UTC')" -v which="$*" '
 		BEGIN {
 			while ((getline line < new) > 0) {
-				if (line ~ /^## /) title = line
+				if (line ~ /^## /) { title = line; order[++titles] = line }
 				else if (title != "") body[title] = body[title] "\n" line
 			}
 			for (title in body) sub(/\n+$/, "", body[title])
@@ -142,7 +147,8 @@ if [ "$only" != "  " ]; then
 		}
 		!skip { print }
 		END {
-			for (title in body) if (!(title in done)) print "\n" title body[title]
+			for (i = 1; i <= titles; i++)
+				if (!(order[i] in done)) print "\n" order[i] body[order[i]]
 		}
 	' "$out" >"$out.new"
 	mv "$out.new" "$out"

@@ -1,7 +1,0 @@
-//go:build !amd64 && !arm64
-
-package perfring
-
-import "unsafe"
-
-func prefetch(p unsafe.Pointer, n uintptr) {}
