@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 
@@ -68,13 +67,7 @@ type objects struct {
 }
 
 // Close closes what load made, last first: the programs, then the maps.
-func (o *objects) Close() error {
-	var errs []error
-	for i := len(o.made) - 1; i >= 0; i-- {
-		errs = append(errs, o.made[i].Close())
-	}
-	return errors.Join(errs...)
-}
+func (o *objects) Close() error { return tool.CloseInReverse(o.made) }
 
 // load creates the maps and loads the programs; with filter set, they
 // skip every other device. byDevice counts the latencies by device, in a

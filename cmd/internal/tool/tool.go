@@ -500,6 +500,16 @@ func Detach[C Closer](cs []C) error {
 	return errors.Join(errs...)
 }
 
+// CloseInReverse closes cs last first, as a tool unwinds what it made in
+// order (maps, then the programs that use them), and joins the errors.
+func CloseInReverse(cs []Closer) error {
+	var errs []error
+	for i := len(cs) - 1; i >= 0; i-- {
+		errs = append(errs, cs[i].Close())
+	}
+	return errors.Join(errs...)
+}
+
 // Started says, once everything is attached, what the tool watches and
 // that Ctrl-C stops it: on stdout, or with -json on stderr (stdout being
 // JSON only).
