@@ -16,12 +16,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// multiA and multiB are the functions TestUprobeMulti probes.
+// multiA and multiB are the functions TestUprobeMulti probes; nosplit,
+// with no stack check to run them again from their first instruction
+// after the runtime stopped the goroutine there (see uprobed), so that a
+// uprobe counts each call once.
 //
 //go:noinline
+//go:nosplit
 func multiA(x int) int { return x*3 + 1 }
 
 //go:noinline
+//go:nosplit
 func multiB(x int) int { return x*5 + 2 }
 
 // TestUprobeMulti: one uprobe_multi link on two functions of this binary,
