@@ -49,8 +49,9 @@ var linkTypeNames = []string{
 	"kprobe_multi", "struct_ops", "netfilter", "tcx", "uprobe_multi", "netkit", "sockmap",
 }
 
-// LinkByID asks the kernel about the link id (needs CAP_SYS_ADMIN), not
-// fetching names behind pointers, but a raw tracepoint's (by QueryFD).
+// LinkByID asks the kernel about the link id (needs CAP_SYS_ADMIN). Of
+// the names behind pointers it fetches only a raw tracepoint's (by
+// QueryFD) and a uprobe_multi link's binary and offsets (6.8).
 func LinkByID(id uint32) (*LinkInfo, error) {
 	fd, err := sys.LinkGetFDByID(&sys.GetIDAttr{ID: id})
 	if err != nil {
