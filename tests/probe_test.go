@@ -160,7 +160,7 @@ func TestUprobeOffsets(t *testing.T) {
 	p := counter(t, prog.Kprobe, counts, false)
 	exe, off := testutil.FuncOffset(t, uprobeTarget)
 	_, semOff := testutil.AddrOffset(t, uintptr(unsafe.Pointer(&semaphore)))
-	before := allEvents(t)
+	before := ownEvents(t)
 	wrapPID := math.MinInt
 	if strconv.IntSize == 64 { // pid_t is 32 bits: 1<<32 + our pid traced us
 		big := int64(1) << 32
@@ -246,7 +246,7 @@ func TestUprobeOffsets(t *testing.T) {
 			l.Close()
 		}
 	}
-	if after := allEvents(t); after != before {
+	if after := ownEvents(t); after != before {
 		t.Fatalf("events changed:\nbefore %q\nafter  %q", before, after)
 	}
 }
