@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -182,22 +183,19 @@ func TestUsdtEvents(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	out := r.stop()
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("%d events, want 4:\n%s", len(lines), out)
+	events := usdtEvents(t, out)
+	if len(events) != 4 {
+		t.Fatalf("%d events, want 4:\n%s", len(events), out)
 	}
-	for i, line := range lines {
-		var e struct {
-			Time time.Time
-			PID  int
-			Comm string
-			Args []any
+	// In the order of the calls: the last argument is "call i".
+	call := func(e usdtEvent) string {
+		if len(e.Args) == 0 {
+			return ""
 		}
-		d := json.NewDecoder(strings.NewReader(line))
-		d.UseNumber()
-		if err := d.Decode(&e); err != nil {
-			t.Fatal(err)
-		}
+		return fmt.Sprint(e.Args[len(e.Args)-1])
+	}
+	slices.SortFunc(events, func(a, b usdtEvent) int { return strings.Compare(call(a), call(b)) })
+	for i, e := range events {
 		want := fmt.Sprintf("[%d %d -42 200 %d -300 -5 18364758544493064720 %d %d %d call %d]", -i, 3*i, -7*i, 1000+i, -i, i, i)
 		// The time is the firing's, stamped by the program.
 		early, late := before.Add(-time.Millisecond), after.Add(time.Millisecond)
@@ -229,13 +227,15 @@ func TestUsdtEvents(t *testing.T) {
 			}
 		}
 	}
-	// The strings are quoted: they hold a space.
-	if want := `sdt 0 -42 "call 0",sdt -1 -42 "call 1"`; strings.Join(rows, ",") != want {
+	// The strings are quoted: they hold a space. The text's times are in
+	// milliseconds, too coarse to order by: the rows are compared sorted.
+	slices.Sort(rows)
+	if want := `sdt -1 -42 "call 1",sdt 0 -42 "call 0"`; strings.Join(rows, ",") != want {
 		t.Errorf("text output: %q, want %q:\n%s", rows, want, out)
 	}
 	// The tool's events would be in a group named after its pid.
-	events, err := tracefs.Events(tracefs.Uprobe)
-	for _, e := range events {
+	probes, err := tracefs.Events(tracefs.Uprobe)
+	for _, e := range probes {
 		if strings.Contains(e, fmt.Sprintf("_%d_", r.cmd.Process.Pid)) {
 			t.Errorf("left in uprobe_events: %s", e)
 		}
@@ -261,14 +261,43 @@ func TestUsdtGlobals(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	var got []string
-	for line := range strings.SplitSeq(strings.TrimSpace(r.stop()), "\n") {
-		var e struct{ Args []any }
-		json.Unmarshal([]byte(line), &e)
+	for _, e := range usdtEvents(t, r.stop()) {
 		got = append(got, fmt.Sprint(e.Args))
 	}
-	if want := "[77 -77] [77 -77] [-3 3] [-3 3]"; strings.Join(got, " ") != want { // two sites
+	slices.Sort(got)
+	if want := "[-3 3] [-3 3] [77 -77] [77 -77]"; strings.Join(got, " ") != want { // two sites
 		t.Errorf("usdt bpfkit:global: %q, want %s", got, want)
 	}
+}
+
+// usdtEvent is a line of usdt -json: a firing.
+type usdtEvent struct {
+	Time time.Time
+	PID  int
+	Comm string
+	Args []any
+}
+
+// usdtEvents decodes usdt -json's firings, numbers as json.Number, in the
+// order they were printed. usdt prints each CPU's perf ring in turn, so
+// firings on two CPUs may be printed out of the order they fired in (the
+// process moved between them): callers compare them in an order of their
+// own. Not by time: each event's wall-clock time is worked out from its
+// CLOCK_MONOTONIC stamp when it is printed, and can be off by as long as
+// the tool was preempted meanwhile.
+func usdtEvents(t *testing.T, out string) []usdtEvent {
+	t.Helper()
+	var events []usdtEvent
+	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+		var e usdtEvent
+		d := json.NewDecoder(strings.NewReader(line))
+		d.UseNumber()
+		if err := d.Decode(&e); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		events = append(events, e)
+	}
+	return events
 }
 
 // TestUsdtCount: -count counts the firings of two processes by the
