@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	. "github.com/bpfkit/bpfkit/insn"
 	"github.com/bpfkit/bpfkit/internal/testutil"
@@ -163,6 +164,15 @@ func getppidOn(t testing.TB, cpu, n int) {
 	for range n {
 		unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
 	}
+}
+
+// thisCPU is the CPU the calling thread runs on (getcpu(2)).
+func thisCPU(t testing.TB) int {
+	var cpu uint32
+	if _, _, errno := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); errno != 0 {
+		t.Fatalf("getcpu: %v", errno)
+	}
+	return int(cpu)
 }
 
 // checker verifies records: intact payload, increasing sequence per CPU.
@@ -446,9 +456,11 @@ func testPerfCloseUnblocks(t *testing.T) {
 // TestPerfSampleTime: with SampleTime, each sample carries the kernel's
 // time of it on CLOCK_MONOTONIC: a program on the raw tracepoint
 // sys_enter sends, for each getppid call of this thread, its own
-// bpf_ktime_get_ns; each sample is stamped just after the time it holds
-// (within a millisecond), between two readings of the clock around the
-// calls, in order. (A raw tracepoint, which no other tracer's program can
+// bpf_ktime_get_ns; each sample is stamped at or after the time it holds,
+// between two readings of the clock around the calls, in order. (Another
+// clock would be off by more than the calls take, one way or the other.
+// No tighter bound holds: under TCG a vCPU can stall for milliseconds
+// between the program's clock reading and the sample's.) (A raw tracepoint, which no other tracer's program can
 // hide from this test, as a perf tracepoint program returning 0 would.)
 func TestPerfSampleTime(t *testing.T) {
 	testutil.RequireRoot(t)
@@ -493,7 +505,10 @@ func TestPerfSampleTime(t *testing.T) {
 	defer l.Close()
 	var before, after unix.Timespec
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &before)
-	getppidOn(t, -1, 10)
+	// On one CPU, the one it runs on: ReadFunc reads the rings in turn, so
+	// the calls' samples come in the order they were made only if they
+	// share a ring.
+	getppidOn(t, thisCPU(t), 10)
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &after)
 	var stamps [][2]uint64 // the program's time, the sample's
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -510,9 +525,9 @@ func TestPerfSampleTime(t *testing.T) {
 		t.Fatalf("%d samples of this thread's getppid calls, want 10", len(stamps))
 	}
 	for i, s := range stamps {
-		if s[1] < s[0] || s[1]-s[0] > uint64(time.Millisecond) || s[1] > uint64(after.Nano()) ||
+		if s[1] < s[0] || s[1] > uint64(after.Nano()) ||
 			s[0] < uint64(before.Nano()) || i > 0 && s[1] < stamps[i-1][1] {
-			t.Fatalf("the program's and the samples' times %d, want each sample just after its "+
+			t.Fatalf("the program's and the samples' times %d, want each sample at or after its "+
 				"program's time, in order, between %d and %d", stamps, before.Nano(), after.Nano())
 		}
 	}
