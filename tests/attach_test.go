@@ -487,6 +487,7 @@ func TestSignalCleanup(t *testing.T) {
 		signalChild(t)
 		return
 	}
+	testutil.LockSweeps(t) // the killed child's events are for its own Sweep
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSignalCleanup$")
 		cmd.Env = append(os.Environ(), "BPFKIT_SIGNAL_CHILD=1")

@@ -464,6 +464,7 @@ func TestBpfkitPerfAndLinks(t *testing.T) {
 // sweep removes the stale one only and says why it keeps ours.
 func TestBpfkitProbes(t *testing.T) {
 	testutil.RequireRoot(t)
+	testutil.LockSweeps(t) // its stale event is for its own sweep to find
 	if err := prog.ProbesSupported(tracefs.Uprobe); err != nil {
 		t.Skip(err)
 	}

@@ -4,6 +4,7 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bpfkit/bpfkit/insn"
 	"golang.org/x/sys/unix"
@@ -46,6 +48,68 @@ func KernelFDs() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// SweepLock waits for, and takes, a lock that every process of bpfkit's
+// tests shares, and returns what releases it. tracefs.Sweep removes the
+// probe events of every bpfkit process that is gone, whichever test left
+// them, and go test runs the packages' tests at once: a test holds the
+// lock while it sweeps, and while it keeps a gone process's events for
+// its own Sweep to find.
+//
+// The processes a holder starts inherit sweepLockEnv and do not wait for
+// the lock: a test binary run again as a child would otherwise wait for
+// its parent, and the parent for it. A wait that lasts longer than
+// sweepLockWait is an error that names the holder.
+func SweepLock() (unlock func(), err error) {
+	if holder := os.Getenv(sweepLockEnv); holder != "" {
+		return func() {}, nil
+	}
+	name := filepath.Join(os.TempDir(), "bpfkit-tests-sweep.lock")
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(sweepLockWait)
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err != unix.EWOULDBLOCK && err != unix.EINTR || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		holder, _ := os.ReadFile(name)
+		f.Close()
+		return nil, fmt.Errorf("flock %s (held by pid %q): %w", name, holder, err)
+	}
+	pid := strconv.Itoa(os.Getpid())
+	f.Truncate(0)
+	f.WriteAt([]byte(pid), 0)
+	os.Setenv(sweepLockEnv, pid)
+	return func() {
+		os.Unsetenv(sweepLockEnv)
+		f.Close() // the lock goes with the file's last fd
+	}, nil
+}
+
+const (
+	// sweepLockEnv holds the pid of the process that holds SweepLock, in
+	// that process and the ones it starts.
+	sweepLockEnv = "BPFKIT_TESTS_SWEEP_LOCK"
+	// sweepLockWait is the longest SweepLock waits: longer than any
+	// holder keeps it (tracefs's tests, for as long as they run).
+	sweepLockWait = 3 * time.Minute
+)
+
+// LockSweeps holds SweepLock until t ends.
+func LockSweeps(t testing.TB) {
+	t.Helper()
+	unlock, err := SweepLock()
+	if err != nil {
+		t.Fatalf("the tests' sweep lock: %v", err)
+	}
+	t.Cleanup(unlock)
 }
 
 // CheckNoLeaks fails t, at its end, if it left a BPF or perf fd open that
