@@ -26,13 +26,17 @@ func TestMain(m *testing.M) {
 }
 
 // writer is this binary run as a workload (BPFKIT_TEST_WRITER=100,5000,...):
-// once a line arrives on stdin it calls getppid BPFKIT_TEST_GETPPID times,
+// it says "ready" on stdout if BPFKIT_TEST_SAY_READY is set (startWorkload),
+// and once a line arrives on stdin it calls getppid BPFKIT_TEST_GETPPID times,
 // opens /dev/null and /dev/zero, reads 123 bytes of zeros, maps 12289
 // bytes (mmapArgs), writes those many bytes of 'x' to /dev/null, one
 // write(2) each, BPFKIT_TEST_GAP apart, and exits. With
 // BPFKIT_TEST_ACROSS_CPUS set, each write is made on the next CPU it may
 // run on, round the CPUs.
 func writer(sizes string) int {
+	if os.Getenv("BPFKIT_TEST_SAY_READY") != "" {
+		os.Stdout.WriteString("ready\n")
+	}
 	bufio.NewReader(os.Stdin).ReadString('\n')
 	n, _ := strconv.Atoi(os.Getenv("BPFKIT_TEST_GETPPID"))
 	for range n {

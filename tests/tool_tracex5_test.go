@@ -265,7 +265,7 @@ func TestTracex5Order(t *testing.T) {
 	sizes := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
 	w := workloadCmd(0, 0, sizes...)
 	w.Env = append(w.Env, "BPFKIT_TEST_ACROSS_CPUS=1")
-	pid, run := startWaiting(t, w)
+	pid, run := startWorkload(t, w)
 	r := startTool(t, "tracex5", "-json", "-p", strconv.Itoa(pid), "60")
 	r.waitFor("Ctrl-C to stop")
 	r.cmd.Process.Signal(syscall.SIGSTOP)

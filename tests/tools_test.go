@@ -1,10 +1,12 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -273,7 +275,38 @@ func workload(t *testing.T, getppid int, sizes ...int) (pid int, write func()) {
 // spacedWorkload is workload with gap between the writes.
 func spacedWorkload(t *testing.T, getppid int, gap time.Duration, sizes ...int) (pid int, write func()) {
 	t.Helper()
-	return startWaiting(t, workloadCmd(getppid, gap, sizes...))
+	return startWorkload(t, workloadCmd(getppid, gap, sizes...))
+}
+
+// startWorkload is startWaiting for a command of workloadCmd: it returns
+// once the process has said it is ready, its runtime started. A tool
+// started before that would see the runtime's own system calls in flight
+// as it attaches: an mmap entered before the tool's program on
+// raw_syscalls:sys_exit is attached, with the one on sys_enter already
+// there, counts its entry and not its return.
+func startWorkload(t *testing.T, w *exec.Cmd) (pid int, run func()) {
+	t.Helper()
+	w.Env = append(w.Env, "BPFKIT_TEST_SAY_READY=1")
+	stdout, err := w.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, run = startWaiting(t, w)
+	ready := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		ready <- line
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case line := <-ready:
+		if line != "ready\n" {
+			t.Fatalf("the workload said %q, not that it is ready", line)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the workload did not say it is ready within a minute")
+	}
+	return pid, run
 }
 
 // workloadCmd is the command of workload's process, for a caller to add
