@@ -55,6 +55,34 @@ func TestWallTime(t *testing.T) {
 	}
 }
 
+// TestTightest: a reading of the clocks that a preemption spread over
+// 5 ms is read again, and the tightest of the readings is kept; one tight
+// enough at once is read once; an error is returned as it is.
+func TestTightest(t *testing.T) {
+	readings := []clockReading{
+		{wall1: 0, mono: 100, wall2: 5_000_000},
+		{wall1: 6_000_000, mono: 6_000_100, wall2: 6_050_000},
+		{wall1: 7_000_000, mono: 7_000_100, wall2: 7_000_200},
+		{wall1: 8_000_000, mono: 8_000_100, wall2: 8_000_150},
+	}
+	reads := 0
+	read := func() (clockReading, error) {
+		reads++
+		return readings[reads-1], nil
+	}
+	if r, err := tightest(read); err != nil || r != readings[2] || reads != 3 {
+		t.Errorf("tightest: %+v, %v after %d reads; want %+v after 3", r, err, reads, readings[2])
+	}
+	readings, reads = readings[2:], 0
+	if r, err := tightest(read); err != nil || r != readings[0] || reads != 1 {
+		t.Errorf("tightest of a tight reading: %+v, %v after %d reads; want one read", r, err, reads)
+	}
+	failing := func() (clockReading, error) { return clockReading{}, unix.EPERM }
+	if _, err := tightest(failing); err != unix.EPERM {
+		t.Errorf("tightest of a failing read: %v, want EPERM", err)
+	}
+}
+
 // TestEventTimeBPF: the time a BPF program read with bpf_ktime_get_ns()
 // is, converted, between the wall-clock times before and after the
 // program ran.
