@@ -99,7 +99,9 @@ func parseSelector(object string, args []string) (selector, []string, error) {
 func (s selector) resolve() ([]uint32, error) {
 	switch s.by {
 	case "id":
-		return []uint32{s.id}, nil
+		// Looked up now, so that an id that names nothing says so; an
+		// object that goes away after this is skipped, as in a walk.
+		return []uint32{s.id}, s.exists(s.id)
 	case "pinned":
 		id, err := pinnedID(s.object, s.value)
 		return []uint32{id}, err
@@ -120,6 +122,26 @@ func (s selector) resolve() ([]uint32, error) {
 		err = fmt.Errorf("no %s with %s", noun(s.object), s)
 	}
 	return ids, err
+}
+
+// exists says, as an error, that there is no object with the id id.
+func (s selector) exists(id uint32) error {
+	var err error
+	if s.object == "map" {
+		var m *mapfd.Map
+		if m, err = mapfd.OpenID(id); err == nil {
+			m.Close()
+		}
+	} else {
+		var p *prog.Program
+		if p, err = prog.OpenID(id); err == nil {
+			p.Close()
+		}
+	}
+	if errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("no %s with %s: %w", noun(s.object), s, err)
+	}
+	return err
 }
 
 // matches says whether the object id has the selector's name or tag.
@@ -172,11 +194,12 @@ func pinnedID(object, path string) (uint32, error) {
 
 // each calls fn for each of ids, or for every object when ids is nil,
 // walking the kernel's ids with next. An object that went away meanwhile
-// is skipped in a walk.
+// (fn's ENOENT) is skipped: one of ids went away after its selector found
+// it, as one in a walk after next found it.
 func each(next func(uint32) (uint32, error), ids []uint32, fn func(uint32) error) error {
 	if ids != nil {
 		for _, id := range ids {
-			if err := fn(id); err != nil {
+			if err := fn(id); err != nil && !errors.Is(err, unix.ENOENT) {
 				return err
 			}
 		}
