@@ -1,6 +1,7 @@
 // Package testutil holds what bpfkit's tests share: the root requirement,
 // checks that a test leaves no BPF or perf fd open, a private BPF file
-// system for pinning, and a loop device to make block I/O on.
+// system for pinning, a loop device to make block I/O on, and a lock for
+// the tests that sweep tracefs's probe events.
 package testutil
 
 import (
@@ -62,7 +63,7 @@ func KernelFDs() []string {
 // its parent, and the parent for it. A wait that lasts longer than
 // sweepLockWait is an error that names the holder.
 func SweepLock() (unlock func(), err error) {
-	if holder := os.Getenv(sweepLockEnv); holder != "" {
+	if os.Getenv(sweepLockEnv) != "" {
 		return func() {}, nil
 	}
 	name := filepath.Join(os.TempDir(), "bpfkit-tests-sweep.lock")
