@@ -26,7 +26,7 @@ func EventTime(ktime uint64) time.Time {
 	if err != nil {
 		return time.Now()
 	}
-	return wallTime(ktime, r.wall1, r.mono, r.wall2)
+	return r.wallTime(ktime)
 }
 
 // clockReading is a reading of CLOCK_MONOTONIC, mono, between two of the
@@ -74,10 +74,9 @@ const (
 	tightOffset = int64(10 * time.Microsecond)
 )
 
-// wallTime is the wall-clock time of ktime, CLOCK_MONOTONIC having read
-// mono between two readings of the wall clock, wall1 and wall2: the
-// offset is taken at the middle of the two.
-func wallTime(ktime uint64, wall1, mono, wall2 int64) time.Time {
-	offset := wall1 + (wall2-wall1)/2 - mono
+// wallTime is the wall-clock time of ktime by the reading r: the offset
+// between the clocks is taken at the middle of the two wall-clock readings.
+func (r clockReading) wallTime(ktime uint64) time.Time {
+	offset := r.wall1 + r.span()/2 - r.mono
 	return time.Unix(0, int64(ktime)+offset)
 }

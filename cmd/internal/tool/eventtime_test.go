@@ -44,12 +44,13 @@ func within(t, before, after time.Time) bool {
 func TestWallTime(t *testing.T) {
 	base := time.Date(2026, 11, 26, 15, 4, 5, 0, time.UTC).UnixNano()
 	mono := int64(5000 * time.Second)
-	got := wallTime(uint64(mono-int64(time.Second)), base, mono, base+200)
+	second := uint64(mono - int64(time.Second))
+	got := clockReading{base, mono, base + 200}.wallTime(second)
 	if want := time.Unix(0, base+100-int64(time.Second)); !got.Equal(want) {
 		t.Errorf("one second before the reading: %v, want %v", got, want)
 	}
 	stepped := base - int64(time.Hour)
-	later := wallTime(uint64(mono-int64(time.Second)), stepped+110, mono+10, stepped+110)
+	later := clockReading{stepped + 110, mono + 10, stepped + 110}.wallTime(second)
 	if d := got.Sub(later); d != time.Hour {
 		t.Errorf("after stepping the clock an hour back: %v apart, want 1h", d)
 	}
