@@ -169,7 +169,8 @@ func getppidOn(t testing.TB, cpu, n int) {
 // thisCPU is the CPU the calling thread runs on (getcpu(2)).
 func thisCPU(t testing.TB) int {
 	var cpu uint32
-	if _, _, errno := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); errno != 0 {
+	_, _, errno := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0)
+	if errno != 0 {
 		t.Fatalf("getcpu: %v", errno)
 	}
 	return int(cpu)
@@ -460,8 +461,9 @@ func testPerfCloseUnblocks(t *testing.T) {
 // between two readings of the clock around the calls, in order. (Another
 // clock would be off by more than the calls take, one way or the other.
 // No tighter bound holds: under TCG a vCPU can stall for milliseconds
-// between the program's clock reading and the sample's.) (A raw tracepoint, which no other tracer's program can
-// hide from this test, as a perf tracepoint program returning 0 would.)
+// between the program's clock reading and the sample's.) The program is
+// on a raw tracepoint, which no other tracer's program can hide from this
+// test, as a perf tracepoint program returning 0 would.
 func TestPerfSampleTime(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.CheckNoLeaks(t)
